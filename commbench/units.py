@@ -128,15 +128,28 @@ def size_range(min_bytes: int, max_bytes: int, step_factor: float | None = None,
     return sizes
 
 
-_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(bit|bps|b)?\s*$", re.IGNORECASE)
+# tc(8) RATES and iproute2 tc/tc_util.c's suffix table (matched without case): bit (or a bare number) and SI or IEC
+# multiples are bits per second; bps and its multiples are BYTES per second (100mbps = 800 Mbit/s)
+TC_RATE_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
+                 "kibit": 2**10, "mibit": 2**20, "gibit": 2**30, "tibit": 2**40,
+                 "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9, "tbps": 8e12,
+                 "kibps": 8 * 2**10, "mibps": 8 * 2**20, "gibps": 8 * 2**30, "tibps": 8 * 2**40}
+_RATE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)([a-z]*)\s*$", re.IGNORECASE)
 
 
 def parse_rate_bits_per_s(text: str, field: str = "rate") -> float:
-    """Parse a link rate like '1gbit', '800mbit', '100m' (bits per second, SI prefixes as tc)."""
+    """A link rate in tc's syntax (tc(8) RATES): '1gbit', '800mbit', '1mibit' are bits per second, '100mbps' bytes per
+    second (800 Mbit/s), a bare number bits; in bits per second. What tc refuses ('100m') is refused."""
     match = _RATE_RE.match(str(text))
-    if not match:
-        raise invalid(field, text, "a rate such as 1gbit, 800mbit or 10gbit")
-    value = float(match.group(1)) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[match.group(2).lower()]
+    unit = match.group(2).lower() if match else None
+    if unit is not None and unit not in TC_RATE_UNITS and unit in ("k", "m", "g", "t", "kb", "mb", "gb", "tb"):
+        prefix = unit[0]
+        raise invalid(field, text, f"a unit as tc(8) reads it: {match.group(1)}{prefix}bit (bits per second) or "
+                                   f"{match.group(1)}{prefix}bps (BYTES per second)")
+    if unit is None or unit not in ("", *TC_RATE_UNITS):
+        raise invalid(field, text, "a rate as tc(8) reads it, e.g. 1gbit, 800mbit (bits per second; also kbit, "
+                                   "kibit, mibit, ...) or 100mbps (BYTES per second)")
+    value = float(match.group(1)) * TC_RATE_UNITS.get(unit, 1)
     if value <= 0:
         raise invalid(field, text, "rates must be positive")
     return value

@@ -311,7 +311,7 @@ def _two_runs(path, second: dict) -> None:
 
 @pytest.mark.parametrize("second, mixed", [({"nccl_version": "2.21.5"}, "NCCL versions"),
                                            ({"devices": ["NVIDIA A100"]}, "devices"),
-                                           ({"emulated": {"emulated": True, "num_racks": 2}}, "emulated and real"),
+                                           ({"emulated": {"emulated": True, "num_racks": 2}}, "fabrics"),
                                            ({"nccl_env": {"NCCL_P2P_DISABLE": "1"}}, "NCCL_\\* settings")])
 def test_runs_of_different_systems_are_not_merged_into_one_fit(tmp_path, second, mixed):
     """Medians per size of two NCCL versions, two GPU models or an emulated and a real fabric made one curve of
@@ -331,7 +331,7 @@ def test_a_profile_names_the_runs_it_was_fitted_from_and_an_emulated_one_says_so
     assert not any("emulated" in w for w in fabric.warnings)
     emulated = tmp_path / "emulated.jsonl"
     _two_runs(emulated, {"emulated": {"emulated": True, "num_racks": 1}, "hostnames": ["h"]})
-    with pytest.raises(CommbenchError, match="emulated and real"):
+    with pytest.raises(CommbenchError, match="mix fabrics .*real fabric: run"):
         fit_result_files([str(emulated)])
     alone = tmp_path / "emulated-alone.jsonl"
     with JsonlWriter(alone) as writer:

@@ -96,3 +96,33 @@ def test_predict_on_a_profile_fitted_on_emulated_runs_says_so_in_its_title(tmp_p
     assert result.exit_code == 0, result.output
     title = " ".join(result.output.split()).split("all_reduce (predicted", 1)[1].split(")", 1)[0]
     assert "EMULATED" in title, result.output
+
+
+def test_report_with_a_profile_fitted_on_an_emulated_fabric_says_its_dashed_lines_are_the_emulators(tmp_path):
+    """`report real.jsonl --fabric fab_emu.json` drew the emulator's curve under a real run as 'predicted: gloo
+    float32 n=2' with 'dashed lines are predicted from fab_emu.json': nothing said the profile was fitted on
+    `commbench emulate` (predict and plan say it; found from outside, probe AM F5). Now the terminal, README.md and the
+    figures' caption say it."""
+    results, fabric = tmp_path / "em.jsonl", tmp_path / "fab_emu.json"
+    with JsonlWriter(results) as writer:
+        writer.write(RunHeader(run_id="emu", started_at="2026-12-03T00:00:00+00:00", argv=[], commbench_version="0",
+                               python_version="3", torch_version=None, nccl_version=None, cuda_version=None,
+                               cupy_version=None, backend="gloo", world_size=2, hostnames=["vm", "vm"],
+                               devices=["cpu"] * 2, nccl_env={}, launcher="torchrun",
+                               emulated=dict(EMULATED, num_racks=2, ranks_per_rack=1)))
+        for p in range(10, 22):
+            writer.write(Measurement(run_id="emu", collective="all_reduce", backend="gloo", size_bytes=1 << p,
+                                     count=(1 << p) // 4, dtype="float32", op="sum", in_place=False, world_size=2,
+                                     group_size=2, iters=3, warmup_iters=1,
+                                     time_us_median=100.0 + (1 << p) / 2e3))
+    assert CliRunner().invoke(app, ["fit", str(results), "-O", str(fabric)]).exit_code == 0
+    from tests.test_compare import A   # a real 2-rank gloo all_reduce run
+    out = tmp_path / "rep"
+    result = CliRunner().invoke(app, ["report", str(A), "--fabric", str(fabric), "-O", str(out)],
+                                env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    said = [line for line in result.output.splitlines() if line.startswith("warning: --fabric")]
+    assert len(said) == 1 and "fab_emu.json" in said[0] and "EMULATED" in said[0], result.output
+    readme = (out / "README.md").read_text()
+    dashed = next(line for line in readme.splitlines() if "dashed lines are predicted from" in line)
+    assert "EMULATED" in dashed.split("dashed lines are predicted from", 1)[1], dashed

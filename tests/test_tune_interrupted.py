@@ -47,7 +47,7 @@ def test_during_the_sweep_the_points_kept_and_how_to_go_on(tmp_path, monkeypatch
     lines = DATA.read_text().splitlines(keepends=True)
     measured = [line for line in lines if '"measurement"' in line][:2]
 
-    def two_points_then_stopped(sweep_file, nproc, where, progress, task):
+    def two_points_then_stopped(sweep_file, nproc, where, progress, task, launched=None):
         results = where / "tune-sweep.jsonl"
         results.write_text(lines[0] + "".join(measured))
         raise Interrupted(f"interrupted (SIGTERM): 2 point(s) kept in {results}", signal="SIGTERM")  # as launch_local

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from commbench.cli.base import command, console, err_console, print_json, renamed
-from commbench.errors import CommbenchError, first_line
+from commbench.errors import CommbenchError, first_line, invalid
 from commbench.results.render import styled
 from commbench.results.tables import Col, print_table
 
@@ -51,6 +51,12 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
     _check_not_option_values(paths)
     models, systems = _per_log(as_list(model), "--model", paths), _per_log(as_list(system), "--system", paths)
     counts = _per_log(as_list(gpus), "--gpus", paths)
+    for value in dict.fromkeys(s for s in systems if s is not None):   # named as given, not as the row's 'gpu' field
+        from commbench.costmodel import preset_names
+        from commbench.planner.calibrate.published import _preset_name
+        if _preset_name(value) is None:
+            raise invalid("--system", value, f"a system preset ({', '.join(preset_names())}): calibrate models a "
+                          "log's run on a preset's GPU (a fitted fabric profile is for plan and tune)")
     _check_distinct_files(paths)
     rows, places, seen = [], [], {}
     for path, m, g, n in zip(paths, models, systems, counts):

@@ -11,12 +11,15 @@ from typing import Annotated, Callable, List, Optional
 import typer
 
 from commbench.cli.base import ERROR_LINE, command, console, err_console
+from commbench.results.emulated import rate_text
 from commbench.results.render import styled
-from commbench.emulate.fabric import Fabric, FabricSpec
+from commbench.emulate.fabric import Fabric, FabricSpec, tbf_burst_bytes
 from commbench.emulate.ranks import emulated_description, run_ranks
 from commbench.comm.stop_signals import raise_stop_signal, signal_name
-from commbench.errors import CommbenchError, Interrupted
+from commbench.errors import CommbenchError, Interrupted, invalid
 from commbench.units import parse_rate_bits_per_s
+
+DEFAULT_RATE = "1gbit"   # --scale-out-rate of 2 racks or more when not given
 
 
 # A rank's stderr is a pipe, so its rich console prints 'error: ...' without the colour the same line has from
@@ -56,7 +59,7 @@ def emulate(
     args: Annotated[Optional[List[str]], typer.Argument(help="The commbench command after '--', e.g. -- bench grad_reduce_scatter -b 64M -e 64M")] = None,
     racks: Annotated[int, typer.Option("--racks", help="Racks (one network namespace each).")] = 2,
     ranks_per_rack: Annotated[int, typer.Option("--ranks-per-rack", help="Ranks per rack (talking over the rack's loopback).")] = 2,
-    scale_out_rate: Annotated[str, typer.Option("--scale-out-rate", help="Rate limit of each rack uplink, each direction (tc syntax: 1gbit, 800mbit).")] = "1gbit",
+    scale_out_rate: Annotated[Optional[str], typer.Option("--scale-out-rate", help="Rate limit of each rack uplink, each direction, as tc(8) reads it: 1gbit, 800mbit, 1gibit are bits per second; 100mbps is BYTES per second (800 Mbit/s). Default 1gbit; refused with --racks 1 (one rack has no uplink).")] = None,
     counters_out: Annotated[Optional[str], typer.Option("--counters-out", help="Write the uplink byte counters as JSON here.")] = None,
     netns_prefix: Annotated[Optional[str], typer.Option("--netns-prefix", help="Namespace name prefix (default cb<pid>).")] = None,
     cleanup: Annotated[bool, typer.Option("--cleanup", help="Remove namespaces (and their processes) left by a killed run: "
@@ -69,7 +72,7 @@ def emulate(
         if args:
             raise CommbenchError("--cleanup takes no command: run it alone, e.g. commbench emulate --cleanup")
         if netns_prefix is not None:
-            FabricSpec(num_racks=1, ranks_per_rack=1, scale_out_rate_bits_per_s=1e9, prefix=netns_prefix)  # validates
+            FabricSpec(num_racks=1, ranks_per_rack=1, scale_out_rate_bits_per_s=None, prefix=netns_prefix)  # validates
         removed = remove_leftovers(netns_prefix)
         console.print(f"removed {len(removed)} namespace(s)" + (f": {', '.join(removed)}" if removed else ""),
                       highlight=False)
@@ -85,16 +88,29 @@ def emulate(
 
         claim_output(counters_out, "--counters-out", marker='"uplinks"', what="counters file",
                      force_option=None).release()  # emulate has no --force
-    spec = FabricSpec(num_racks=racks, ranks_per_rack=ranks_per_rack,
-                      scale_out_rate_bits_per_s=parse_rate_bits_per_s(scale_out_rate, "--scale-out-rate"),
-                      prefix=f"cb{os.getpid()}" if netns_prefix is None else netns_prefix)
+    if racks == 1 and scale_out_rate is not None:
+        raise CommbenchError(f"--scale-out-rate={scale_out_rate!r} is invalid with --racks 1: one rack has no uplink "
+                             "to limit (no veth, no tbf; its ranks talk over its loopback): leave it out, or give "
+                             "--racks 2 or more")
+    rate = None if racks == 1 else parse_rate_bits_per_s(scale_out_rate or DEFAULT_RATE, "--scale-out-rate")
+    try:
+        spec = FabricSpec(num_racks=racks, ranks_per_rack=ranks_per_rack, scale_out_rate_bits_per_s=rate,
+                          prefix=f"cb{os.getpid()}" if netns_prefix is None else netns_prefix)
+    except CommbenchError as exc:   # the rate as the user wrote it
+        if getattr(exc, "field", None) != "scale_out_rate_bits_per_s":
+            raise
+        raise invalid("--scale-out-rate", scale_out_rate or DEFAULT_RATE, f"{rate_text(rate)}: {exc.allowed}") from None
     _check_nproc(command_args, racks, ranks_per_rack)
     previous = {signum: signal.signal(signum, raise_stop_signal) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with Fabric(spec) as fabric:
+            scale_out = ("none (one rack: no scale-out link)" if rate is None else
+                         f"{rate_text(rate)} ({scale_out_rate or DEFAULT_RATE} as tc reads it) tbf per rack uplink, "
+                         f"burst {tbf_burst_bytes(rate)} B (up to that many bytes cross unthrottled once the bucket "
+                         "has refilled: smaller messages are not rate-limited)")
             console.print(f"emulated fabric: {racks} rack(s) x {ranks_per_rack} rank(s); scale-up = loopback per "
-                          f"namespace, scale-out = {scale_out_rate} tbf per rack uplink (EMULATED, bandwidth only)",
-                          highlight=False)
+                          f"namespace, scale-out = {scale_out} (EMULATED, bandwidth only)", highlight=False,
+                          soft_wrap=True)   # one line: `import nccl-tests` of a tee'd log knows it
             started = time.monotonic()
             exit_code = run_ranks(spec, command_args, restyle=rank_line_printer(err_console))
             wall_s = time.monotonic() - started

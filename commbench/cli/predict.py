@@ -264,7 +264,7 @@ def predict(
     if algorithm_used == MOE_MEAN:
         how = "the mean of one dispatch and one combine (--algorithm dispatch or combine for one)"
     # a profile fitted on `commbench emulate` runs (profile.fit_result_files' warning) predicts the emulator's links
-    emulated = ", an EMULATED fabric" if any(w.startswith("emulated fabric") for w in fabric.warnings) else ""
+    emulated = ", an EMULATED fabric" if fabric.emulated_warning else ""
     print_table(console, f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source}"
                          f"{emulated}; {how})", cols, rows)
     console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)

@@ -206,6 +206,15 @@ def report(
     unpredicted: dict[str, str] = {}
     beyond: dict[str, str] = {}   # dashed lines past what the profile measured (predict's 'extrapolated')
     predict = fabric_predictor(fabric, unpredicted, beyond) if fabric else None  # a wrong --fabric: refused before any table
+    predicted_from = fabric or ""
+    if fabric:
+        from commbench.costmodel import load_fabric
+
+        emulated_fit = load_fabric(fabric).emulated_warning
+        if emulated_fit:   # as predict's title and plan's network line say it: its dashed lines are the emulator's
+            predicted_from = f"{fabric} (fitted on an EMULATED fabric)"
+            console.print(styled("[yellow]warning:[/] --fabric {}: {}: its dashed lines are the emulator's links",
+                                 fabric, emulated_fit), highlight=False, soft_wrap=True)
     unreadable: list[str] = []   # lines skipped: the README says so, as the terminal does
     everything, not_read = read_for_report(files, unreadable)
     everything = without_repeats(everything)
@@ -254,7 +263,7 @@ def report(
                              "whether they are complete cannot be checked; drawn as measured", len(headerless),
                              ", ".join(headerless[:3]) + (" ..." if len(headerless) > 3 else "")), highlight=False)
     print_tuning_winners(everything)
-    result = write_report(records, out, sources=list(files), predict=predict, predicted_from=fabric or "",
+    result = write_report(records, out, sources=list(files), predict=predict, predicted_from=predicted_from,
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
                           run_records=everything, together=together, force=force,
                           left_out=[*unreadable, *([not_read] if not_read else [])], unpredicted=unpredicted,

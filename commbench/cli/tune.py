@@ -87,8 +87,16 @@ def tune(
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
                         software=software)
     state = TuneState()
+    launched = outside_launch()
     with interrupt_says_what_was_written(state):
-        _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op)
+        _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op, launched=launched)
+        if launched is not None and launched.rank != 0:
+            # one rank of torchrun/srun/mpirun or `commbench emulate`: it measures the sweep's points with rank 0,
+            # which alone claims and writes OUT's files, fits and plans (as bench's and sweep's other ranks write
+            # nothing); every rank claiming them failed 'in use by PID <its sibling rank>'
+            if results is None:
+                _run_sweep(sweep, nproc, Path(out), None, None, launched=launched)
+            return
         folder = check_output_dir(out, "--out")   # made only once every option is known good
         with contextlib.ExitStack() as held:
             state.folder, state.results = folder, Path(results) if results else folder / "tune-sweep.jsonl"
@@ -98,7 +106,16 @@ def tune(
                 held.enter_context(lock)
             _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
                      cal_file.shipped_terms if cal_file else (), gbs_note, state, other_gpu_terms,
-                     leave_out_wrong=leave_out_wrong, fit_dtype=fit_dtype, fit_op=fit_op)
+                     leave_out_wrong=leave_out_wrong, fit_dtype=fit_dtype, fit_op=fit_op, launched=launched)
+
+
+def outside_launch():
+    """The launch (torchrun, srun, mpirun, `commbench emulate`) this process is one rank of, or None when tune starts
+    its own ranks (comm/job.py run_job's rule)."""
+    from commbench.comm.launch import detect_rank_env
+
+    rank_env = detect_rank_env()
+    return None if rank_env is None or rank_env.launcher == "local" else rank_env
 
 
 @dataclasses.dataclass
@@ -226,7 +243,8 @@ def _written_by_tune(path: Path) -> bool:
 def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration_file=None,
              calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None,
              state: TuneState | None = None, calibration_other_gpu_terms: tuple[str, ...] = (),
-             leave_out_wrong: bool = False, fit_dtype: str | None = None, fit_op: str | None = None) -> None:
+             leave_out_wrong: bool = False, fit_dtype: str | None = None, fit_op: str | None = None,
+             launched=None) -> None:
     from commbench.cli.search_view import run_plan_search
     from commbench.files import write_output
     from commbench.costmodel.fabric import PROFILE_FORMAT
@@ -240,7 +258,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
         if results is None:
             state.stage = "sweep"
             task = progress.add_task("1/3 sweep: starting ranks", total=1)
-            results_path, num_points = _run_sweep(sweep, nproc, folder, progress, task)
+            results_path, num_points = _run_sweep(sweep, nproc, folder, progress, task, launched=launched)
             progress.update(task, completed=1, description=f"1/3 sweep: {num_points} point(s) → {results_path}")
         else:
             results_path = results
@@ -276,10 +294,11 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
 
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,
-                       top: int, fit_dtype: str | None = None, fit_op: str | None = None) -> None:
+                       top: int, fit_dtype: str | None = None, fit_op: str | None = None, launched=None) -> None:
     """Every stage's inputs, before the first stage starts (one line, exit 2): the sweep plans on its ranks
-    (or the results file reads), and the plan's search finds a layout on the preset's GPUs and domains
-    (validity and memory do not depend on the measured curves the fit adds)."""
+    (`launched`: the outside launch's world; a --nproc other than it is refused) or the results file reads, and the
+    plan's search finds a layout on the preset's GPUs and domains (validity and memory do not depend on the
+    measured curves the fit adds)."""
     import dataclasses
 
     from commbench.costmodel import load_preset
@@ -297,15 +316,15 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         from commbench.sweep import load_sweep, parse_sweep, plan_sweep
         from commbench.workflows.tune import BUILTIN_SWEEP
         spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
-        ranks = (spec.nproc or 2) if nproc is None else nproc
+        if launched is not None and nproc is not None and nproc != launched.world_size:   # run_job's check, first
+            raise CommbenchError(f"--nproc={nproc} conflicts with the {launched.launcher} launch of "
+                                 f"{launched.world_size} ranks: omit --nproc under a launcher")
+        ranks = _sweep_ranks(spec, nproc, launched)
         if ranks < 1:
             raise invalid("--nproc", ranks, "at least 1 rank")
         backend = _sweep_backend(spec, sweep_file, nproc)[0]
         from commbench.comm.job import check_local_ranks
-        from commbench.comm.launch import detect_rank_env
-        rank_env = detect_rank_env()
-        if rank_env is None or rank_env.launcher == "local":  # run_job's check, before _claim empties the folder's
-            # earlier sweep and deletes its plan
+        if launched is None:  # run_job's check, before _claim empties the folder's earlier sweep and deletes its plan
             check_local_ranks(ranks, backend, option="--nproc" if nproc is not None else
                               f"{sweep_file or 'the built-in sweep'}: nproc")
         plan_sweep(spec, ranks, backend=backend)
@@ -317,21 +336,30 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
     search(dataclasses.replace(req, fabric=load_preset(system, num_gpus=req.num_gpus), keep=1))
 
 
-def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task) -> tuple[str, int]:
-    from commbench.comm.backends import resolve_backend
+def _sweep_ranks(spec, nproc: int | None, launched) -> int:
+    """The sweep's ranks: the outside launch's world, else --nproc, the sweep file's nproc or 2."""
+    return launched.world_size if launched is not None else (nproc if nproc is not None else spec.nproc or 2)
+
+
+def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task,
+               launched=None) -> tuple[str, int]:
+    """The sweep into folder/tune-sweep.jsonl (rank 0 writes it); `progress` None: a rank other than 0 of an
+    outside launch, which measures and says nothing."""
     from commbench.comm.job import run_job
     from commbench.sweep import SweepJob, load_sweep, parse_sweep, plan_sweep
     from commbench.workflows.tune import BUILTIN_SWEEP
 
     spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
     backend, note = _sweep_backend(spec, sweep_file, nproc)
-    if note:
+    if note and progress is not None:
         progress.console.print(f"note: {note}", highlight=False, markup=False)
     output = str(folder / "tune-sweep.jsonl")  # claimed (locked, empty) by _claim
-    ranks = nproc or spec.nproc or 2
-    progress.update(task, description=f"1/3 sweep: {spec.name} on {ranks} {backend} rank(s)")
+    ranks = _sweep_ranks(spec, nproc, launched)
+    if progress is not None:
+        progress.update(task, description=f"1/3 sweep: {spec.name} on {ranks} {backend} rank(s)"
+                        + (f" ({launched.launcher} launch)" if launched is not None else ""))
     job = SweepJob(sweep=spec, backend=backend, output_path=output, argv=tuple(sys.argv), show_progress=False)
-    outcomes = run_job(_sweep_rank, job, nproc=ranks, backend=backend,
+    outcomes = run_job(_sweep_rank, job, nproc=None if launched is not None else ranks, backend=backend,
                        validate_world=lambda world: plan_sweep(spec, world, backend=backend) and None,
                        output_path=output)
     outcome = outcomes.get(0)

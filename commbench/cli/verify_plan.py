@@ -10,6 +10,7 @@ from rich.markup import escape
 
 from commbench.cli.base import command, console, print_json
 from commbench.results.render import styled
+from commbench.results.emulated import fabric_text
 from commbench.errors import CommbenchError, invalid
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size
@@ -154,7 +155,7 @@ def verify_plan(
     if resolved == "gloo" and any(i.collective == "reduce_scatter" for i in items):
         flags.append("gloo implements reduce_scatter as a full all-reduce: its measured time is an upper bound")
     if emulated is not None:
-        flags.insert(0, f"EMULATED fabric ({_emulated_text(emulated)}): measured times are the emulator's "
+        flags.insert(0, f"{fabric_text(emulated)}: measured times are the emulator's "
                         "(loopback and rate-limited veth links), not a real network's")
     points = _points(items, rows, fabric, ctx, described, resolved, topology, flags)
     if fabric_check["status"] == "changed":
@@ -318,14 +319,6 @@ def _emulated() -> dict | None:
     from commbench.results.provenance import emulated_from_env
 
     return emulated_from_env()
-
-
-def _emulated_text(emulated: dict) -> str:
-    if "num_racks" not in emulated:
-        return str(emulated.get("description", "commbench emulate"))
-    rate = emulated.get("scale_out_rate_bits_per_s")
-    return (f"commbench emulate: {emulated.get('num_racks')} racks x {emulated.get('ranks_per_rack')} ranks"
-            + (f", {float(rate) / 1e9:g} Gbit/s per rack uplink" if rate else ""))
 
 
 def _rank(rank_env, job):

@@ -35,6 +35,9 @@ PROFILE_VERSION = 1
 TIERS = ("scale_up", "scale_out")
 
 
+# how the warning of a profile fitted on `commbench emulate` runs starts (profile.fit_result_files)
+EMULATED_FIT = "emulated fabric: fitted on `commbench emulate`"
+
 @dataclass(frozen=True, kw_only=True)
 class Tier:
     """One level of the network: its name, per-GPU link bandwidth (GB/s, one direction)."""
@@ -152,6 +155,12 @@ class Fabric:
         for curve in self.curves:
             index.setdefault((curve.collective, curve.tier), []).append(curve)
         return {key: tuple(value) for key, value in index.items()}
+
+    @property
+    def emulated_warning(self) -> str | None:
+        """The fit's warning that its curves are `commbench emulate`'s links, not a real network's
+        (profile.fit_result_files writes it first), or None: what predict, plan and report say of such a profile."""
+        return next((w for w in self.warnings if w.startswith(EMULATED_FIT)), None)
 
     def backends(self) -> dict[str, set[str]]:
         """Per collective, the backends its curves describe: NCCL for a preset's curves, the measured backends

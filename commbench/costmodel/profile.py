@@ -305,11 +305,15 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     label = name or (f"{base.name}+fitted" if base else "fitted")
     fabric = fabric_from_fits(fits, base=base, name=label, source="fitted:" + ",".join(paths),
                               num_gpus=world, notes=notes + sources, domain_size=domain if base is None else None)
-    emulated = sorted({json.dumps(runs[r].emulated, sort_keys=True) for r in {m.run_id for m in points}
+    from commbench.results.emulated import fabric_text
+
+    emulated = sorted({fabric_text(runs[r].emulated) for r in {m.run_id for m in points}
                        if r in runs and runs[r].emulated})
     if emulated:  # a profile of the emulator's loopback and tbf links, never of a real network
-        fabric = dataclasses.replace(fabric, warnings=(f"emulated fabric: fitted on `commbench emulate` "
-                                                       f"({emulated[0]}), not on a real network",) + fabric.warnings)
+        from commbench.costmodel.fabric import EMULATED_FIT
+
+        fabric = dataclasses.replace(fabric, warnings=(f"{EMULATED_FIT} ({emulated[0]}), not on a real network",)
+                                     + fabric.warnings)
     return fabric, fits, notes
 
 
@@ -426,10 +430,11 @@ def check_one_fabric(points: list, runs: dict) -> list[str]:
     used = {m.run_id for m in points if m.status == "ok"}
     known = {r: runs[r] for r in sorted(used) if r in runs}
 
+    from commbench.results.run_setup import SETUP_FIELDS
+
     checks = (("NCCL versions", lambda h: f"NCCL {h.nccl_version or 'none'}"),
               ("devices", lambda h: ", ".join(sorted(set(h.devices))) or "devices unknown"),
-              ("emulated and real fabrics", lambda h: ("emulated " + json.dumps(h.emulated, sort_keys=True))
-               if h.emulated else "real"),
+              ("fabrics", SETUP_FIELDS["fabrics"]),   # real or emulated, and which emulated one: compare's rule
               ("NCCL_* settings", _fabric_env))
     for what, value in checks:
         named = mixed_runs_text({run_id: value(h) for run_id, h in known.items()})
@@ -521,7 +526,9 @@ def emulated_rate_checks(fits: list[CurveFit], run_headers: list) -> list[str]:
     if len(rates) != 1:
         return []
     rate_gbps = float(rates.pop()) / 8 / 1e9
-    lines = []
+    bursts = sorted({h.emulated.get("tbf_burst_bytes") for h in run_headers if h.emulated} - {None})
+    lines = [f"emulated uplinks' tbf burst {bursts[0]:,} B: messages up to about that size cross unthrottled once the "
+             "bucket has refilled, so small sizes run above the rate"] if len(bursts) == 1 else []
     for fit in fits:
         key = fit.key
         if key.num_domains > 1 and key.for_prediction and key.collective in COLLECTIVES \

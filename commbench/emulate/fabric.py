@@ -4,7 +4,8 @@ Rack k lives in namespace `<prefix>-r<k>`; its ranks talk to each other over tha
 loopback (the kernel routes traffic to a local address through `lo`, whatever the interface) and to
 other racks through the interface `uplink` (10.201.0.<k+1>/24, private, visible only inside the
 namespaces created here). Two racks are joined by one veth pair; more racks by a bridge in
-`<prefix>-fab`. Every rack uplink is limited by a tbf qdisc to the scale-out rate in each direction.
+`<prefix>-fab`. Every rack uplink is limited by a tbf qdisc to the scale-out rate in each direction. One rack has
+no uplink (no veth, no tbf): its ranks talk over its loopback alone.
 Everything created is deleted on exit, on error and on Ctrl-C (deleting a namespace deletes its links).
 """
 
@@ -22,18 +23,31 @@ SUBNET = "10.201.0"
 UPLINK = "uplink"
 MAX_RACKS = 200
 MTU_BYTES = 9000  # jumbo frames, as scale-out fabrics use: fewer packets and ACKs per byte
+MIN_BURST_BYTES = 32 * 1024   # above a jumbo frame (tbf drops a packet larger than its bucket)
+# the rates an uplink takes: below 1 Mbit/s the 32 KiB minimum burst is over a quarter second of line rate (messages
+# under it cross unthrottled, 1 MiB takes over 8 s); above 1 Tbit/s is beyond any NIC and loopback (tbf's burst, a
+# 32-bit byte count, ends near 17 Tbit/s at 2 ms of line rate)
+MIN_RATE_BITS_PER_S, MAX_RATE_BITS_PER_S = 1e6, 1e12
+RATE_RANGE = ("allowed 1 Mbit/s (1mbit) to 1 Tbit/s (1tbit): below it tbf's 32 KiB minimum burst is over a quarter "
+              "second of line rate, so messages under it are not rate-limited; above it no NIC runs, nor loopback")
 
 
 @dataclass(frozen=True, kw_only=True)
 class FabricSpec:
     num_racks: int
     ranks_per_rack: int
-    scale_out_rate_bits_per_s: float
+    scale_out_rate_bits_per_s: float | None   # None: one rack, no uplink to limit
     prefix: str
 
     def __post_init__(self) -> None:
         if not 1 <= self.num_racks <= MAX_RACKS:
             raise invalid("--racks", self.num_racks, f"allowed 1..{MAX_RACKS}")
+        if (self.scale_out_rate_bits_per_s is None) != (self.num_racks == 1):
+            raise invalid("scale_out_rate_bits_per_s", self.scale_out_rate_bits_per_s,
+                          "a rate for 2 racks or more, none for one rack (it has no uplink)")
+        if self.scale_out_rate_bits_per_s is not None and \
+                not MIN_RATE_BITS_PER_S <= self.scale_out_rate_bits_per_s <= MAX_RATE_BITS_PER_S:
+            raise invalid("scale_out_rate_bits_per_s", self.scale_out_rate_bits_per_s, RATE_RANGE)
         if self.ranks_per_rack < 1:
             raise invalid("--ranks-per-rack", self.ranks_per_rack, "must be >= 1")
         from commbench.comm.backends import max_local_ranks
@@ -43,7 +57,8 @@ class FabricSpec:
             raise CommbenchError(f"--racks={self.num_racks} x --ranks-per-rack={self.ranks_per_rack} = "
                                  f"{self.num_racks * self.ranks_per_rack} ranks is too many: allowed up to {limit} ({why})")
         if not self.prefix.replace("-", "").isalnum() or not self.prefix[0].isalnum() or len(self.prefix) > 20:
-            raise invalid("--netns-prefix", self.prefix, "letters, digits and '-', at most 20 characters")
+            raise invalid("--netns-prefix", self.prefix, "letters, digits and '-', starting with a letter or digit, at "
+                          "most 20 characters")
 
     def rack_ns(self, k: int) -> str:
         return f"{self.prefix}-r{k}"
@@ -80,10 +95,17 @@ def existing_namespaces() -> set[str]:
     return {line.split()[0] for line in _run("ip", "netns", "list").splitlines() if line.strip()}
 
 
+def tbf_burst_bytes(rate_bits_per_s: float) -> int:
+    """The tbf bucket: what crosses an uplink at loopback speed once the bucket has refilled (the run header records
+    it: a message up to about this size is not rate-limited). tc-tbf(8): at least rate / HZ (HZ <= 1000) to reach the
+    rate; twice that, and at least MIN_BURST_BYTES."""
+    return max(MIN_BURST_BYTES, int(rate_bits_per_s / 8 / 500))
+
+
 def tbf_args(rate_bits_per_s: float) -> list[str]:
-    # burst >= rate/HZ (HZ <= 1000) so the bucket refills between ticks; 50 ms queue for TCP
-    burst_bytes = max(32 * 1024, int(rate_bits_per_s / 8 / 500))
-    return ["tbf", "rate", f"{int(rate_bits_per_s)}bit", "burst", str(burst_bytes), "latency", "50ms"]
+    # 50 ms queue for TCP
+    return ["tbf", "rate", f"{int(rate_bits_per_s)}bit", "burst", str(tbf_burst_bytes(rate_bits_per_s)),
+            "latency", "50ms"]
 
 
 class Fabric:

@@ -26,10 +26,12 @@ FAILURE_GRACE_S = 5.0
 
 
 def emulated_description(spec: FabricSpec) -> dict:
-    return {"emulated": True, "tool": "commbench emulate", "num_racks": spec.num_racks,
-            "ranks_per_rack": spec.ranks_per_rack, "scale_out_rate_bits_per_s": spec.scale_out_rate_bits_per_s,
-            "scale_up": "loopback inside one network namespace per rack (no rate limit)",
-            "scale_out": "veth per rack with a tbf rate limit (bandwidth only, no added latency)"}
+    """The run header's `emulated` object (results/emulated.py: the one description its texts read back)."""
+    from commbench.emulate.fabric import tbf_burst_bytes
+    from commbench.results.emulated import description
+
+    rate = spec.scale_out_rate_bits_per_s
+    return description(spec.num_racks, spec.ranks_per_rack, rate, tbf_burst_bytes(rate) if rate else None)
 
 
 def rank_env(spec: FabricSpec, rank: int) -> dict[str, str]:

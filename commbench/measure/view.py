@@ -91,10 +91,10 @@ class BenchView:
                  f"{'...' if len(hosts) > 4 else ''}), devices: {header.devices[0]}")
         # what every figure of this run is: measured, on commbench emulate's fabric where the header says so
         self.what = measured_label(header.emulated)
-        if header.emulated:
-            rate = header.emulated.get("scale_out_rate_bits_per_s")
-            intro += (f"; EMULATED fabric: {header.emulated.get('num_racks')} racks joined at "
-                      f"{rate / 1e9:g} Gbit/s" if rate else "; EMULATED fabric")
+        if header.emulated:  # the text `commbench import nccl-tests` reads back into the header (results/emulated.py)
+            from commbench.results.emulated import fabric_text
+
+            intro += f"; {fabric_text(header.emulated)}"
         self.live = None
         self.heartbeat = Heartbeat(self._print, HEARTBEAT_S) if self.text_rows else None
         if self.format == "markdown":  # printed whole at the end, to paste

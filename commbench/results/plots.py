@@ -44,13 +44,18 @@ def _pyplot():
 
 
 def human_size_axis(axis) -> None:
-    """Power-of-two size ticks labelled 8 B, 64 KiB, 16 MiB, 2 GiB (not 2^18)."""
+    """Power-of-two size ticks labelled 8 B, 64 KiB, 16 MiB, 2 GiB (not 2^18): powers of 4 labelled, the powers of 2
+    between them too where the axis spans at most 16x (1, 2 and 4 MiB left 2 MiB unlabelled)."""
     from matplotlib.ticker import FuncFormatter, LogLocator
+
+    def narrow() -> bool:
+        low, high = axis.get_view_interval()
+        return low > 0 and high / low <= 16
 
     axis.set_major_locator(LogLocator(base=4))
     axis.set_minor_locator(LogLocator(base=2, subs=(1.0,)))
     axis.set_major_formatter(FuncFormatter(lambda value, _pos: format_size(value) if value >= 1 else ""))
-    axis.set_minor_formatter(FuncFormatter(lambda *_: ""))
+    axis.set_minor_formatter(FuncFormatter(lambda value, _pos: format_size(value) if value >= 1 and narrow() else ""))
 
 
 def caption(headers: list[RunHeader]) -> str:

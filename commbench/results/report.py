@@ -127,15 +127,10 @@ def unchecked_mark(rows: list[Measurement]) -> str:
 def emulated_mark(rows: list[Measurement], runs: dict[str, RunHeader]) -> str:
     """'EMULATED fabric: 2 racks x 2 ranks, 1 Gbit/s per rack uplink' for rows measured on `commbench emulate`,
     else ''."""
+    from commbench.results.emulated import fabric_text
+
     found = [runs[m.run_id].emulated for m in rows if m.run_id in runs and runs[m.run_id].emulated]
-    if not found:
-        return ""
-    e = found[0]
-    if "num_racks" not in e:
-        return "EMULATED fabric"
-    rate = e.get("scale_out_rate_bits_per_s")
-    return (f"EMULATED fabric: {e.get('num_racks')} racks x {e.get('ranks_per_rack')} ranks"
-            + (f", {float(rate) / 1e9:g} Gbit/s per rack uplink" if rate else ""))
+    return fabric_text(found[0]) if found else ""
 
 
 def curve_notes(rows: list[Measurement]) -> list[str]:
@@ -286,7 +281,8 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     emulated = any(h.emulated for h in headers if h.run_id in {m.run_id for m in records})
     md = [REPORT_MARKER, "", f"Sources: {', '.join(sources)}. All numbers are measured"
           + ("; those of runs marked EMULATED on `commbench emulate`'s fabric (loopback inside each emulated rack, "
-             "rate-limited veth links between them), not on a real network" if emulated else "")
+             "rate-limited veth links between them; a message under the links' tbf burst crosses unthrottled), not on "
+             "a real network" if emulated else "")
           + (f"; dashed lines are predicted from {predicted_from}." if predict else "."), ""]
     plots = []
     if together:

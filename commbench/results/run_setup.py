@@ -8,7 +8,6 @@ naming them with the shared one-line text of mixed runs (records.mixed_runs_text
 
 from __future__ import annotations
 
-import json
 from typing import Callable
 
 from commbench.results.records import RunHeader, mixed_runs_text
@@ -20,7 +19,9 @@ def _hosts(h: RunHeader) -> str:
 
 
 def _fabric(h: RunHeader) -> str:
-    return "emulated fabric" if h.emulated else "real fabric"
+    from commbench.results.emulated import setup_text
+
+    return setup_text(h.emulated)
 
 
 def _gloo_torch(h: RunHeader) -> str:
@@ -50,9 +51,9 @@ NOTED_FIELDS: dict[str, Callable[[RunHeader], str]] = {
 
 
 def setup_of(header: RunHeader, fields=tuple(SETUP_FIELDS)) -> tuple:
-    """The run's setup: its value of each field; every host and the emulated fabric's parameters in full."""
-    whole = {"hosts": ",".join(sorted(set(header.hostnames))),
-             "fabrics": json.dumps(header.emulated, sort_keys=True, default=str) if header.emulated else ""}
+    """The run's setup: its value of each field; every host (the fabric's value names every parameter of an
+    emulated one: results/emulated.py setup_text)."""
+    whole = {"hosts": ",".join(sorted(set(header.hostnames)))}
     return tuple(whole.get(what, SETUP_FIELDS[what](header)) for what in fields)
 
 

@@ -167,6 +167,13 @@ _UNALIGN_RE = re.compile(r"\bunalign: (\d+)")
 # commbench's own terminal intro above its --format nccl-tests banner (measure/view.py): "commbench 0.1.0: all_reduce on
 # gloo, 2 rank(s) ..."
 _COMMBENCH_INTRO_RE = re.compile(r"commbench \S+: \S+ on ([a-z-]+),")
+# the racks commbench's text states above its intro (comm/topology.py Topology.describe): "topology: 2 rack(s) x 1
+# rank(s) per scale-up domain (from COMMBENCH_RANKS_PER_RACK (commbench emulate)): 0;1" (at most 4 racks shown)
+_TOPOLOGY_RE = re.compile(r"topology: (\d+) rack\(s\) (?:x (\d+) rank\(s\)|of \S+ rank\(s\)) per scale-up domain "
+                          r"\(from (.*)\): (\S+)$")
+# `commbench emulate`'s own lines around the command's output (cli/emulate.py), kept by a `| tee`: known, not data
+_EMULATE_LINE_RE = re.compile(r"^(?:emulated fabric: \d+ rack\(s\) x \d+ rank\(s\); |rack \d+ uplink \(measured veth "
+                              r"counters\): )")
 _VERSION_RE = re.compile(r"nccl-tests version (\S+).*?nccl-library=(\d+)")
 _RANK_RE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)")
 
@@ -193,9 +200,10 @@ class ImportResult:
 HOST_DOMAINS = "nccl-tests log host names: a host per scale-up domain"
 
 
-def log_topology(hosts: list[str], world: int, ranks_per_rack: int | None) -> dict | None:
+def log_topology(hosts: list[str], world: int, ranks_per_rack: int | None, printed: str | None = None) -> dict | None:
     """The run's scale-up domains as a header records them (comm/topology.py Topology.to_dict): --ranks-per-rack
-    where given, else a domain per host where the '#  Rank ... on HOST' lines (or -J's hostnames) name one per rank
+    where given, else those commbench's own text states (`printed`, its '# topology:' line: printed_topology), else a
+    domain per host where the '#  Rank ... on HOST' lines (or -J's hostnames) name one per rank
     on several hosts, as a commbench launch without NVLink fabric information groups ranks; None on one host. Without
     it a 16-rank log over two 8-GPU hosts was fitted as one NVLink domain of 16 (its IB curve then stood for NVLink,
     8x off). A multi-node NVLink rack (GB200/GB300 NVL72: hosts of 4 GPUs share one domain) needs --ranks-per-rack."""
@@ -212,10 +220,41 @@ def log_topology(hosts: list[str], world: int, ranks_per_rack: int | None) -> di
         if problem is not None:
             raise CommbenchError(problem)
         return topology.to_dict()
+    if printed is not None and (stated := printed_topology(printed, world)) is not None:
+        return stated
     if len(hosts) != world or len(set(hosts)) < 2 or "unknown" in hosts:
         return None
     racks = tuple(tuple(r for r, h in enumerate(hosts) if h == host) for host in dict.fromkeys(hosts))
     return Topology(racks=racks, source=HOST_DOMAINS).to_dict()
+
+
+def printed_topology(line: str, world: int) -> dict | None:
+    """The racks a '# topology:' line of commbench's text states, as its run's header recorded them; None where the
+    line does not say them for `world` ranks (a list cut after 4 racks that are not contiguous ones of the stated
+    size: the rest is unknown)."""
+    from commbench.comm.topology import Topology, from_ranks_per_rack
+
+    match = _TOPOLOGY_RE.search(line)
+    if match is None:
+        return None
+    num_racks, per_rack, source, listed = int(match.group(1)), match.group(2), match.group(3), match.group(4)
+    cut = ";..." in listed
+    try:
+        racks = []
+        for span in listed.split(";...")[0].split(";"):
+            low, dash, high = span.partition("-")
+            racks.append(tuple(range(int(low), int(high) + 1)) if dash else tuple(int(r) for r in span.split(",")))
+        if not cut:
+            topology = Topology(racks=tuple(racks), source=source)
+        else:
+            topology = from_ranks_per_rack(world, int(per_rack), source=source) if per_rack else None
+            if topology is None or list(topology.racks[:len(racks)]) != racks:
+                return None
+    except (ValueError, CommbenchError):
+        return None
+    if topology.world_size != world or topology.num_racks != num_racks:
+        return None
+    return topology.to_dict()
 
 
 def collective_name(perf_name: str) -> str | None:
@@ -255,13 +294,27 @@ def nccl_version(code: int | str | None) -> str | None:
 
 def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: list[str], argv: list[str],
             version: str | None, started: str = "", nccl_env: dict | None = None, notes: list[str] = (),
-            backend: str = "nccl", ranks_per_rack: int | None = None) -> RunHeader:
+            backend: str = "nccl", ranks_per_rack: int | None = None, intro: str | None = None,
+            topology_line: str | None = None) -> RunHeader:
+    """`intro`, `topology_line`: commbench's own text's intro line and '# topology:' line above the run (the
+    emulated fabric and the racks its JSONL header records)."""
     return RunHeader(run_id=run_id, started_at=started, argv=argv, commbench_version=__version__,
                      python_version=sys.version.split()[0], torch_version=None, nccl_version=version,
                      cuda_version=None, cupy_version=None, backend=backend, world_size=world, hostnames=hosts,
                      devices=devices, nccl_env=dict(nccl_env or {}), launcher="nccl-tests",
-                     topology=log_topology(hosts, world, ranks_per_rack),
+                     topology=log_topology(hosts, world, ranks_per_rack, topology_line),
+                     emulated=intro_emulated(intro, world),
                      notes=[f"imported from nccl-tests output {source}", *notes])
+
+
+def intro_emulated(intro: str | None, world: int) -> dict | None:
+    """The emulated fabric commbench's intro line names (results/emulated.py fabric_text), as its header recorded
+    it; where the line says EMULATED in a form not read here, that text (never a real fabric); None otherwise."""
+    from commbench.results.emulated import from_text
+
+    if not intro or "EMULATED" not in intro:
+        return None
+    return from_text(intro, world) or {"description": intro[intro.index("EMULATED"):].strip()}
 
 
 def loop_params(agg_iters: int, graph_launches: int, blocking, unalign: int = 0) -> dict:
@@ -392,6 +445,12 @@ class _TextRun:
         # version line: no NCCL, so gloo); nccl-tests' own logs are NCCL's. Set by each run's version line.
         self.backend = "nccl"
         self.intro_backend: str | None = None  # commbench's intro line above the version line it heads
+        # commbench's intro line and '# topology:' line above that version line, and those of the process the
+        # version line starts (its emulated fabric and racks: _header), as intro_backend and backend
+        self.intro_line: str | None = None
+        self.intro_topology: str | None = None
+        self.intro: str | None = None
+        self.topology_line: str | None = None
         self.argv: list[str] = []
         self.run_id: str | None = None
         self.average = "avg"
@@ -561,7 +620,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         result.records.append(_header(state.run_id, source=state.source, world=world, hosts=state.hosts or ["unknown"],
                                       devices=state.devices or ["unknown"], argv=state.argv, version=state.version,
                                       backend=state.backend, ranks_per_rack=getattr(result, "ranks_per_rack", None),
-                                      nccl_env=state.nccl_env, notes=notes))
+                                      nccl_env=state.nccl_env, notes=notes, intro=state.intro,
+                                      topology_line=state.topology_line))
     root = int(row["root"]) if "root" in row else None
     flags, flag_notes = kernel_params(state.argv, state.version)   # -R / -D from the log's command line, if it has one
     workload = moe_params(state.moe, state.point, group or world) if state.collective == "moe_all_to_all" else None
@@ -633,6 +693,9 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.new_run()
     elif (match := _COMMBENCH_INTRO_RE.match(body)) and match.group(1) in BACKEND_NAMES:
         state.intro_backend = match.group(1)
+        state.intro_line = body
+    elif _TOPOLOGY_RE.match(body):
+        state.intro_topology = body
     elif (match := _VERSION_RE.search(body)):
         state.version = nccl_version(match.group(2))
         state.ours = match.group(1).startswith("commbench-")
@@ -641,6 +704,8 @@ def _comment(state: _TextRun, line: str) -> str | None:
             state.version = None
         state.backend = state.intro_backend or ("gloo" if without_nccl else "nccl")
         state.intro_backend = None
+        state.intro, state.topology_line = state.intro_line, state.intro_topology
+        state.intro_line = state.intro_topology = None
         printed = tests_version(match.group(1))
         if printed is not None and state.given_version is not None and printed != state.given_version:
             raise CommbenchError(f"--nccl-tests-version={'.'.join(map(str, state.given_version))!r} is invalid for "
@@ -731,6 +796,8 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
             if (setting := NCCL_ENV_LOG_RE.search(line)):
                 value = setting.group(2)
                 state.nccl_env[setting.group(1)] = value[:-1] if re.fullmatch(r"-?\d+\.", value) else value
+            continue
+        if _EMULATE_LINE_RE.match(line):  # commbench emulate's banner and uplink counters (the intro names the fabric)
             continue
         if line.startswith(V1_BARE_LINES):  # nccl-tests 1.x printed its banner and footer without '#'
             _comment(state, "# " + line)
