@@ -1,0 +1,32 @@
+"""A sweep launch names what the file says, as its --dry-run does (probe AN): an entry's group_sizes the ranks
+cannot hold was refused at launch as `--group-sizes=3`, an option never given, where the dry run named the file,
+the entry and its key."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+
+
+def _file(tmp_path, text: str):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("nproc, group_sizes, needle", [
+    (2, 3, "run[0] (all_reduce) on 2 ranks: group_sizes=3 is invalid: must be <= the 2 ranks"),
+    (3, 2, "run[0] (all_reduce) on 3 ranks: group_sizes=2 is invalid: must divide the 3 ranks"),
+])
+def test_a_launch_names_the_entry_and_key_of_group_sizes(tmp_path, nproc, group_sizes, needle):
+    sweep = _file(tmp_path, f'[sweep]\nbackend = "gloo"\nnproc = {nproc}\n[[run]]\ncollective = "all_reduce"\n'
+                            f'sizes = ["1K"]\ngroup_sizes = [{group_sizes}]\n')
+    runner = CliRunner()
+    for args in (["--dry-run"], ["-O", str(tmp_path / "out.jsonl")]):
+        result = runner.invoke(app, ["sweep", sweep, *args])
+        said = " ".join(result.output.split())
+        assert result.exit_code == 2 and needle in said and "--" not in said, (args, said)
+        assert said.startswith(f"error: sweep {sweep}: "), said
+    assert not (tmp_path / "out.jsonl").exists()
