@@ -30,3 +30,26 @@ def test_a_launch_names_the_entry_and_key_of_group_sizes(tmp_path, nproc, group_
         assert result.exit_code == 2 and needle in said and "--" not in said, (args, said)
         assert said.startswith(f"error: sweep {sweep}: "), said
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_dry_run_plans_the_ranks_the_files_nproc_launches(tmp_path):
+    """[sweep] nproc = 2 beside world_size = 4: `sweep F --dry-run` said valid for 4 ranks while `sweep F` started
+    2 and refused group_sizes=[4] (probe AN-2); the dry run now plans the 2 ranks the launch starts and says
+    that world_size 4 is not what runs here."""
+    sweep = _file(tmp_path, '[sweep]\nbackend = "gloo"\nnproc = 2\nworld_size = 4\n[[run]]\ncollective = "all_reduce"\n'
+                            'sizes = ["1K"]\ngroup_sizes = [4]\n')
+    runner = CliRunner()
+    dry = runner.invoke(app, ["sweep", sweep, "--dry-run"])
+    launch = runner.invoke(app, ["sweep", sweep, "-O", str(tmp_path / "out.jsonl")])
+    needle = "run[0] (all_reduce) on 2 ranks: group_sizes=4 is invalid: must be <= the 2 ranks"
+    for result in (dry, launch):
+        said = " ".join(result.output.split())
+        assert result.exit_code == 2 and needle in said, said
+    planned = runner.invoke(app, ["sweep", sweep, "--dry-run", "--world-size", "4"])   # the world it is written for
+    assert planned.exit_code == 0, planned.output
+    fits = _file(tmp_path, '[sweep]\nbackend = "gloo"\nnproc = 2\nworld_size = 4\n[[run]]\ncollective = "all_reduce"\n'
+                           'sizes = ["1K"]\n')
+    result = runner.invoke(app, ["sweep", fits, "--dry-run"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0 and "point(s) on 2 rank(s)" in said, said
+    assert "[sweep] world_size=4" in said and "nproc=2" in said and "--world-size 4" in said, said
