@@ -53,3 +53,19 @@ def test_a_dry_run_plans_the_ranks_the_files_nproc_launches(tmp_path):
     said = " ".join(result.output.split())
     assert result.exit_code == 0 and "point(s) on 2 rank(s)" in said, said
     assert "[sweep] world_size=4" in said and "nproc=2" in said and "--world-size 4" in said, said
+
+
+def test_a_gpu_sweep_on_a_host_without_nccl_names_the_files_backend(monkeypatch, tmp_path):
+    """`commbench sweep h100-node` on a CPU host blamed `--backend=nccl`, never given (probe AN-4): the refusal
+    names the file's [sweep] backend and what the file needs; a --backend given stays named as the option."""
+    from commbench.comm import backends
+
+    monkeypatch.setattr(backends, "backend_status", lambda name: (name == "gloo", "this torch build has no NCCL"))
+    runner = CliRunner()
+    result = runner.invoke(app, ["sweep", "h100-node", "-O", str(tmp_path / "x.jsonl")])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "[sweep] backend=nccl is not available here" in said, said
+    assert "--backend" not in said.split("not available")[0] and "8 GPUs" in said, said
+    given = runner.invoke(app, ["sweep", "h100-node", "--backend", "nccl", "-O", str(tmp_path / "x.jsonl")])
+    assert given.exit_code == 2 and "--backend=nccl is not available here" in given.output, given.output
+    assert not (tmp_path / "x.jsonl").exists()

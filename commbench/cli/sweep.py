@@ -47,6 +47,18 @@ def world_note(spec) -> str:
             f"runs the world it starts; --dry-run --world-size {spec.world_size} plans for {spec.world_size}")
 
 
+def file_backend(spec) -> str:
+    """The file's [sweep] backend resolved here, a refusal naming it (not a --backend never given) and what the
+    file is written for."""
+    from commbench.comm.backends import resolve_backend
+
+    world = spec.world_size or spec.nproc
+    gpus = f" and {world} GPUs" if world else ""
+    return resolve_backend(spec.backend, option=f"sweep {spec.path}: [sweep] backend",
+                           needs=f"the file is written for {spec.backend}{gpus} (--backend gloo runs it on CPU ranks, "
+                                 f"--dry-run lists it)" if spec.backend == "nccl" else "")
+
+
 def dry_run_backend(declared: str) -> str:
     if declared != "auto":
         return declared
@@ -295,7 +307,7 @@ def sweep(
         raise CommbenchError("--json applies to --dry-run (a launch writes its records as JSONL to -O/--out)")
     if world_size is not None:
         raise CommbenchError("--world-size only applies to --dry-run: a launch's world size is its number of ranks")
-    resolved = resolve_backend(requested)
+    resolved = resolve_backend(requested) if backend is not None else file_backend(spec)
     output = output or default_output(spec.name)
     launched = detect_rank_env()
     if launched is not None and launched.launcher != "local":
