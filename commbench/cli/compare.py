@@ -15,7 +15,7 @@ from rich.markup import escape
 from commbench.cli.base import command, console, err_console, fail, print_json
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
-from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD
+from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD, SHIFT_PRIOR_RATIO
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
                                        check_statistic, compare, empty_runs_of, parse_threshold,
                                        unchecked_on_both_sides)
@@ -303,7 +303,9 @@ def noise_summary(result) -> str:
                 f"{ASSUMED_SHIFT_PER_POINT_SD:g} x the points' scatter ({point_sd}, from {source}); each point judged "
                 f"against its run's other points; append repeated runs to BASE or pass --history DIR to measure "
                 f"it; {_quantiles(result)}")
-    return (f"noise: run-to-run from {r2r.num_runs} runs ({where}): run shift sd {r2r.sigma_run:.1%}, {point_sd}; "
+    shift = (f"run shift sd {r2r.sigma_run:.1%} (df {r2r.df_run:.0f}: {r2r.num_shifts:.0f} measured, shrunk towards "
+             f"{SHIFT_PRIOR_RATIO:g} x the points' scatter worth {r2r.shift_prior_df:.0f})")
+    return (f"noise: run-to-run from {r2r.num_runs} runs ({where}): {shift}, {point_sd}; "
             f"per point the larger of it and the within-run interval; {_quantiles(result)}")
 
 

@@ -40,6 +40,25 @@ def file_nproc(spec) -> str:
     return f"sweep {spec.path}: [sweep] nproc"
 
 
+def world_note(spec) -> str:
+    """[sweep] world_size beside another nproc: which one a launch here runs (one rule for --dry-run and launch)."""
+    return (f"note: sweep {spec.path}: [sweep] world_size={spec.world_size} differs from its nproc={spec.nproc}: "
+            f"`commbench sweep` here starts {spec.nproc} rank(s) and plans for them; a launcher (torchrun, srun) "
+            f"runs the world it starts; --dry-run --world-size {spec.world_size} plans for {spec.world_size}")
+
+
+def file_backend(spec) -> str:
+    """The file's [sweep] backend resolved here, a refusal naming it (not a --backend never given) and what the
+    file is written for."""
+    from commbench.comm.backends import resolve_backend
+
+    world = spec.world_size or spec.nproc
+    gpus = f" and {world} GPUs" if world else ""
+    return resolve_backend(spec.backend, option=f"sweep {spec.path}: [sweep] backend",
+                           needs=f"the file is written for {spec.backend}{gpus} (--backend gloo runs it on CPU ranks, "
+                                 f"--dry-run lists it)" if spec.backend == "nccl" else "")
+
+
 def dry_run_backend(declared: str) -> str:
     if declared != "auto":
         return declared
@@ -222,7 +241,7 @@ def sweep(
     backend: Annotated[Optional[str], typer.Option("--backend", help="auto, nccl or gloo (default: the file's \\[sweep] backend).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip points already recorded in the output file; never measure one twice (failed or wrong ones among them still exit 1).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate, list the points with an estimated run time, launch nothing; with -O, also check that file as the launch would (with --resume: count the points it holds).")] = False,
-    world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: --nproc, else the file's \\[sweep] world_size, else its nproc, else 2).")] = None,
+    world_size: Annotated[Optional[int], typer.Option("--world-size", help="Ranks to plan for with --dry-run (default: --nproc, else the file's \\[sweep] nproc, the ranks a launch here starts, else its world_size, else 2).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="With --dry-run: print the points as JSON (schema: docs/json-output.md).")] = False,
     nccl_algo: Annotated[Optional[str], typer.Option("--nccl-algo", help="NCCL algorithms to force, a comma list (replaces the file's \\[sweep] nccl_algo): tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat, default. The whole sweep runs once per combination, NCCL's default first.")] = None,
     nccl_proto: Annotated[Optional[str], typer.Option("--nccl-proto", help="NCCL protocols to force: ll, ll128, simple, default (replaces \\[sweep] nccl_proto).")] = None,
@@ -252,10 +271,13 @@ def sweep(
         raise CommbenchError(f"--backend={backend!r} is invalid: allowed auto, nccl, gloo (as [sweep] backend)")
     requested = backend or spec.backend
     if dry_run:
-        # what the launch would run: --nproc (as given on the same line) before the file's world_size
-        world = next((n for n in (world_size, nproc, spec.world_size, spec.nproc) if n is not None), 2)
+        # what the launch here would run: --nproc (as given on the same line), else the file's nproc (the ranks
+        # `commbench sweep FILE` starts), before the file's world_size (the world a launcher's job gives it)
+        world = next((n for n in (world_size, nproc, spec.nproc, spec.world_size) if n is not None), 2)
         check_world_size(world, "--world-size" if world_size is not None else "--nproc" if nproc is not None
-                         else "[sweep] world_size")
+                         else file_nproc(spec) if spec.nproc is not None else "[sweep] world_size")
+        if world_size is None and nproc is None and spec.nproc is not None and spec.world_size not in (None, world):
+            err_console.print(world_note(spec), highlight=False, markup=False, soft_wrap=True)
         if requested == "gloo" or world_size is None:   # as the launch here refuses them: auto is what it
             refuse_axes_on(requested, spec)                # resolves to here; --world-size plans for another machine
         if world_size is None and nproc is not None:   # --nproc: ranks started here, as the launch checks them
@@ -285,7 +307,7 @@ def sweep(
         raise CommbenchError("--json applies to --dry-run (a launch writes its records as JSONL to -O/--out)")
     if world_size is not None:
         raise CommbenchError("--world-size only applies to --dry-run: a launch's world size is its number of ranks")
-    resolved = resolve_backend(requested)
+    resolved = resolve_backend(requested) if backend is not None else file_backend(spec)
     output = output or default_output(spec.name)
     launched = detect_rank_env()
     if launched is not None and launched.launcher != "local":
@@ -297,6 +319,9 @@ def sweep(
                               f"launch of {launched.world_size} ranks: measuring {launched.world_size} ranks",
                               highlight=False, markup=False, soft_wrap=True)
     local_nproc = None if launched is not None and launched.launcher != "local" else (nproc if nproc is not None else spec.nproc)
+    if (launched is None and nproc is None and spec.nproc is not None
+            and spec.world_size not in (None, spec.nproc)):
+        err_console.print(world_note(spec), highlight=False, markup=False, soft_wrap=True)
     if local_nproc is not None and nproc is None:   # the file's nproc, named as such (not as a --nproc never given)
         from commbench.comm.job import check_local_ranks
         check_local_ranks(local_nproc, resolved, option=file_nproc(spec))

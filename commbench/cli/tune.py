@@ -383,9 +383,10 @@ def _sweep_backend(spec, sweep_file: str | None, nproc: int | None) -> tuple[str
     """The sweep's backend, and a note where the built-in sweep (no --sweep, no --nproc) runs on gloo because fewer
     CUDA GPUs are visible than its ranks: NCCL runs one rank per GPU (a one-GPU workstation was refused
     '--nproc=2 is invalid' though no --nproc was given)."""
-    from commbench.comm.backends import max_local_ranks, resolve_backend
+    from commbench.cli.sweep import file_backend
+    from commbench.comm.backends import max_local_ranks
 
-    backend = resolve_backend(spec.backend)
+    backend = file_backend(spec)   # a refusal names the file's [sweep] backend (tune has no --backend)
     ranks = nproc or spec.nproc or 2
     if sweep_file is None and nproc is None and backend == "nccl":
         gpus, _ = max_local_ranks("nccl")

@@ -33,15 +33,17 @@ def backend_status(name: str) -> tuple[bool, str]:
     return False, f"unknown backend (allowed: {', '.join(BACKEND_NAMES)})"
 
 
-def resolve_backend(requested: str | None) -> str:
-    """The backend a run uses: the requested one if available (else a clear error), else nccl or gloo."""
+def resolve_backend(requested: str | None, option: str = "--backend", needs: str = "") -> str:
+    """The backend a run uses: the requested one if available (else a clear error), else nccl or gloo.
+    `option`: how the error names where it was asked for (a sweep file's `[sweep] backend`, not an option never
+    given); `needs`: what that asker needs, said after the reason."""
     if requested is None or requested == "auto":
         return "nccl" if backend_status("nccl")[0] else "gloo"
     if requested not in BACKEND_NAMES:
-        raise CommbenchError(f"--backend={requested!r} is invalid: allowed auto, {', '.join(BACKEND_NAMES)}")
+        raise CommbenchError(f"{option}={requested!r} is invalid: allowed auto, {', '.join(BACKEND_NAMES)}")
     available, why = backend_status(requested)
     if not available:
-        raise CommbenchError(f"--backend={requested} is not available here: {why}")
+        raise CommbenchError(f"{option}={requested} is not available here: {why}" + (f"; {needs}" if needs else ""))
     return requested
 
 

@@ -64,7 +64,6 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
     """Per key the tests of one scope (a run of NEW or all of them), and the collectives' shifts.
     `q(df, kind, key)`: the one-sided quantile of a test of that kind ("point", "vs its run", "collective");
     `split` (AlphaSplit) says which point tests are judged (a test not judged is kept for its ratio)."""
-    shift_known = r2r is not None and r2r.shift_known
     (bt, bw), (nt, nw) = base, new
     per_key, diffs, within_vars, rn_rb = {}, {}, {}, {}
     for key in keys:
@@ -82,7 +81,8 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
         between = None if r2r is None else (r2r.shift_sd(r2r.sigma_point(key) ** 2) ** 2 + r2r.sigma_point(key) ** 2) * inv
         diff = float(np.mean(xn) - np.mean(xb))
         sd, source = _sd(within, between)
-        qk = q(_df(r2r, source, r2r.point_df(key) if r2r else math.inf), "point", key)
+        qk = q(_df(r2r, source, r2r.shift_and_scatter_df(r2r.sigma_point(key) ** 2, r2r.point_df(key))
+                   if r2r else math.inf), "point", key)
         judged = split.vs_base_judged(key)
         per_key[key] = [_Test(scope, "point", diff, diff, sd, source, judged and _beyond(diff, sd, qk, threshold), qk,
                               judged)]
@@ -99,9 +99,9 @@ def _scope_tests(keys, base, new, scope, run_indices, r2r: RunToRun | None, q, t
             point_var = float(np.mean([r2r.sigma_point(k) ** 2 for k in mine]))
             between = (r2r.shift_sd(point_var) ** 2 + point_var / count) * inv
         sd, source = _sd(within, between)
-        # an assumed shift is as uncertain as the points' scatter it is taken from: that estimate's df
-        qc = q(_df(r2r, source, (r2r.df_run if shift_known else r2r.df) if r2r else math.inf), "collective",
-               collective)
+        # the shift's and the points' parts at their own df (an assumed shift: the points' scatter's df)
+        qc = q(_df(r2r, source, r2r.shift_and_scatter_df(point_var, r2r.df, count) if r2r else math.inf),
+               "collective", collective)
         low, high = (None, None) if sd is None else (math.exp(mean_diff - qc * sd), math.exp(mean_diff + qc * sd))
         shifts.append(CollectiveShift(collective=collective, scope=scope, num_points=count, geomean=math.exp(mean_diff),
                                       low=low, high=high, regressed=_beyond(mean_diff, sd, qc, threshold)))
@@ -234,8 +234,8 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     num_tests = split.num_tests
     any_key = next(iter(collective_of), None)
     q = t_quantile(1 - split.alpha_of("point", any_key, True), r2r.df if r2r else math.inf) if any_key else math.nan
-    q_collective = t_quantile(1 - split.alpha_of("collective", None, True),
-                              (r2r.df_run if r2r.shift_known else r2r.df) if r2r else math.inf)
+    q_collective = t_quantile(1 - split.alpha_of("collective", None, True), r2r.shift_and_scatter_df(
+        r2r.sigma_pooled ** 2, r2r.df, len(stats) / max(len(set(collective_of.values())), 1)) if r2r else math.inf)
     tests: dict = {k: [] for k in stats}
     shifts = []
     for scope, indices in scopes:

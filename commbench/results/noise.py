@@ -13,7 +13,13 @@ and Analysis of Experiments, ch. 4, the randomized complete block design):
 `s_r` is the shift every point of run r shares (sd `sigma_run`), `e` a point's own scatter (sd
 `sigma_k`, per point, shrunk towards the pooled value with NU0 prior degrees of freedom). Each set of
 repeated runs is centred on its own point means; the sums of squares are pooled over the sets:
-    sigma_e^2 = SS_residual / ((R-1)(K-1)),   sigma_run^2 = sum_r s_r^2 / (R-1) - sigma_e^2 / K.
+    sigma_e^2 = SS_residual / ((R-1)(K-1)),   sigma_run^2 = sum_r s_r^2 / (R-1) - sigma_e^2 / K,
+the latter shrunk towards a prior shift (SHIFT_PRIOR_RATIO x sigma_e, worth min(df of sigma_e,
+SHIFT_PRIOR_DF) degrees of freedom: a scaled inverse-chi^2 prior, its posterior
+(nu0 s0^2 + sum (R-1) sigma_run^2) / (nu0 + sum (R-1)) at nu0 + sum (R-1) df; Gelman et al., Bayesian Data
+Analysis, 3rd ed., 3.3), so that a second baseline run adds to what one run is judged with instead of
+replacing it by one shift at 1 df. A test's noise that sums the shift and the points' scatter takes the
+Welch-Satterthwaite df of the two parts (RunToRun.shift_and_scatter_df).
 The run shift comes from baseline sets only (BASE's runs, the --history folder's): a slow run of NEW
 is the news, not noise. The points' own scatter `e` comes from NEW's repeated runs too: each NEW run's
 shift is removed first, so a slowdown all of NEW's runs share (at one point or at all) leaves it
@@ -66,6 +72,14 @@ NU0 = 16.0
 # min: 0.61 and 1.03 over the two sets of 20, 0.58 without the first set's one x1.5 run). Said in the
 # output; append repeated runs to BASE or pass --history for a measured one.
 ASSUMED_SHIFT_PER_POINT_SD = 0.5
+# With repeated baseline runs the measured run shift is shrunk towards a prior (module docstring): sd SHIFT_PRIOR_RATIO
+# x the points' scatter, the top of the ratios measured here (1.03, above), so that a few runs are not assumed
+# steadier than this host has been, worth SHIFT_PRIOR_DF degrees of freedom, so that from 5 baseline runs (4 shifts)
+# the measurement outweighs it. On 100 A/A comparisons drawn from a model with twice that shift (sd 0.1, points
+# 0.05; tests/test_compare_alpha.py) 4% failed with 2 baseline runs and 2% with 7 (at 16 df and 0.5: 14% and 8%);
+# it keeps the collective test from t(1) with 2 runs, which let x5 at every point pass (probe AN).
+SHIFT_PRIOR_DF = 4.0
+SHIFT_PRIOR_RATIO = 1.0
 
 
 def median_interval(samples: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -186,7 +200,9 @@ class RunToRun:
     df: float = 0.0  # residual degrees of freedom (pooled over points)
     num_runs: int = 0  # runs that took part (in sets of >= 2)
     df_by_point: dict = field(default_factory=dict)  # a point's own df + NU0 (its t quantile)
-    df_run: float = 0.0  # degrees of freedom of the run shifts (the collective test's t quantile)
+    df_run: float = 0.0  # degrees of freedom of sigma_run: the measured shifts' + shift_prior_df
+    shift_prior_df: float = 0.0  # the weight (df) of the assumed shift sigma_run was shrunk towards
+    num_shifts: float = 0.0  # the measured shifts' df (sum of runs - 1 over the baseline sets)
     scatter_from: str = "repeated runs"  # where the points' scatter came from ("repeated runs", "the pair")
 
     @property
@@ -197,6 +213,18 @@ class RunToRun:
         """The run shift's sd: measured, or (no repeated baseline run) ASSUMED_SHIFT_PER_POINT_SD x the
         points' scatter sqrt(point_var)."""
         return self.sigma_run if self.sigma_run is not None else ASSUMED_SHIFT_PER_POINT_SD * math.sqrt(point_var)
+
+    def shift_and_scatter_df(self, point_var: float, scatter_df: float, count: float = 1.0) -> float:
+        """The degrees of freedom of shift_sd(point_var)^2 + point_var / count, a noise estimated from two
+        independent parts (Welch-Satterthwaite: df = (a + b)^2 / (a^2 / df_a + b^2 / df_b); Satterthwaite 1946,
+        Biometrics Bulletin 2:110-114): at least the smaller part's df, never the shift's alone where the points'
+        scatter is most of it. An assumed shift is a multiple of the scatter itself: one estimate, `scatter_df`."""
+        if not self.shift_known or not self.df_run:
+            return scatter_df
+        a, b = self.sigma_run ** 2, point_var / count
+        if a + b <= 0:
+            return max(self.df_run, scatter_df)
+        return (a + b) ** 2 / (a ** 2 / self.df_run + b ** 2 / scatter_df)
 
     def sigma_point(self, key) -> float:
         return self.sigma_by_point.get(key, self.sigma_pooled)
@@ -245,11 +273,21 @@ def estimate_run_to_run(run_sets: list[list[dict]], scatter_sets: list[list[dict
         # E[sum s_r^2 / (R-1)] = sigma_run^2 + sigma_e^2 / K: remove the points' share
         shift_ss += float((shifts ** 2).sum()) - (num_runs - 1) * var_e / num_keys
         shift_df += num_runs - 1
-    sigma_run = math.sqrt(max(shift_ss / shift_df, 0.0)) if shift_df else None
+    # The measured shifts update a prior (a scaled inverse-chi^2 prior on sigma_run^2, as NU0 is for the points'
+    # variances): with R runs the shift's variance has R - 1 df (1 with two runs: t(0.99, 1) = 31.8), so alone it
+    # judged two baseline runs far more weakly than one run and the assumption (x5 at every point and x1000 at one
+    # collective passed where one run failed them: probe AN).
+    prior_df = min(df_e, SHIFT_PRIOR_DF)
+    sigma_run = df_run = None
+    if shift_df:
+        prior_ss = prior_df * (SHIFT_PRIOR_RATIO ** 2) * var_e
+        df_run = prior_df + shift_df
+        sigma_run = math.sqrt((prior_ss + max(shift_ss, 0.0)) / df_run)
     by_point = {k: math.sqrt((ss + NU0 * var_e) / (dfk + NU0)) for k, (ss, dfk) in per_key.items()}
     return RunToRun(sigma_run=sigma_run, sigma_pooled=math.sqrt(var_e), sigma_by_point=by_point,
                     df=df_e if df_e else shift_df, num_runs=sum(len(x) for _, x in (*shift_blocks, *scatter_blocks)),
-                    df_by_point={k: dfk + NU0 for k, (_, dfk) in per_key.items()}, df_run=shift_df)
+                    df_by_point={k: dfk + NU0 for k, (_, dfk) in per_key.items()}, df_run=df_run or 0.0,
+                    shift_prior_df=prior_df if shift_df else 0.0, num_shifts=shift_df)
 
 
 # the pair scale's small-sample table, n: (c_n, df_n) (tools/pair_scale_table.py; see the module docstring)

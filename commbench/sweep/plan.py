@@ -68,6 +68,14 @@ def point_key(config: BenchConfig, point: PlannedPoint, world_size: int) -> str:
     return key
 
 
+def entry_error(sweep: Sweep, entry: SweepEntry, world_size: int, exc: Exception) -> CommbenchError:
+    """An entry the world cannot run, named by the file, the entry and its keys (not bench's options): one wording
+    for --dry-run and the launch, whichever check meets it first."""
+    keys = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS, *get_collective(entry.collective).param_names)
+    return CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) "
+                          f"on {world_size} ranks: {sweep_words(str(exc), keys)}")
+
+
 def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str = "",
                argv: tuple[str, ...] = (), topology: Topology | None = None) -> list[SweepPoint]:
     """Every point of the sweep, in file order; an entry the world cannot run fails with its index.
@@ -85,10 +93,8 @@ def plan_sweep(sweep: Sweep, world_size: int, *, backend: str, output_path: str 
                 collective = validate(config, world_size)
                 racks = topology or resolve_before_launch(config.topology, world_size)
                 planned = planned_points(config, collective, world_size, racks)
-            except (CommbenchError, ValueError) as exc:  # named by the file's keys, not bench's options
-                keys = (*ENTRY_KEYS, *RACK_KEYS, *GROUP_KEYS, *get_collective(entry.collective).param_names)
-                raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) "
-                                     f"on {world_size} ranks: {sweep_words(str(exc), keys)}") from None
+            except (CommbenchError, ValueError) as exc:
+                raise entry_error(sweep, entry, world_size, exc) from None
             if not planned:
                 raise CommbenchError(f"sweep {sweep.path}: run[{entry.index}] ({entry.collective}) plans no points "
                                      f"on {world_size} ranks: check its sizes or parameters")
@@ -180,7 +186,10 @@ def size_notes(sweep: Sweep, world_size: int) -> list[str]:
         left_out = entry.subgroups.left_out(world_size) if entry.subgroups else None
         if left_out:
             notes.append(f"run[{entry.index}] ({entry.name}): {left_out.replace('--group-sizes', 'group_sizes', 1)}")
-        group_sizes = entry.subgroups.sizes_for(world_size) if entry.subgroups else [world_size]  # aligned per group
+        try:
+            group_sizes = entry.subgroups.sizes_for(world_size) if entry.subgroups else [world_size]  # aligned per group
+        except CommbenchError as exc:   # before a launch plans: in the file's words, as plan_sweep says it
+            raise entry_error(sweep, entry, world_size, exc) from None
         for dtype, ranks in ((d, g) for d in entry.dtypes for g in group_sizes):
             itemsize = get_dtype(dtype).itemsize
             moved = [(s, collective.count_for(s, itemsize, ranks)[1]) for s in entry.sizes_bytes]

@@ -4,7 +4,7 @@
     name = "ci-small"
     backend = "auto"             # auto | nccl | gloo (one launch = one backend)
     nproc = 4                    # local ranks when not started by torchrun/srun/mpirun
-    world_size = 4               # the world the file is written for (--dry-run plans for it, unless --nproc)
+    world_size = 4               # the world the file is written for (--dry-run plans for it, unless --nproc or nproc)
     nccl_algo = ["ring", "tree"] # optional NCCL tuning axes (also nccl_proto, nccl_channels): every
                                  # combination, NCCL's default first, in fresh processes (NCCL only)
 
