@@ -16,6 +16,7 @@ from commbench.cli.app import app
 from commbench.emulate.fabric import FabricSpec, tbf_args, tbf_burst_bytes
 from commbench.emulate.ranks import emulated_description
 from commbench.results.emulated import fabric_text, from_text
+from tests.emulate_stub import no_fabric
 
 
 def test_the_header_and_its_text_state_the_tbf_burst():
@@ -49,25 +50,7 @@ def test_absurd_rates_are_refused_in_one_line(monkeypatch, rate):
 
 
 def test_the_banner_says_what_crosses_unthrottled(monkeypatch):
-    import commbench.cli.emulate as emulate_cli
-
-    seen = {}
-
-    class Fabric:
-        def __init__(self, spec):
-            seen["spec"] = spec
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def uplink_counters(self):
-            return []
-
-    monkeypatch.setattr(emulate_cli, "Fabric", Fabric)
-    monkeypatch.setattr(emulate_cli, "run_ranks", lambda spec, command, restyle=None: 0)
+    seen = no_fabric(monkeypatch)
     result = CliRunner().invoke(app, ["emulate", "--racks", "2", "--ranks-per-rack", "1", "--scale-out-rate",
                                       "1mbit", "--", "env"], env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output

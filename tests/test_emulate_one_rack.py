@@ -13,34 +13,11 @@ from commbench.cli.app import app
 from commbench.emulate.fabric import FabricSpec
 from commbench.emulate.ranks import rank_env
 from commbench.results.emulated import fabric_text, from_text
-
-
-def _no_fabric(monkeypatch) -> dict:
-    """emulate's fabric and ranks replaced (no namespaces): the spec it would build is kept."""
-    import commbench.cli.emulate as emulate_cli
-
-    seen: dict = {}
-
-    class Fabric:
-        def __init__(self, spec):
-            seen["spec"] = spec
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def uplink_counters(self):
-            return []
-
-    monkeypatch.setattr(emulate_cli, "Fabric", Fabric)
-    monkeypatch.setattr(emulate_cli, "run_ranks", lambda spec, command, restyle=None: 0)
-    return seen
+from tests.emulate_stub import no_fabric
 
 
 def test_a_rate_for_one_rack_is_refused_in_one_line(monkeypatch):
-    seen = _no_fabric(monkeypatch)
+    seen = no_fabric(monkeypatch)
     result = CliRunner().invoke(app, ["emulate", "--racks", "1", "--ranks-per-rack", "2", "--scale-out-rate", "5mbit",
                                       "--", "env"])
     assert result.exit_code == 2, result.output
@@ -50,7 +27,7 @@ def test_a_rate_for_one_rack_is_refused_in_one_line(monkeypatch):
 
 
 def test_one_rack_records_and_says_no_scale_out_link(monkeypatch):
-    seen = _no_fabric(monkeypatch)
+    seen = no_fabric(monkeypatch)
     result = CliRunner().invoke(app, ["emulate", "--racks", "1", "--ranks-per-rack", "2", "--", "env"],
                                 env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
@@ -64,7 +41,7 @@ def test_one_rack_records_and_says_no_scale_out_link(monkeypatch):
 
 
 def test_two_racks_keep_the_default_rate(monkeypatch):
-    seen = _no_fabric(monkeypatch)
+    seen = no_fabric(monkeypatch)
     result = CliRunner().invoke(app, ["emulate", "--racks", "2", "--ranks-per-rack", "1", "--", "env"])
     assert result.exit_code == 0, result.output
     assert seen["spec"].scale_out_rate_bits_per_s == 1e9

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from commbench.cli.app import app
 from commbench.errors import CommbenchError
 from commbench.units import parse_rate_bits_per_s
+from tests.emulate_stub import no_fabric
 
 
 @pytest.mark.parametrize("text,bits", [
@@ -35,27 +36,9 @@ def test_what_tc_refuses_is_one_line_naming_its_units(text):
 
 
 def test_the_banner_says_the_rate_set_not_only_the_text_given(monkeypatch):
-    import commbench.cli.emulate as emulate_cli
-
-    seen = {}
-
-    class Fabric:
-        def __init__(self, spec):
-            seen["rate"] = spec.scale_out_rate_bits_per_s
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def uplink_counters(self):
-            return []
-
-    monkeypatch.setattr(emulate_cli, "Fabric", Fabric)
-    monkeypatch.setattr(emulate_cli, "run_ranks", lambda spec, command, restyle=None: 0)
+    seen = no_fabric(monkeypatch)
     result = CliRunner().invoke(app, ["emulate", "--racks", "2", "--ranks-per-rack", "1", "--scale-out-rate",
                                       "100mbps", "--", "env"], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output
-    assert seen["rate"] == 8e8
+    assert seen["spec"].scale_out_rate_bits_per_s == 8e8
     assert "0.8 Gbit/s" in result.output, result.output
