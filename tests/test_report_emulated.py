@@ -75,22 +75,29 @@ def test_emulated_curve_is_said_in_the_plot_legend(tmp_path, monkeypatch):
     assert [s.label for s in drawn] == ["gloo float32 n=2 (EMULATED fabric: 2 racks x 1 ranks, 0.2 Gbit/s per rack uplink)"]
 
 
-def test_predict_on_a_profile_fitted_on_emulated_runs_says_so_in_its_title(tmp_path):
-    """predict's title read 'all_reduce (predicted, 2 ranks, ..., fitted from fitted:em.jsonl; ...)' for a profile
-    fitted on `commbench emulate` runs: only a fit warning further down said the links were the emulator's."""
-    results, fabric = tmp_path / "em.jsonl", tmp_path / "fabric.json"
+def _emulated_profile(tmp_path, name: str, num_racks: int, ranks_per_rack: int):
+    """A fabric profile fitted on a 2-rank gloo all_reduce run that `commbench emulate` measured (its header's
+    `emulated`), written to tmp_path/name."""
+    results, fabric = tmp_path / "em.jsonl", tmp_path / name
     with JsonlWriter(results) as writer:
         writer.write(RunHeader(run_id="emu", started_at="2026-12-03T00:00:00+00:00", argv=[], commbench_version="0",
                                python_version="3", torch_version=None, nccl_version=None, cuda_version=None,
                                cupy_version=None, backend="gloo", world_size=2, hostnames=["vm", "vm"],
                                devices=["cpu"] * 2, nccl_env={}, launcher="torchrun",
-                               emulated=dict(EMULATED, num_racks=1, ranks_per_rack=2)))
+                               emulated=dict(EMULATED, num_racks=num_racks, ranks_per_rack=ranks_per_rack)))
         for p in range(10, 22):
             writer.write(Measurement(run_id="emu", collective="all_reduce", backend="gloo", size_bytes=1 << p,
                                      count=(1 << p) // 4, dtype="float32", op="sum", in_place=False, world_size=2,
                                      group_size=2, iters=3, warmup_iters=1,
                                      time_us_median=100.0 + (1 << p) / 2e3))
     assert CliRunner().invoke(app, ["fit", str(results), "-O", str(fabric)]).exit_code == 0
+    return results, fabric
+
+
+def test_predict_on_a_profile_fitted_on_emulated_runs_says_so_in_its_title(tmp_path):
+    """predict's title read 'all_reduce (predicted, 2 ranks, ..., fitted from fitted:em.jsonl; ...)' for a profile
+    fitted on `commbench emulate` runs: only a fit warning further down said the links were the emulator's."""
+    results, fabric = _emulated_profile(tmp_path, "fabric.json", 1, 2)
     result = CliRunner().invoke(app, ["predict", "--fabric", str(fabric), "-c", "all_reduce", "-g", "2",
                                       "-b", "1K", "-e", "1M"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output
@@ -103,19 +110,7 @@ def test_report_with_a_profile_fitted_on_an_emulated_fabric_says_its_dashed_line
     float32 n=2' with 'dashed lines are predicted from fab_emu.json': nothing said the profile was fitted on
     `commbench emulate` (predict and plan say it; found from outside, probe AM F5). Now the terminal, README.md and the
     figures' caption say it."""
-    results, fabric = tmp_path / "em.jsonl", tmp_path / "fab_emu.json"
-    with JsonlWriter(results) as writer:
-        writer.write(RunHeader(run_id="emu", started_at="2026-12-03T00:00:00+00:00", argv=[], commbench_version="0",
-                               python_version="3", torch_version=None, nccl_version=None, cuda_version=None,
-                               cupy_version=None, backend="gloo", world_size=2, hostnames=["vm", "vm"],
-                               devices=["cpu"] * 2, nccl_env={}, launcher="torchrun",
-                               emulated=dict(EMULATED, num_racks=2, ranks_per_rack=1)))
-        for p in range(10, 22):
-            writer.write(Measurement(run_id="emu", collective="all_reduce", backend="gloo", size_bytes=1 << p,
-                                     count=(1 << p) // 4, dtype="float32", op="sum", in_place=False, world_size=2,
-                                     group_size=2, iters=3, warmup_iters=1,
-                                     time_us_median=100.0 + (1 << p) / 2e3))
-    assert CliRunner().invoke(app, ["fit", str(results), "-O", str(fabric)]).exit_code == 0
+    results, fabric = _emulated_profile(tmp_path, "fab_emu.json", 2, 1)
     from tests.test_compare import A   # a real 2-rank gloo all_reduce run
     out = tmp_path / "rep"
     result = CliRunner().invoke(app, ["report", str(A), "--fabric", str(fabric), "-O", str(out)],
