@@ -55,7 +55,9 @@ def test_nccl_tuner_options_of_each_mode_still_work(tmp_path):
     rules = [line.split(",") for line in (tmp_path / "p.conf").read_text().splitlines() if not line.startswith("#")]
     assert rules and all(r[6:8] == ["2", "16"] and r[5] in ("8", "0") for r in rules)  # nNodes, nRanks, channels
     assert all(r[5] == "8" for r in rules if int(r[1]) >= 1 << 20)  # 0 only where NCCL lowers 8 channels by size
-    assert min(int(r[1]) for r in rules) == 4096 and max(int(r[2]) for r in rules) == 1 << 20
+    # -b/-e bound the rules (NCCL decides where no pair leads by the cost model's error: since the tree across nodes
+    # follows NCCL's model, 1 MiB on 2x8 H100 is such a size)
+    assert min(int(r[1]) for r in rules) == 4096 and max(int(r[2]) for r in rules) <= 1 << 20
     default = runner.invoke(app, [*PREDICTED, "-O", str(tmp_path / "d.conf")])  # the defaults: 1K..8G
     assert default.exit_code == 0, default.output
     rules = [line.split(",") for line in (tmp_path / "d.conf").read_text().splitlines() if not line.startswith("#")]

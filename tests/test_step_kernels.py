@@ -253,8 +253,8 @@ def test_expert_load_imbalance_and_capacity_padding_by_hand():
     from commbench.planner import flops_breakdown
     fl = flops_breakdown(m)
     grouped = cal.grouped_gemm_8bit_efficiency  # mxfp8: the expert GEMMs run at the 8-bit grouped efficiency
-    routed_share = fl.routed_experts / grouped / (
-        fl.routed_experts / grouped + (fl.gemm - fl.routed_experts) / cal.gemm_efficiency_blackwell)
+    dense = cal.gemm_efficiency_blackwell * kernels.MXFP8_GEMM_RATIO   # mxfp8 dense GEMMs: block-scaled kernels
+    routed_share = fl.routed_experts / grouped / (fl.routed_experts / grouped + (fl.gemm - fl.routed_experts) / dense)
     # busiest rank: 1.2x the expert GEMMs (dropless); with full graphs padded to capacity 1.5x
     assert skew.gemm_s[0] / even.gemm_s[0] == pytest.approx(1 + 0.2 * routed_share, rel=1e-9)
     assert padded.gemm_s[1] / even.gemm_s[1] == pytest.approx(1 + 0.5 * routed_share, rel=1e-9)
