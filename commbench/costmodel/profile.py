@@ -332,7 +332,8 @@ def check_usable_curve(fits: list[CurveFit], paths: list[str]) -> None:
                     for f in fits[:3]) + (f"; and {len(fits) - 3} more" if len(fits) > 3 else "")
     raise CommbenchError(f"no usable curve in {', '.join(paths)}: every curve fitted is reported, not used to predict "
                          f"({why}), so the profile would predict nothing; measure sizes where the time grows with "
-                         "size (and a plain collective's sweep)")
+                         "size, e.g. up to 16 MiB (bench -e 16M: below about 1 MiB a gloo or NCCL collective takes "
+                         "its latency alone), and a plain collective's sweep")
 
 
 def _run_text(header) -> str:
