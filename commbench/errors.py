@@ -83,6 +83,15 @@ def read_user_file(path: str | Path, what: str, *, errors: str = "strict", max_b
     return decode_user_text(raw, path, what, errors=errors)
 
 
+def toml_problem(text: str, exc: Exception) -> str:
+    """Why a user's TOML did not parse: tomllib's message, or, for a file saved 'UTF-8 with BOM' (the byte-order mark
+    U+FEFF that some Windows editors write first, which TOML 1.0 and tomllib refuse as a stray character at line 1,
+    column 1), what to do about it."""
+    if text.startswith("\ufeff"):
+        return "it starts with a byte-order mark (U+FEFF, an editor's 'UTF-8 with BOM'): save it as UTF-8 without BOM"
+    return str(exc)
+
+
 def decode_user_text(raw: bytes, path: str | Path, what: str, *, errors: str = "strict",
                      first_line_number: int = 1) -> str:
     """`raw` as UTF-8 text; a NUL byte (binary data) or a byte that is not UTF-8 is one line naming the line."""

@@ -585,3 +585,19 @@ def test_a_given_group_layout_that_names_no_layout_is_refused(layout):
     with pytest.raises(CommbenchError, match=r"run\[0\] \(all_reduce\): group_layout=.* is invalid"):
         parse(entry(group_sizes=[2], group_layout=layout))
     assert parse(entry(group_sizes=[2])).entries[0].subgroups.layouts == ("contiguous",)
+
+
+@pytest.mark.parametrize("dtypes, index, given", [(["float32", "fp32"], 1, "fp32"), (["bf16", "float16", "bfloat16"], 2,
+                                                                                   "bfloat16")])
+def test_a_dtype_given_twice_or_by_an_alias_is_refused_as_a_copied_size_is(dtypes, index, given):
+    """dtypes = ["float32", "fp32"] planned one point and the dry run said nothing: the alias was merged silently."""
+    with pytest.raises(CommbenchError, match=rf"dtypes\[{index}\]='{given}' is invalid: the same dtype as dtypes\["):
+        parse(entry(dtypes=dtypes))
+
+
+def test_a_toml_file_saved_with_a_byte_order_mark_is_named_as_such(tmp_path):
+    """tomllib refuses a leading U+FEFF as 'Invalid statement (at line 1, column 1)', which names no cause."""
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbf[[run]]\ncollective = \"all_reduce\"\nsizes = [\"1K\"]\n")
+    with pytest.raises(CommbenchError, match="byte-order mark .*save it as UTF-8 without BOM"):
+        load_sweep(str(bom))

@@ -125,7 +125,8 @@ def print_dry_run(doc: dict) -> None:
              f" x {len(combos)} NCCL tuning combination(s) = {doc['num_points_total']} point(s); estimated run time "
              f"{doc['estimated_total_s']:.0f} s, {doc['estimated_pass_s']:.0f} s a combination")
     console.print(f"valid: {doc['num_entries']} entr(y/ies), {len(rows)} point(s){times} (a rough alpha-beta estimate "
-                  f"for {doc['backend']}, not a measurement); nothing launched", highlight=False)
+                  f"for {doc['backend']} of the points alone, not a measurement: process start and rendezvous, seconds "
+                  "per launch, are not counted); nothing launched", highlight=False)
     if doc["resume"] is not None:
         resume = doc["resume"]
         console.print(f"--resume: {resume['num_points_recorded']} of "

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from commbench.errors import CommbenchError, read_user_file
+from commbench.errors import CommbenchError, read_user_file, toml_problem
 from commbench.limits import MAX_ITERS, MAX_WORLD_SIZE
 from commbench.units import timeout_problem
 from commbench.measure.subgroups import SubgroupSpec, rack_specs
@@ -235,6 +235,8 @@ def parse_sizes(where: str, value: Any) -> tuple[int, ...]:
 
 
 def _dtypes(where: str, raw: dict[str, Any]) -> tuple[str, ...]:
+    """The entry's dtypes; one given twice, or an alias of one given before it ('fp32' after 'float32'), is refused
+    as a size given twice is: it would be measured once."""
     from commbench.dtypes import get_dtype
 
     if "dtype" in raw and "dtypes" in raw:
@@ -245,12 +247,17 @@ def _dtypes(where: str, raw: dict[str, Any]) -> tuple[str, ...]:
     if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
         raise _bad(where, key, value, "a dtype name or a non-empty list of them")
     out = []
-    for name in names:
+    for i, name in enumerate(names):
         try:
-            out.append(get_dtype(name).name)
+            resolved = get_dtype(name).name
         except CommbenchError as exc:
             raise _bad(where, key, name, str(exc).split("is invalid: ", 1)[-1]) from None
-    return tuple(dict.fromkeys(out))
+        if resolved in out:
+            first = out.index(resolved)
+            raise _bad(where, f"{key}[{i}]", name, f"the same dtype as {key}[{first}] ({names[first]!r}, {resolved}): "
+                       "each dtype is measured once")
+        out.append(resolved)
+    return tuple(out)
 
 
 def check_params(where: str, collective, params: dict[str, Any]) -> dict[str, Any]:
@@ -483,5 +490,5 @@ def load_sweep(path: str) -> Sweep:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise CommbenchError(f"sweep {path}: not valid TOML: {exc}") from None
+        raise CommbenchError(f"sweep {path}: not valid TOML: {toml_problem(text, exc)}") from None
     return parse_sweep(data, path)

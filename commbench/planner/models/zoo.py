@@ -13,7 +13,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from commbench.data.reference import models_toml
-from commbench.errors import CommbenchError, invalid, read_user_file
+from commbench.errors import CommbenchError, invalid, read_user_file, toml_problem
 from commbench.planner.models.architecture import Architecture, architecture_from_row, sources_from_toml
 from commbench.planner.models.spec import MAX_MODEL_COUNT, ModelSpec
 
@@ -165,10 +165,11 @@ def _zoo_rows(model_file: str | Path | None = None) -> tuple[dict[str, dict[str,
     sources = sources_from_toml(models_toml())
     if model_file is not None:
         path = Path(model_file)
+        text = read_user_file(path, "--model-file")
         try:
-            user = tomllib.loads(read_user_file(path, "--model-file"))
+            user = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
-            raise invalid("--model-file", str(path), f"valid TOML ({exc})") from None
+            raise invalid("--model-file", str(path), f"valid TOML ({toml_problem(text, exc)})") from None
         if not isinstance(user.get("model"), dict):
             raise invalid("--model-file", str(path), "a TOML file with [model.NAME] tables")
         rows.update(_flatten(user["model"]))
