@@ -51,6 +51,20 @@ Terms (why each exists):
   session 21) no term sits at a bound, but the held-out tables are worse than with the fitted 0.3: GB300
   6.9% -> 8.0%, newer releases 5.0% -> 6.3%, leave-one-release-out 26.02 5.6% -> 6.1% (leave-one-GPU-out
   MoE 6.4% -> 6.0%, in-sample 3.4% -> 3.8%), so the fitted value stays and the bound with it (CALIBRATED).
+  Tried (session 36, fix-BA): the communication side while overlapped, what the overlapped collectives run at.
+  (1) Megatron-Bridge's perf launches set NCCL_NVLS_ENABLE=0 (scripts/performance/utils/executors.py PERF_ENV_VARS
+  at bf71eba, 7af9601, 21b02e0): pricing every NCCL collective without NVLS changes no calibration row (the step
+  model picks NVLS only for all-reduces no calibration layout uses). (2) TE userbuffers' bulk overlaps at the SM
+  counts Megatron-Bridge sets (training/comm_overlap.py at 7af9601: Llama3.1-405B H100 TP8 CP2 fp8, qkv/fc1 dgrad
+  all-gathers and the fc1 wgrad reduce-scatter on 2 SMs; Llama3-70B H100 TP4 2-4 SMs) priced at NCCL's per-CTA NVLink
+  rate (2 CTAs saturate one link: NVIDIA/nccl issue 1703, 12.5 GB/s per CTA on NVLink 4): 405B H100 +20.9 s on a
+  37.6 s step (added to the exposure charged now: row 31 +5.0% -> about -32%) and Llama3.1-70B H100 +2.9 s on 20.0 s (row 3, now -0.2% -> about -13%):
+  refuted by the rows. The per-CTA rate does not carry: userbuffers map TP buffers with NVLink multicast by default
+  (TE v2.9 userbuffers-host.cpp, use_mc unless UB_SKIPMC; NCCL_NVLS_ENABLE does not reach it), so a few SMs move
+  a shard once (all-gather) or load it switch-reduced (reduce-scatter), and ring_exchange runs on the copy engines
+  (TE module/base.py initialize_ub: use_ce=True): both at or above the NCCL ring rate the fabric model charges. No
+  source gives an overlapped bandwidth below the standalone one for these rows, so the TP side does not explain the
+  bound; nothing was changed.
 - ep_overlap_efficiency: the same for MoE dispatch/combine overlapped with another micro-batch's
   compute (Megatron --overlap-moe-expert-parallel-comm: the forward of one micro-batch is
   interleaved with the backward of another, as DeepSeek-V3's DualPipe does; arXiv 2412.19437 sec.
