@@ -35,6 +35,22 @@ def test_attention_exps_and_sfu_bound_by_hand():
     assert t2[0] == pytest.approx(t[0] * 5.0 / 10.7)
 
 
+def test_sliding_window_layers_take_their_windows_exps_as_they_take_its_flops():
+    # gpt-oss-120b: a 128-token window on every other layer (Megatron window_size (127, 0), window_attn_skip_freq 2):
+    # those layers' queries see w - w(w-1)/(2s) keys, not s/2, for the softmax as for the tensor-core FLOPs
+    import dataclasses
+
+    from commbench.planner.models.counts import flops_breakdown
+    m = load_model("gpt-oss-120b")
+    s, w = 4096, 128
+    keys = (s / 2 + (w - w * (w - 1) / (2 * s))) / 2
+    assert kernels.attention_exps_per_token(m, s) == pytest.approx(36 * 64 * keys * 2)
+    full = dataclasses.replace(m, sliding_window=0, architecture=None)
+    # tensor-core FLOPs per exponential are the model's, windowed or not (the same scores carry both)
+    per_exp = [flops_breakdown(x, s).attention_core / kernels.attention_exps_per_token(x, s) for x in (m, full)]
+    assert per_exp[0] == pytest.approx(per_exp[1])
+
+
 def test_host_time_by_cuda_graph_scope_by_hand():
     cal = Calibration(layer_overhead_s=1e-4, moe_sync_s=3e-4, graph_layer_residual=0.25)
     qwen = load_model("qwen3-30b-a3b")   # every layer attention + MoE
