@@ -86,12 +86,21 @@ def _attention_macs_per_layer(m: ModelSpec, seq_len: int) -> tuple[float, float]
         return proj, core
     q, kv = m.num_heads * m.head_dim, m.num_kv_heads * m.head_dim
     proj = h * (q * (2 if m.attention_gate else 1) + 2 * kv) + q * h
-    core = q * s  # 2 * q * (s/2): causal half of QK^T plus AV
-    if m.sliding_window:
-        w = m.sliding_window
-        window_core = 2 * q * (w - w * (w - 1) / (2 * s))
-        core = (core + window_core) / 2  # every other layer is windowed
+    core = 2 * q * mean_keys_per_query(m, s)  # QK^T plus AV over the keys a query attends
     return proj, core
+
+
+def mean_keys_per_query(m: ModelSpec, seq_len: int) -> float:
+    """Keys a query attends, averaged over positions and layers: s/2 under a causal mask; with a sliding window
+    of w tokens (Megatron window_size (w-1, 0)) on every other layer (window_attn_skip_freq 2, gpt-oss) those
+    layers' queries see w - w(w-1)/(2s) keys (the first w positions fewer). The core's tensor-core FLOPs (above)
+    and its softmax exponentials (step.kernels.attention_exps_per_token) both count these keys: a kernel that skips
+    the masked tiles for one skips them for the other."""
+    keys = seq_len / 2.0
+    if m.sliding_window:
+        w = min(float(m.sliding_window), float(seq_len))
+        keys = (keys + (w - w * (w - 1.0) / (2.0 * seq_len))) / 2.0   # every other layer is windowed
+    return keys
 
 
 @dataclass(frozen=True, kw_only=True)

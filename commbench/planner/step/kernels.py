@@ -12,7 +12,7 @@ launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vect
   backward pass, which recomputes the probabilities. Forward and backward are separate kernels, each
   bound on its own side: the forward holds a third of the counted FLOPs (FLOPS.md: backward = 2 x
   forward) and half the exponentials (a sliding-window layer's queries see only its window's keys:
-  mean_keys_per_query), so it is the exp-bound pass (FlashAttention-4's motivation on
+  models.counts.mean_keys_per_query), so it is the exp-bound pass (FlashAttention-4's motivation on
   Blackwell: ~500 tensor FLOPs per exp at B200's rates against 4 x head_dim = 512 per score forward)
   while the backward stays tensor-bound. Blackwell Ultra doubles the exp rate (hardware.toml
   sfu_texp_per_s: NVIDIA's "2x attention-layer acceleration" for GB300).
@@ -52,7 +52,7 @@ from __future__ import annotations
 import numpy as np
 
 from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, resolved_masks
-from commbench.planner.models import dsv4
+from commbench.planner.models import counts, dsv4
 
 ROOFLINE_P = 4.0
 # MXFP8 GEMMs (Blackwell's block-scaled MMA: an e8m0 scale per 32 elements of each operand along K, loaded beside the
@@ -88,20 +88,7 @@ def attention_exps_per_token(model, seq_len: int) -> float:
     if model.attention == "dsv4":  # windows and selected compressed blocks, not the causal half of the sequence
         return dsv4.scores_per_token(model, seq_len) * EXPS_PER_SCORE
     layers = model.num_attention_layers + model.num_mtp_layers  # hybrid: attention blocks only
-    return layers * model.num_heads * mean_keys_per_query(model, seq_len) * EXPS_PER_SCORE
-
-
-def mean_keys_per_query(model, seq_len: int) -> float:
-    """Keys a query attends, averaged over positions and layers: s/2 under a causal mask; with a sliding window
-    of w tokens (Megatron window_size (w-1, 0)) on every other layer (window_attn_skip_freq 2, gpt-oss) those
-    layers' queries see w - w(w-1)/(2s) keys (the first w positions fewer). The same keys as the core's tensor-core
-    FLOPs (models/counts._attention_macs_per_layer): a kernel that skips the masked tiles for one skips them for
-    the other (the softmax runs only on the scores it computes)."""
-    keys = seq_len / 2.0
-    if getattr(model, "sliding_window", 0):
-        w = min(float(model.sliding_window), float(seq_len))
-        keys = (keys + (w - w * (w - 1.0) / (2.0 * seq_len))) / 2.0   # every other layer is windowed
-    return keys
+    return layers * model.num_heads * counts.mean_keys_per_query(model, seq_len) * EXPS_PER_SCORE
 
 
 FORWARD_FLOP_SHARE = 1.0 / 3.0  # FLOPS.md counts training as 3 x forward
