@@ -74,6 +74,8 @@ PUBLISHED_FIGURES: tuple[PublishedFigure, ...] = (
          algorithm="dispatch", what="dispatch, FP8"),
     _fig("H800, intranode EP8", "h800-hgx", "moe_all_to_all", 8, 2 * _DEEPEP_TOKENS_BYTES, 158,
          algorithm="combine", what="combine, BF16"),
+    # DeepEP's internode figures are logical (every (token, node) pair over the time, the token's own node included:
+    # presets._DEEPEP_RDMA), read here as the busbw of a 32-rank all-to-all: within 3%, as (n-1)/n = 31/32
     _fig("internode EP32", "h800-hgx", "moe_all_to_all", 32, _DEEPEP_TOKENS_BYTES, 58,
          num_domains=4, num_gpus=32, algorithm="dispatch", what="4 nodes, dispatch, FP8"),
     _fig("DeepEP at EP32 over multi-node NVLink", "gb200-nvl72", "moe_all_to_all", 32,

@@ -90,6 +90,17 @@ HGX_BLACKWELL_UP = _ring_family(_RING_LAT[1], _H100_RING, _BW_SRC) + BLACKWELL_M
 # --- scale-out (one NIC per GPU) terms ---------------------------------------------------------
 _NIC_EFF = 47 / 50  # ~47 GB/s busbw per 400 Gb/s ConnectX-7 (nccl-tests #290, #267)
 _NIC_SRC = "47 GB/s busbw per 400 Gb/s NIC (nccl-tests #290, #267); NET latency from NCCL tuning.cc"
+# DeepEP's internode normal kernels (legacy V1 table: H800, one CX7 400 Gb/s NIC per GPU, 4096 tokens, hidden 7168,
+# top-4 groups, top-8, FP8 dispatch / BF16 combine): dispatch 58 GB/s at EP32, 51 at EP64; combine 57 and 50. These
+# are LOGICAL rates: the bytes of every (token, destination node) pair, the token's own node included, over the time
+# (tests/test_internode.py: num_rdma_token_sent counts the distinct nodes of each token's experts, local one included;
+# the V2 README: "the results are logical bandwidth ... 90 GB/s actually contains local rank traffic"). The NIC
+# carries the (D-1)/D of those pairs bound for other nodes: 58 x 3/4 = 43.5 and 51 x 7/8 = 44.6 GB/s (combine
+# 42.8, 43.8) of the 50 GB/s link, not the 47 of NCCL's ring (EP16 is left out: on H800 its NVLink forwarding leg,
+# 160 GB/s, binds, as moe_comm.py charges it). Means over EP32 and EP64:
+_DEEPEP_RDMA = {"dispatch": (58 * 3 / 4 + 51 * 7 / 8) / 2 / 50, "combine": (57 * 3 / 4 + 50 * 7 / 8) / 2 / 50}
+_DEEPEP_SRC = ("DeepEP normal kernels internode, H800 + CX7 400G: logical RDMA 58/51 GB/s (EP32/EP64) dispatch, "
+               "57/50 combine, x (D-1)/D leaving the node (deepseek-ai/DeepEP docs/legacy.md, tests/test_internode.py)")
 SCALE_OUT = [
     _up("all_reduce", "ring", 8.4, 14.0, _NIC_EFF, _NIC_SRC),
     _up("all_reduce", "tree", 6.8, 5.0, _NIC_EFF, _NIC_SRC),
@@ -100,8 +111,8 @@ SCALE_OUT = [
     _up("broadcast", "ring", 8.4, 14.0, _NIC_EFF, _NIC_SRC),
     _up("all_to_all", "pairwise", 8.4, 14.0, _NIC_EFF, _NIC_SRC),
     _up("sendrecv", "p2p", 8.4, 14.0, _NIC_EFF, _NIC_SRC),
-    _up("moe_all_to_all", "dispatch", 20.0, 14.0, _NIC_EFF, _NIC_SRC + "; DeepEP H800 EP32 58 GB/s"),
-    _up("moe_all_to_all", "combine", 20.0, 14.0, _NIC_EFF, _NIC_SRC),
+    _up("moe_all_to_all", "dispatch", 20.0, 14.0, _DEEPEP_RDMA["dispatch"], _DEEPEP_SRC),
+    _up("moe_all_to_all", "combine", 20.0, 14.0, _DEEPEP_RDMA["combine"], _DEEPEP_SRC),
 ]
 
 

@@ -100,21 +100,28 @@ def ep_phases_s(model, system, *, tokens_rank, ep, ep_dom, flex, quantised, moe_
         """(8-bit-where-quantised dispatch, bf16 dispatch, combine) seconds of one kernel moving
         `elems` elements per rank over `group` ranks in `domains` domains (arrays of equal length)."""
         thin = {} if fewest is None else {"fewest_per_domain": fewest}   # only where a split is uneven
+        # Across domains the flex kernels' RDMA leg is theirs alone: NCCL's all-to-all cannot move their
+        # deduplicated, node-forwarded bytes, so its curve is no floor there (inside a domain it stands for
+        # HybridEP's TMA path, above).
+        own = flex & (np.asarray(domains) > 1)
+
+        def flex_or_nccl(kernel_s, nccl_s):
+            return np.where(flex, np.where(own, kernel_s, np.minimum(kernel_s, nccl_s)), nccl_s)
+
         bf16_bytes = elems * ACT_BYTES
         nccl_bf16_s = collective_time_s(system, "all_to_all", bf16_bytes, group, domains, imbalance=moe_imbalance,
                                         **thin)
-        dispatch_bf16_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, group, domains,
-                                                                          moe_imbalance, phase="dispatch", **thin),
-                                                    nccl_bf16_s), nccl_bf16_s)
-        combine_s = np.where(flex, np.minimum(moe_all_to_all_time_s(system, bf16_bytes, group, domains, moe_imbalance,
-                                                                    phase="combine", **thin), nccl_bf16_s), nccl_bf16_s)
+        dispatch_bf16_s = flex_or_nccl(moe_all_to_all_time_s(system, bf16_bytes, group, domains, moe_imbalance,
+                                                             phase="dispatch", **thin), nccl_bf16_s)
+        combine_s = flex_or_nccl(moe_all_to_all_time_s(system, bf16_bytes, group, domains, moe_imbalance,
+                                                       phase="combine", **thin), nccl_bf16_s)
         if not np.any(quantised):
             return dispatch_bf16_s, dispatch_bf16_s, combine_s
         q_bytes = elems * dispatch_bytes_per_element(quantised)
-        q_s = np.minimum(moe_all_to_all_time_s(system, q_bytes, group, domains, moe_imbalance, phase="dispatch",
-                                               **thin),
-                         collective_time_s(system, "all_to_all", q_bytes, group, domains, imbalance=moe_imbalance,
-                                           **thin))
+        q_s = flex_or_nccl(moe_all_to_all_time_s(system, q_bytes, group, domains, moe_imbalance, phase="dispatch",
+                                                 **thin),
+                           collective_time_s(system, "all_to_all", q_bytes, group, domains, imbalance=moe_imbalance,
+                                             **thin))
         return np.where(quantised, q_s, dispatch_bf16_s), dispatch_bf16_s, combine_s
 
     uneven = ep_fewest is not None and np.any((ep_dom > 1)
