@@ -254,7 +254,7 @@ CALIBRATION_VERSION = 1
 # of the source: a hash moves with every comment and refactor (every file would warn), and one of the model's
 # outputs with a model-zoo or hardware.toml edit; tests/test_calibration_step_model.py pins reference predictions of
 # the step model to this value, so a physics change that forgets to set it fails there.
-STEP_MODEL = "2026-12-06.3"   # sliding-window layers: softmax exponentials over the window's keys (gpt-oss)
+STEP_MODEL = "2026-12-06.4"   # flex dispatch/combine across NVLink domains at DeepEP's internode rate, no NCCL floor
 
 
 def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None,
