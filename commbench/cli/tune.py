@@ -22,6 +22,7 @@ from commbench.planner.layout.precision import DEFAULT_HELP
                       "else gloo), then a plan for DeepSeek-V3 "
                       "on 256 GB300 NVL72 GPUs (gbs 4096, its Megatron-Bridge recipe's, in the GPU's default precision: mxfp8 on GB300).")
 def tune(
+    ctx: typer.Context,
     sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
     results: Annotated[Optional[str], typer.Option(help="skip the sweep: fit and plan from these JSONL results")] = None,
     model: Annotated[str, typer.Option(help=MODEL_HELP)] = "deepseek-v3",
@@ -86,7 +87,7 @@ def tune(
                         precision_asked=precision_asked,
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
                         software=software)
-    state = TuneState()
+    state = TuneState(plan_options=plan_options_given(ctx))
     launched = outside_launch()
     with interrupt_says_what_was_written(state):
         _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op, launched=launched)
@@ -129,6 +130,45 @@ class TuneState:
     folder: Path | None = None
     results: Path | None = None   # tune-sweep.jsonl, or the --results file (read, never written)
     measuring: bool = True
+    plan_options: tuple[str, ...] = ()   # plan_options_given: what the hint to go on from the points repeats
+
+
+# the options that say what the sweep measures and where it writes: a `tune --results` going on from its points
+# (go_on_command) is given everything else the run was
+SWEEP_OPTIONS = frozenset({"sweep", "nproc", "results", "out"})
+
+
+def plan_options_given(ctx) -> tuple[str, ...]:
+    """The options this `tune` was given (on the command line or from the environment, not defaults; `ctx` its
+    typer.Context) as argv words, less SWEEP_OPTIONS: the model, system, GPUs, precision, layout, fit and output
+    choices a `tune --results` that goes on from the sweep's points must repeat to plan what was asked (without them
+    it planned tune's defaults, DeepSeek-V3 on 256 GB300, into the same folder)."""
+    words: list[str] = []
+    for param in ctx.command.params:
+        if param.param_type_name != "option" or param.name in SWEEP_OPTIONS:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        if source is None or source.name == "DEFAULT":
+            continue
+        value = ctx.params.get(param.name)
+        name = next((opt for opt in param.opts if opt.startswith("--")), param.opts[0])
+        if param.is_flag:
+            words += [name] if value else []
+        elif value is not None:
+            words += [name, str(value)]
+    return tuple(words)
+
+
+def go_on_command(results: Path | str, folder: Path | str, plan_options: tuple[str, ...], *,
+                  leave_out_wrong: bool = False) -> str:
+    """The one command that fits and plans from a sweep's points that tune did not get to fit (interrupted, or a
+    point failed): `tune --results` on them into the same folder, with the run's own plan options."""
+    import shlex
+
+    words = ["commbench", "tune", "--results", str(results), "-O", str(folder), *plan_options]
+    if leave_out_wrong and "--leave-out-wrong" not in words:
+        words.append("--leave-out-wrong")
+    return shlex.join(words)
 
 
 def _points_in(path: Path) -> int:
@@ -156,7 +196,8 @@ def interrupted_line(signal: str, state: TuneState) -> str:
     if state.stage in ("claimed", "sweep", "fit"):
         kept = [name for name in ("fabric.json", "fabric-measured.json", "plan.json") if (folder / name).is_file()]
         earlier = (f"; the earlier {', '.join(kept)} in {folder} kept" if kept and not state.measuring else "")
-        resume = f" (to fit and plan from them: commbench tune --results {results} -O {folder})" if points else ""
+        resume = (f" (to fit and plan from them: {go_on_command(results, folder, state.plan_options)})"
+                  if points else "")
         return f"{head} before the fit was written: {source}; nothing fitted or planned{resume}{earlier}"
     fabric = [name for name in ("fabric.json", "fabric-measured.json") if (folder / name).is_file()]
     written = f"{', '.join(str(folder / n) for n in fabric)} written" if fabric else "no fabric written"
@@ -258,7 +299,8 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
         if results is None:
             state.stage = "sweep"
             task = progress.add_task("1/3 sweep: starting ranks", total=1)
-            results_path, num_points = _run_sweep(sweep, nproc, folder, progress, task, launched=launched)
+            results_path, num_points = _run_sweep(sweep, nproc, folder, progress, task, launched=launched,
+                                                  plan_options=state.plan_options)
             progress.update(task, completed=1, description=f"1/3 sweep: {num_points} point(s) → {results_path}")
         else:
             results_path = results
@@ -342,7 +384,7 @@ def _sweep_ranks(spec, nproc: int | None, launched) -> int:
 
 
 def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task,
-               launched=None) -> tuple[str, int]:
+               launched=None, plan_options: tuple[str, ...] = ()) -> tuple[str, int]:
     """The sweep into folder/tune-sweep.jsonl (rank 0 writes it); `progress` None: a rank other than 0 of an
     outside launch, which measures and says nothing."""
     from commbench.comm.job import run_job
@@ -374,8 +416,8 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
                                        f"{outcome.num_wrong} wrong element(s) in the data checks"
                                        if outcome.num_wrong else "")))
         raise RunFailed(f"the sweep did not measure every point correctly ({what}); records in {output}; nothing "
-                        f"fitted or planned (to plan from what it measured, the fit leaving those points out: commbench tune "
-                        f"--results {output} -O {folder}" + (" --leave-out-wrong" if outcome.num_wrong else "") + ")")
+                        f"fitted or planned (to plan from what it measured, the fit leaving those points out: "
+                        f"{go_on_command(output, folder, plan_options, leave_out_wrong=bool(outcome.num_wrong))})")
     return output, (outcome.num_ok if outcome is not None else 0)
 
 
