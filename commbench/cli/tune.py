@@ -89,6 +89,8 @@ def tune(
                         software=software)
     state = TuneState(plan_options=plan_options_given(ctx))
     launched = outside_launch()
+    if launched is not None and launched.rank != 0:
+        state.other_rank, state.out = f"rank {launched.rank} of the {launched.launcher} launch", out
     with interrupt_says_what_was_written(state):
         _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op, launched=launched)
         if launched is not None and launched.rank != 0:
@@ -131,6 +133,8 @@ class TuneState:
     results: Path | None = None   # tune-sweep.jsonl, or the --results file (read, never written)
     measuring: bool = True
     plan_options: tuple[str, ...] = ()   # plan_options_given: what the hint to go on from the points repeats
+    other_rank: str | None = None   # "rank N of the torchrun launch": a rank other than 0, which writes nothing
+    out: str = ""                   # the -O rank 0 writes (said by the other ranks)
 
 
 # the options that say what the sweep measures and where it writes: a `tune --results` going on from its points
@@ -182,8 +186,11 @@ def _points_in(path: Path) -> int:
 
 def interrupted_line(signal: str, state: TuneState) -> str:
     """What an interrupted tune kept, true at every stage: nothing before its files were claimed; else the measured
-    points in the results file, the fabric files and the plan this run wrote, and how to go on from them."""
+    points in the results file, the fabric files and the plan this run wrote, and how to go on from them. A rank
+    other than 0 of an outside launch writes nothing and says so, leaving what was kept to rank 0's line."""
     head = f"interrupted ({signal})"
+    if state.other_rank is not None:   # rank 0 alone claims and writes OUT: what was kept is its to say
+        return f"{head}: {state.other_rank} stopped; rank 0 writes tune's files in {state.out} and says what it kept"
     if state.folder is None or state.stage == "checks":
         return f"{head} before tune wrote anything: nothing was written"
     folder, results = state.folder, state.results
