@@ -393,9 +393,13 @@ def _sweep_ranks(spec, nproc: int | None, launched) -> int:
 def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task,
                launched=None, plan_options: tuple[str, ...] = ()) -> tuple[str, int]:
     """The sweep into folder/tune-sweep.jsonl (rank 0 writes it); `progress` None: a rank other than 0 of an
-    outside launch, which measures and says nothing."""
-    from commbench.comm.job import run_job
-    from commbench.sweep import SweepJob, load_sweep, parse_sweep, plan_sweep
+    outside launch, which measures and says nothing. Ranks that hang on a point or one killed from outside (kill -9,
+    the OOM killer) record the point failed and fresh ranks measure the rest, as `commbench sweep`'s
+    (cli.sweep.run_with_fresh_ranks); a point that failed ends tune before the fit (exit 1, as sweep's), saying how to
+    fit and plan from what was measured (go_on_command)."""
+    from commbench.cli.sweep import run_with_fresh_ranks
+    from commbench.comm.local_ranks import RunFailed
+    from commbench.sweep import SweepJob, load_sweep, parse_sweep
     from commbench.workflows.tune import BUILTIN_SWEEP
 
     spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
@@ -407,25 +411,30 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
     if progress is not None:
         progress.update(task, description=f"1/3 sweep: {spec.name} on {ranks} {backend} rank(s)"
                         + (f" ({launched.launcher} launch)" if launched is not None else ""))
+
+    def go_on(wrong: bool = False) -> str:
+        return "nothing fitted or planned" + (
+            f" (to plan from what it measured, the fit leaving those points out: "
+            f"{go_on_command(output, folder, plan_options, leave_out_wrong=wrong)})" if _points_in(Path(output)) else "")
+
     job = SweepJob(sweep=spec, backend=backend, output_path=output, argv=tuple(sys.argv), show_progress=False)
-    outcomes = run_job(_sweep_rank, job, nproc=None if launched is not None else ranks, backend=backend,
-                       validate_world=lambda world: plan_sweep(spec, world, backend=backend) and None,
-                       output_path=output)
+    outcomes, (ok_before, failed_before) = run_with_fresh_ranks(job, spec, None if launched is not None else ranks,
+                                                                backend, go_on)
     outcome = outcomes.get(0)
-    if outcome is not None and outcome.num_ok == 0:
+    if outcome is None:   # a rank other than 0 of an outside launch: rank 0 reports
+        return output, 0
+    num_ok, num_failed = outcome.num_ok + ok_before, outcome.num_failed + failed_before
+    if num_ok == 0:
         raise CommbenchError(f"the sweep measured nothing ({outcome.stopped or 'every point failed'}); see {output}")
-    if outcome is not None and (outcome.stopped or outcome.num_failed or outcome.num_wrong):
+    if outcome.stopped or num_failed or outcome.num_wrong:
         # a failed run is not planned on as if whole (the fit would leave those points out): exit 1, as sweep's
-        from commbench.comm.local_ranks import RunFailed
         what = "; ".join(filter(None, (f"stopped: {outcome.stopped}" if outcome.stopped else "",
-                                       f"{outcome.num_failed} of {outcome.num_planned} point(s) failed"
-                                       if outcome.num_failed else "",
+                                       f"{num_failed} of {outcome.num_planned} point(s) failed" if num_failed else "",
                                        f"{outcome.num_wrong} wrong element(s) in the data checks"
                                        if outcome.num_wrong else "")))
-        raise RunFailed(f"the sweep did not measure every point correctly ({what}); records in {output}; nothing "
-                        f"fitted or planned (to plan from what it measured, the fit leaving those points out: "
-                        f"{go_on_command(output, folder, plan_options, leave_out_wrong=bool(outcome.num_wrong))})")
-    return output, (outcome.num_ok if outcome is not None else 0)
+        raise RunFailed(f"the sweep did not measure every point correctly ({what}); records in {output}; "
+                        f"{go_on(bool(outcome.num_wrong))}")
+    return output, num_ok
 
 
 def _sweep_backend(spec, sweep_file: str | None, nproc: int | None) -> tuple[str, str | None]:
@@ -443,8 +452,3 @@ def _sweep_backend(spec, sweep_file: str | None, nproc: int | None) -> tuple[str
             return "gloo", (f"{gpus} CUDA GPU{'' if gpus == 1 else 's'} visible: the built-in sweep's {ranks} ranks run "
                             f"on gloo (CPU processes), as NCCL runs one rank per GPU")
     return backend, None
-
-
-def _sweep_rank(rank_env, job):
-    from commbench.sweep import run_sweep_rank
-    return run_sweep_rank(rank_env, job)
