@@ -22,6 +22,9 @@ from commbench.cli.app import app
     # --results skips the sweep: --sweep and --nproc were ignored without a word
     (["--results", "r.jsonl", "--sweep", "s.toml"], "--sweep='s.toml' is invalid: not with --results"),
     (["--results", "r.jsonl", "--nproc", "4"], "--nproc=4 is invalid: not with --results"),
+    # checked only after the whole sweep, naming fit's --dtype / --op, options tune lacks (probe AW F4)
+    (["--fit-dtype", "foo"], "--fit-dtype='foo' is invalid: the built-in sweep measures float32"),
+    (["--fit-op", "max"], "--fit-op='max' is invalid: the built-in sweep's reductions are sum"),
 ])
 def test_bad_input_for_a_later_stage_stops_before_the_sweep(tmp_path, args, needle):
     out = tmp_path / "tune"
@@ -46,3 +49,16 @@ def test_more_local_ranks_than_the_machine_runs_is_refused_before_the_earlier_ru
     assert result.exit_code == 2 and "--nproc=99 is invalid" in result.output, result.output
     assert "1/3 sweep" not in result.output
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_a_fit_dtype_or_op_the_results_lack_names_tunes_option_and_writes_nothing(tmp_path):
+    from tests.test_plan_files_guarded import DATA
+    out = tmp_path / "tune"
+    for option, value, said in (("--fit-dtype", "bfloat16", "the results hold float32"),
+                                ("--fit-op", "max", "the results' reductions are sum")):
+        result = CliRunner().invoke(app, ["tune", "--results", str(DATA), "--system", "h100-hgx", "--gpus", "16",
+                                          "--model", "mixtral-8x7b", "--top", "1", "-O", str(out), option, value])
+        assert result.exit_code == 2, result.output
+        text = " ".join(result.output.split())
+        assert f"{option}='{value}' is invalid: {said}" in text and "--dtype" not in text.replace("--fit-dtype", "")
+        assert not out.exists() or not any(out.iterdir())

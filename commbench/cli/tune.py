@@ -345,9 +345,10 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,
                        top: int, fit_dtype: str | None = None, fit_op: str | None = None, launched=None) -> None:
     """Every stage's inputs, before the first stage starts (one line, exit 2): the sweep plans on its ranks
-    (`launched`: the outside launch's world; a --nproc other than it is refused) or the results file reads, and the
-    plan's search finds a layout on the preset's GPUs and domains (validity and memory do not depend on the
-    measured curves the fit adds)."""
+    (`launched`: the outside launch's world; a --nproc other than it is refused) and measures the --fit-dtype and
+    --fit-op asked for (the fit checks them against a --results file before it writes anything), or the results
+    file reads, and the plan's search finds a layout on the preset's GPUs and domains (validity and memory do not
+    depend on the measured curves the fit adds)."""
     import dataclasses
 
     from commbench.costmodel import load_preset
@@ -376,7 +377,9 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         if launched is None:  # run_job's check, before _claim empties the folder's earlier sweep and deletes its plan
             check_local_ranks(ranks, backend, option="--nproc" if nproc is not None else
                               f"{sweep_file or 'the built-in sweep'}: nproc")
-        plan_sweep(spec, ranks, backend=backend)
+        from commbench.workflows.tune import check_fit_choice
+        check_fit_choice(plan_sweep(spec, ranks, backend=backend), f"sweep {sweep_file}" if sweep_file
+                         else "the built-in sweep", fit_dtype, fit_op)
     else:
         from commbench.errors import read_user_file
         from commbench.files import refuse_being_written
