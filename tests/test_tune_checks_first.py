@@ -15,7 +15,10 @@ from commbench.cli.app import app
     (["--top", "0"], "--top"),
     (["--gbs", "99999999999"], "--gbs=99999999999 is invalid"),  # as --layout gbs=; it was planned
     (["--gbs", "0"], "--gbs=0 is invalid"),
-    (["--nproc", "0"], "--nproc=0 is invalid"),  # 0 read as "not given": the sweep ran on the sweep's 2 ranks
+    (["--nproc", "0"], "--nproc=0 is invalid"),
+    # one rank ran the whole sweep, then 'no usable points ... group of one rank' (exit 2), --nproc unnamed (AW F5)
+    (["--nproc", "1"], "--nproc=1 is invalid: a fit needs groups of >= 2 ranks"),
+    (["--nproc", "1"], "without a sweep: commbench plan --model deepseek-v3 --system gb300-nvl72 --gpus 256"),  # 0 read as "not given": the sweep ran on the sweep's 2 ranks
     (["--layout", "tp=3,pp=1,vp=1,ep=1,mbs=1"], "deepseek-v3"),
     (["--sweep", "no-such-sweep"], "no-such-sweep"),
     (["--results", "/nonexistent/results.jsonl"], "cannot be read"),
@@ -62,3 +65,19 @@ def test_a_fit_dtype_or_op_the_results_lack_names_tunes_option_and_writes_nothin
         text = " ".join(result.output.split())
         assert f"{option}='{value}' is invalid: {said}" in text and "--dtype" not in text.replace("--fit-dtype", "")
         assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_sweep_file_or_launch_of_one_rank_is_refused_before_it_runs(tmp_path):
+    sweep = tmp_path / "one.toml"
+    sweep.write_text('[sweep]\nname = "one"\nnproc = 1\nbackend = "gloo"\n[[run]]\ncollective = "all_reduce"\n'
+                     'sizes = ["16K", "1M"]\n')
+    out = tmp_path / "tune"
+    result = CliRunner().invoke(app, ["tune", "--sweep", str(sweep), "-O", str(out)])
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2 and f"sweep {sweep}: [sweep] nproc=1 is invalid: a fit needs groups of >= 2" in text
+    assert "1/3 sweep" not in text and not out.exists()
+    env = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29999"}
+    result = CliRunner().invoke(app, ["tune", "-O", str(out)], env=env)
+    text = " ".join(result.output.split())
+    assert result.exit_code == 2 and "the torchrun launch of 1 rank is too small to tune" in text, text
+    assert "1/3 sweep" not in text and not out.exists()

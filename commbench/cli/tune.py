@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -92,7 +93,9 @@ def tune(
     if launched is not None and launched.rank != 0:
         state.other_rank, state.out = f"rank {launched.rank} of the {launched.launcher} launch", out
     with interrupt_says_what_was_written(state):
-        _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op, launched=launched)
+        _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op, launched=launched,
+                           plan_instead=shlex.join(["commbench", "plan", "--model", model, "--system", system,
+                                                    "--gpus", str(gpus)]))
         if launched is not None and launched.rank != 0:
             # one rank of torchrun/srun/mpirun or `commbench emulate`: it measures the sweep's points with rank 0,
             # which alone claims and writes OUT's files, fits and plans (as bench's and sweep's other ranks write
@@ -167,8 +170,6 @@ def go_on_command(results: Path | str, folder: Path | str, plan_options: tuple[s
                   leave_out_wrong: bool = False) -> str:
     """The one command that fits and plans from a sweep's points that tune did not get to fit (interrupted, or a
     point failed): `tune --results` on them into the same folder, with the run's own plan options."""
-    import shlex
-
     words = ["commbench", "tune", "--results", str(results), "-O", str(folder), *plan_options]
     if leave_out_wrong and "--leave-out-wrong" not in words:
         words.append("--leave-out-wrong")
@@ -343,7 +344,8 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
 
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,
-                       top: int, fit_dtype: str | None = None, fit_op: str | None = None, launched=None) -> None:
+                       top: int, fit_dtype: str | None = None, fit_op: str | None = None, launched=None,
+                       plan_instead: str = "") -> None:
     """Every stage's inputs, before the first stage starts (one line, exit 2): the sweep plans on its ranks
     (`launched`: the outside launch's world; a --nproc other than it is refused) and measures the --fit-dtype and
     --fit-op asked for (the fit checks them against a --results file before it writes anything), or the results
@@ -370,8 +372,8 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
             raise CommbenchError(f"--nproc={nproc} conflicts with the {launched.launcher} launch of "
                                  f"{launched.world_size} ranks: omit --nproc under a launcher")
         ranks = _sweep_ranks(spec, nproc, launched)
-        if ranks < 1:
-            raise invalid("--nproc", ranks, "at least 1 rank")
+        if ranks < 2:   # fit_all's rule: a curve is fitted from groups of >= 2 ranks; one rank ran the whole sweep
+            _refuse_one_rank(ranks, spec, sweep_file, nproc, launched, plan_instead)
         backend = _sweep_backend(spec, sweep_file, nproc)[0]
         from commbench.comm.job import check_local_ranks
         if launched is None:  # run_job's check, before _claim empties the folder's earlier sweep and deletes its plan
@@ -386,6 +388,23 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
         read_user_file(results, "results file")
         refuse_being_written(results, f"--results={results!r}", "plan from it")   # as fit and compare refuse it
     search(dataclasses.replace(req, fabric=load_preset(system, num_gpus=req.num_gpus), keep=1))
+
+
+def _refuse_one_rank(ranks: int, spec, sweep_file: str | None, nproc: int | None, launched, plan_instead: str):
+    """A sweep of fewer than 2 ranks fits no curve (a fit needs groups of >= 2 ranks): refused in one line naming
+    where the count came from, with what to do instead (on one GPU: the built-in sweep on 2 gloo ranks, or a plan on
+    the preset's numbers without a sweep, `plan_instead`)."""
+    from commbench.cli.sweep import file_nproc
+
+    why = "a fit needs groups of >= 2 ranks"
+    instead = f"or plan on the preset's numbers without a sweep: {plan_instead}" if plan_instead else ""
+    if launched is not None:
+        raise CommbenchError(f"the {launched.launcher} launch of {ranks} rank is too small to tune: {why}; launch 2 "
+                             f"or more{', ' + instead if instead else ''}")
+    one_gpu = " (on a machine with one GPU leave --nproc out: the built-in sweep runs its 2 ranks on gloo)" \
+        if sweep_file is None else ""
+    option = "--nproc" if nproc is not None else file_nproc(spec)
+    raise invalid(option, ranks, f"{why}: 2 or more{one_gpu}{', ' + instead if instead else ''}")
 
 
 def _sweep_ranks(spec, nproc: int | None, launched) -> int:
