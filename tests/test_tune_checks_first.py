@@ -15,6 +15,8 @@ from commbench.cli.app import app
     (["--top", "0"], "--top"),
     (["--gbs", "99999999999"], "--gbs=99999999999 is invalid"),  # as --layout gbs=; it was planned
     (["--gbs", "0"], "--gbs=0 is invalid"),
+    (["--seq-len", "0"], "--seq-len=0 is invalid"),   # tune said '--seq-len to change' and had no --seq-len (AW F6)
+    (["--seq-len", "99999999999"], "--seq-len=99999999999 is invalid"),
     (["--nproc", "0"], "--nproc=0 is invalid"),
     # one rank ran the whole sweep, then 'no usable points ... group of one rank' (exit 2), --nproc unnamed (AW F5)
     (["--nproc", "1"], "--nproc=1 is invalid: a fit needs groups of >= 2 ranks"),

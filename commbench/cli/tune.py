@@ -13,7 +13,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from commbench.cli.base import command, console, err_console
-from commbench.cli.plan import FRAMEWORK_HELP, GBS_HELP, LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP
+from commbench.cli.plan import FRAMEWORK_HELP, GBS_HELP, LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP, SeqLenOption
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.precision import DEFAULT_HELP
 
@@ -33,6 +33,7 @@ def tune(
     gpus: Annotated[int, typer.Option(help="GPUs to plan for")] = 256,
     gbs: Annotated[Optional[int], typer.Option(help=GBS_HELP + "; or the --layout gbs= pin")] = None,
     precision: Annotated[Optional[str], typer.Option(help=DEFAULT_HELP)] = None,
+    seq_len: SeqLenOption = None,
     layout: Annotated[Optional[str], typer.Option(help=f"pins for the search, key=value pairs as for `commbench plan`. "
                                                        f"Keys: {LAYOUT_KEYS}")] = None,
     nproc: Annotated[Optional[int], typer.Option(help="local ranks for the sweep (default: the sweep's nproc)")] = None,
@@ -61,6 +62,8 @@ def tune(
 
     if not 1 <= gpus <= MAX_GPUS:
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
+    from commbench.cli.plan import check_seq_len
+    check_seq_len(seq_len)
     spec = load_model(model, model_file)
     pins = parse_pins(layout)
     from commbench.cli.plan import resolve_gbs, resolve_precision
@@ -85,7 +88,7 @@ def tune(
         from commbench.cli.base import err_console
         err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
-                        precision_asked=precision_asked,
+                        precision_asked=precision_asked, seq_len=seq_len,
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
                         software=software)
     state = TuneState(plan_options=plan_options_given(ctx))
