@@ -46,7 +46,7 @@ def tune(
                    ] = None,
     framework: Annotated[str, typer.Option(help=FRAMEWORK_HELP)] = "megatron",
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
-    force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json, OUT/fabric-measured.json and the plan files even when another command (a sweep) or a person wrote them")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json, OUT/fabric-measured.json and the plan files even when another command (a sweep) or a person wrote them; with --results FILE, delete an OUT/tune-sweep.jsonl that is not FILE")] = False,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
     fit_dtype: Annotated[Optional[str], typer.Option("--fit-dtype", help="fit only this data type's points (as fit --dtype); where the results mix data types within a collective and this is not given, the fit takes bfloat16, else float32, and says so")] = None,
     fit_op: Annotated[Optional[str], typer.Option("--fit-op", help="fit only this reduction op's points (as fit --op): needed where the results mix reduction ops within a collective")] = None,
@@ -110,7 +110,7 @@ def tune(
         with contextlib.ExitStack() as held:
             state.folder, state.results = folder, Path(results) if results else folder / "tune-sweep.jsonl"
             state.measuring, state.stage = results is None, "claimed"   # the file's points are counted as they are
-            locks = _claim(folder, measure=results is None, force=force)
+            locks = _claim(folder, measure=results is None, force=force, results=results)
             for lock in locks:
                 held.enter_context(lock)
             _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
@@ -233,9 +233,12 @@ def interrupt_says_what_was_written(state: TuneState):
         raise Interrupted(interrupted_line(signal_name(exc), state), signal=signal_name(exc)) from None
 
 
-def _claim(folder: Path, *, measure: bool, force: bool) -> list:
+def _claim(folder: Path, *, measure: bool, force: bool, results: str | None = None) -> list:
     """Locks on the files tune writes in `folder` (another tune or sweep there is refused); an earlier
-    sweep's results are not deleted unless --force (plan from them with --results)."""
+    sweep's results are not deleted unless --force (plan from them with --results). With --results `results`: an
+    OUT/tune-sweep.jsonl that is not that file would sit beside a fit it is no part of, read as its measurements;
+    one holding records is refused unless --force (measurements are remade from nothing in OUT), and is deleted
+    with the earlier fit and plan once the fit succeeds (_remove_previous)."""
     from commbench.costmodel.fabric import PROFILE_FORMAT
     from commbench.files import OutputLock, claim_output
     from commbench.sweep.resume import has_records
@@ -262,13 +265,35 @@ def _claim(folder: Path, *, measure: bool, force: bool) -> list:
                                  f"with --results {results}, choose another --out, or pass --force to measure again")
         results.write_bytes(b"")
         _remove_previous(folder)  # the old plan's measurements are gone: so are the files made from them
+    elif (sweep := _other_sweep(folder, results)) is not None:
+        locks.append(OutputLock(sweep, "--out"))
+        if has_records(sweep) and not force:
+            for held in locks:
+                held.release()
+            raise CommbenchError(f"--out={str(folder)!r} holds another run's measurements ({sweep}), which a fit of "
+                                 f"--results {results} would leave beside it as if they were its own: plan from them "
+                                 f"with --results {sweep}, choose another --out, or pass --force to delete them")
     return locks
 
 
-def _remove_previous(folder: Path) -> None:
+def _other_sweep(folder: Path, results: str | None) -> Path | None:
+    """OUT/tune-sweep.jsonl where it exists and is not the --results file `results` (None: no --results)."""
+    import os
+
+    sweep = folder / "tune-sweep.jsonl"
+    if results is None or not sweep.exists():
+        return None
+    try:
+        return None if os.path.samefile(sweep, results) else sweep
+    except OSError:
+        return sweep
+
+
+def _remove_previous(folder: Path, results: str | None = None) -> None:
     """Delete an earlier tune's fabric.json, fabric-measured.json and plan files in `folder` (those
     commbench wrote; the caller holds the fabric files' locks) once this run replaces them: an
-    interrupted or failed run never leaves the old plan beside the new sweep or fit."""
+    interrupted or failed run never leaves the old plan beside the new sweep or fit. With --results `results`, also
+    an OUT/tune-sweep.jsonl that is not that file (_claim locked it, and refused one with records without --force)."""
     from commbench.costmodel.fabric import PROFILE_FORMAT
     from commbench.files import remove_if_written
     from commbench.planner.emit.plan_files import remove_plan_files
@@ -276,6 +301,9 @@ def _remove_previous(folder: Path) -> None:
     remove_plan_files(folder)
     for name in ("fabric.json", "fabric-measured.json"):
         remove_if_written(folder / name, PROFILE_FORMAT)
+    other = _other_sweep(folder, results)
+    if other is not None:
+        other.unlink()
 
 
 def _written_by_tune(path: Path) -> bool:
@@ -322,7 +350,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
         fabric, assumptions, fitted = planning_fabric([results_path], system, gpus, leave_out_wrong=leave_out_wrong,
                                                         dtype=fit_dtype, op=fit_op)
         state.stage = "replaced"
-        _remove_previous(folder)  # with --results: only once the fit has succeeded
+        _remove_previous(folder, results)  # with --results: only once the fit has succeeded
         # fabric.json: what the plan used (measured curves where they cover a tier, the preset's elsewhere),
         # so `plan --system fabric.json` re-plans tune's result; the fit alone: fabric-measured.json
         write_output(folder / "fabric.json", fabric.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
@@ -343,7 +371,8 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
     run_plan_search(req, system=system, top=top, emit=None, out=str(folder), as_json=as_json,
                     extra_assumptions=list(dict.fromkeys(assumptions)), force=force, calibration_file=calibration_file,
                     calibration_shipped_terms=calibration_shipped_terms, gbs_note=gbs_note,
-                    calibration_other_gpu_terms=calibration_other_gpu_terms)
+                    calibration_other_gpu_terms=calibration_other_gpu_terms,
+                    extra_inputs={"results_file": str(results_path)})
 
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,
