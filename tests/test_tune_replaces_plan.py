@@ -49,8 +49,12 @@ def test_tune_rerun_and_interrupted_sweep_leave_no_stale_plan(tmp_path, monkeypa
     assert first.exit_code == 0, first.output
     sweep = tmp_path / "sweep.jsonl"
     sweep.write_bytes((out / "tune-sweep.jsonl").read_bytes())
-    second = CliRunner().invoke(app, ["tune", "-O", str(out), "--results", str(sweep), *GPT_OSS])
+    # OUT's own tune-sweep.jsonl is not what this plan is fitted from: refused, deleted with --force (probe AW F7)
+    refused = CliRunner().invoke(app, ["tune", "-O", str(out), "--results", str(sweep), *GPT_OSS])
+    assert refused.exit_code == 2 and "pass --force to delete them" in " ".join(refused.output.split())
+    second = CliRunner().invoke(app, ["tune", "-O", str(out), "--results", str(sweep), "--force", *GPT_OSS])
     assert second.exit_code == 0, second.output
+    assert not (out / "tune-sweep.jsonl").exists()
     assert json.loads((out / "plan.json").read_text())["inputs"]["model"] == "gpt-oss-120b"
     assert not (out / "megatron_args.txt").exists() and not (out / "launch.env").exists()
 
@@ -63,4 +67,5 @@ def test_tune_rerun_and_interrupted_sweep_leave_no_stale_plan(tmp_path, monkeypa
     third = CliRunner().invoke(app, ["tune", "-O", str(out), "--top", "1"])
     assert third.exit_code != 0 and "already holds" not in third.output, third.output
     # the sweep file is emptied when the sweep starts: the plan and fabric made from the old one went with it
-    assert sorted(p.name for p in out.iterdir()) == ["tune-sweep.jsonl"]
+    # (the empty tune-sweep.jsonl it claimed is removed with its lock where this run made it)
+    assert [p.name for p in out.iterdir() if p.name != "tune-sweep.jsonl"] == []

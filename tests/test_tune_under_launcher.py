@@ -84,3 +84,33 @@ def test_a_conflicting_nproc_under_a_launch_is_one_line_before_any_file(tmp_path
         errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and "--nproc=4" in errors[0] and "2 ranks" in errors[0], done.stderr
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.parametrize("stage", ["_check_every_stage", "_run_sweep"])
+def test_a_stopped_rank_other_than_0_leaves_what_was_kept_to_rank_0(tmp_path, monkeypatch, stage):
+    # a Ctrl-C to torchrun's process group: rank 1 said "interrupted (SIGTERM) before tune wrote anything: nothing
+    # was written" beside rank 0's "10 measured point(s) kept in OUT/tune-sweep.jsonl" (probe AW F2): a rank other
+    # than 0 writes nothing, so what was kept is rank 0's to say
+    from typer.testing import CliRunner
+
+    import commbench.cli.tune as tune_cli
+    from commbench.cli.app import app
+    from commbench.errors import Interrupted
+
+    def stopped(*args, **kwargs):
+        if stage == "_check_every_stage":
+            raise KeyboardInterrupt()
+        raise Interrupted("interrupted (SIGTERM): rank 1 of the torchrun launch stopped; results measured so far are "
+                          "in x", signal="SIGTERM")   # as run_job says it
+
+    monkeypatch.setattr(tune_cli, stage, stopped)
+    out = tmp_path / "out"
+    env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29999",
+           "COLUMNS": "400"}
+    result = CliRunner().invoke(app, ["tune", "--model", "mixtral-8x7b", "--system", "h100-hgx", "--gpus", "16",
+                                      "-O", str(out)], env=env)
+    assert result.exit_code == 130, result.output
+    line = " ".join(result.output.split())
+    assert "nothing was written" not in line and "kept in" not in line, line
+    assert "rank 1 of the torchrun launch stopped" in line and f"rank 0 writes tune's files in {out}" in line, line
+    assert not out.exists()

@@ -141,6 +141,18 @@ SOFTWARE_HELP = ("Megatron-Bridge / NeMo release (e.g. 25.11, 26.02): search onl
                  "reads the newest one not newer than it, and the plan says so")
 
 
+# --seq-len, one definition and one check for `plan` and `tune` (tune printed '--seq-len to change' without one)
+SeqLenOption = Annotated[Optional[int], typer.Option("--seq-len", help="sequence length (default: the model's)")]
+
+
+def check_seq_len(seq_len: int | None) -> None:
+    """--seq-len from 1 to MAX_SEQ_LEN tokens, or not given (larger overflowed the search's int64 arrays)."""
+    from commbench.planner.emit.plan import MAX_SEQ_LEN
+
+    if seq_len is not None and not 1 <= seq_len <= MAX_SEQ_LEN:
+        raise invalid("--seq-len", seq_len, f"a sequence length in tokens from 1 to {MAX_SEQ_LEN:,}")
+
+
 @command("plan", help="Predict one training step of a parallel layout: time breakdown, exposed communication, "
                       "memory per GPU (predicted, from the fabric cost model and calibrated efficiencies).")
 def plan(
@@ -149,7 +161,7 @@ def plan(
     gpus: Annotated[int, typer.Option(help="number of GPUs")],
     layout: Annotated[Optional[str], typer.Option(help=LAYOUT_HELP)] = None,
     precision: Annotated[Optional[str], typer.Option(help=DEFAULT_HELP)] = None,
-    seq_len: Annotated[Optional[int], typer.Option(help="sequence length (default: the model's)")] = None,
+    seq_len: SeqLenOption = None,
     model_file: Annotated[Optional[str], typer.Option(help="TOML file of \\[model.NAME] tables, laid out like the shipped models.toml")] = None,
     moe_imbalance: Annotated[float, typer.Option(help="busiest EP rank's tokens / mean (1 = balanced)")] = 1.0,
     moe_capacity_factor: Annotated[Optional[float], typer.Option(
@@ -190,12 +202,9 @@ def plan(
                       "holds at most every token: the imbalance is at most the EP size)")
     if precision is not None:
         check_precision(precision, None)
-    for option, value in (("--gbs", gbs), ("--seq-len", seq_len)):
-        if value is not None and value < 1:
-            raise invalid(option, value, "a positive number")
-    from commbench.planner.emit.plan import MAX_SEQ_LEN
-    if seq_len is not None and seq_len > MAX_SEQ_LEN:  # larger overflowed the search's int64 arrays (a traceback)
-        raise invalid("--seq-len", seq_len, f"a sequence length in tokens from 1 to {MAX_SEQ_LEN:,}")
+    if gbs is not None and gbs < 1:
+        raise invalid("--gbs", gbs, "a positive number")
+    check_seq_len(seq_len)
     if out is not None:
         from commbench.files import check_output_dir
 

@@ -130,8 +130,9 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                     as_json: bool, extra_assumptions: list[str] = (), torchtitan_version: str = "0.3",
                     force: bool = False, calibration_file: str | None = None,
                     calibration_shipped_terms: tuple[str, ...] = (), gbs_note: str | None = None,
-                    calibration_other_gpu_terms: tuple[str, ...] = ()) -> dict:
+                    calibration_other_gpu_terms: tuple[str, ...] = (), extra_inputs: dict | None = None) -> dict:
     """Search, explain, print (or emit one form), and write the plan files; returns the plan document.
+    `extra_inputs`: added to the document's inputs (tune: `results_file`, the results its fit came from).
     `calibration_shipped_terms`: the terms the --calibration file does not set, `calibration_other_gpu_terms` the
     kernel terms it fitted on other GPUs (calibrate.fit.CalibrationFile.for_gpu; the shipped values stand in);
     `gbs_note`: where a default global batch came from (an assumption, and a line under the table)."""
@@ -158,6 +159,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
         doc["versus_recipe"] = tuned
     from commbench.planner.search.pinned_gap import defaults_line, input_defaults
     doc["defaults_taken"] = input_defaults(req, gbs_note)   # the inputs not given, as a pinned plan lists them
+    doc["inputs"].update(extra_inputs or {})
     meg = doc["megatron"]
     written = write_plan_files(doc, out, force=force) if out else []
     if as_json or emit == "json":

@@ -9,7 +9,7 @@ import sys
 import uuid
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional
 
 import typer
 from rich.markup import escape
@@ -194,11 +194,13 @@ def run_sweep_axes(job, nproc: Optional[int], again: str) -> None:
     print_combinations(results, job.output_path, again, wrong_points(job, world_size_of(nproc, job.backend)))
 
 
-def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: str,
-                          again: str) -> tuple[dict, tuple[int, int]]:
-    """Run the sweep; when ranks hang on a point (recorded failed, ranks killed), start fresh ranks
-    for the remaining points. Returns rank 0's outcomes and (ok, failed) points of the launches
-    whose ranks hung (the last launch sees those as already in the file)."""
+def run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: str,
+                         go_on: Callable[[], str]) -> tuple[dict, tuple[int, int]]:
+    """Run the sweep; when ranks hang on a point or one is killed from outside (recorded failed, ranks killed),
+    start fresh ranks for the remaining points (said on stderr). Returns rank 0's outcomes and
+    (ok, failed) points of the launches whose ranks hung (the last launch sees those as already in the file). A run
+    that cannot go on ends in its line and `go_on()`: how to go on from the file (`sweep`: continue with --resume;
+    `tune`: fit and plan from what was measured). `commbench sweep` and `commbench tune`'s sweep, one rule."""
     from commbench.comm.job import run_job
     from commbench.comm.local_ranks import RanksHung, RunFailed
     from commbench.errors import Interrupted, ResultsNotWritten
@@ -217,15 +219,15 @@ def _run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: st
                            output_path=job.output_path), earlier
         except RanksHung as exc:
             if not exc.recorded:
-                raise RunFailed(f"{exc}; continue with: {again}") from None
+                raise RunFailed(f"{exc}; {go_on()}") from None
             earlier = (earlier[0] + exc.num_ok, earlier[1] + exc.num_failed)
             err_console.print(f"{exc}; starting fresh ranks for the remaining points", highlight=False,
-                              soft_wrap=True)
+                              markup=False, soft_wrap=True)
             job = dataclasses.replace(job, resume=True, recorded_before=before)
         except Interrupted as exc:
-            raise Interrupted(f"{exc}; continue with: {again}", signal=exc.signal) from None
+            raise Interrupted(f"{exc}; {go_on()}", signal=exc.signal) from None
         except (RunFailed, ResultsNotWritten) as exc:   # the disk refused a record: a failed run too (exit 1)
-            raise RunFailed(f"{exc}; continue with: {again}") from None
+            raise RunFailed(f"{exc}; {go_on()}") from None
 
 
 @command("sweep", short_help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them.",
@@ -354,7 +356,8 @@ def sweep(
         if spec.tuning:
             run_sweep_axes(job, local_nproc, again)
             return
-        outcomes, (ok_before, failed_before) = _run_with_fresh_ranks(job, spec, local_nproc, resolved, again)
+        outcomes, (ok_before, failed_before) = run_with_fresh_ranks(job, spec, local_nproc, resolved,
+                                                                    lambda: f"continue with: {again}")
     outcome = outcomes.get(0)
     if outcome is None:  # a non-zero rank under a launcher: rank 0 reports
         return

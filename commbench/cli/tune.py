@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -12,7 +13,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from commbench.cli.base import command, console, err_console
-from commbench.cli.plan import FRAMEWORK_HELP, GBS_HELP, LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP
+from commbench.cli.plan import FRAMEWORK_HELP, GBS_HELP, LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP, SeqLenOption
 from commbench.errors import CommbenchError, invalid
 from commbench.planner.layout.precision import DEFAULT_HELP
 
@@ -22,6 +23,7 @@ from commbench.planner.layout.precision import DEFAULT_HELP
                       "else gloo), then a plan for DeepSeek-V3 "
                       "on 256 GB300 NVL72 GPUs (gbs 4096, its Megatron-Bridge recipe's, in the GPU's default precision: mxfp8 on GB300).")
 def tune(
+    ctx: typer.Context,
     sweep: Annotated[Optional[str], typer.Option(help="sweep file (TOML); default: a small built-in sweep")] = None,
     results: Annotated[Optional[str], typer.Option(help="skip the sweep: fit and plan from these JSONL results")] = None,
     model: Annotated[str, typer.Option(help=MODEL_HELP)] = "deepseek-v3",
@@ -31,6 +33,7 @@ def tune(
     gpus: Annotated[int, typer.Option(help="GPUs to plan for")] = 256,
     gbs: Annotated[Optional[int], typer.Option(help=GBS_HELP + "; or the --layout gbs= pin")] = None,
     precision: Annotated[Optional[str], typer.Option(help=DEFAULT_HELP)] = None,
+    seq_len: SeqLenOption = None,
     layout: Annotated[Optional[str], typer.Option(help=f"pins for the search, key=value pairs as for `commbench plan`. "
                                                        f"Keys: {LAYOUT_KEYS}")] = None,
     nproc: Annotated[Optional[int], typer.Option(help="local ranks for the sweep (default: the sweep's nproc)")] = None,
@@ -43,7 +46,7 @@ def tune(
                    ] = None,
     framework: Annotated[str, typer.Option(help=FRAMEWORK_HELP)] = "megatron",
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
-    force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json, OUT/fabric-measured.json and the plan files even when another command (a sweep) or a person wrote them")] = False,
+    force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json, OUT/fabric-measured.json and the plan files even when another command (a sweep) or a person wrote them; with --results FILE, delete an OUT/tune-sweep.jsonl that is not FILE")] = False,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
     fit_dtype: Annotated[Optional[str], typer.Option("--fit-dtype", help="fit only this data type's points (as fit --dtype); where the results mix data types within a collective and this is not given, the fit takes bfloat16, else float32, and says so")] = None,
     fit_op: Annotated[Optional[str], typer.Option("--fit-op", help="fit only this reduction op's points (as fit --op): needed where the results mix reduction ops within a collective")] = None,
@@ -59,6 +62,8 @@ def tune(
 
     if not 1 <= gpus <= MAX_GPUS:
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
+    from commbench.cli.plan import check_seq_len
+    check_seq_len(seq_len)
     spec = load_model(model, model_file)
     pins = parse_pins(layout)
     from commbench.cli.plan import resolve_gbs, resolve_precision
@@ -83,13 +88,17 @@ def tune(
         from commbench.cli.base import err_console
         err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
-                        precision_asked=precision_asked,
+                        precision_asked=precision_asked, seq_len=seq_len,
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
                         software=software)
-    state = TuneState()
+    state = TuneState(plan_options=plan_options_given(ctx))
     launched = outside_launch()
+    if launched is not None and launched.rank != 0:
+        state.other_rank, state.out = f"rank {launched.rank} of the {launched.launcher} launch", out
     with interrupt_says_what_was_written(state):
-        _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op, launched=launched)
+        _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op, launched=launched,
+                           plan_instead=shlex.join(["commbench", "plan", "--model", model, "--system", system,
+                                                    "--gpus", str(gpus)]))
         if launched is not None and launched.rank != 0:
             # one rank of torchrun/srun/mpirun or `commbench emulate`: it measures the sweep's points with rank 0,
             # which alone claims and writes OUT's files, fits and plans (as bench's and sweep's other ranks write
@@ -101,7 +110,7 @@ def tune(
         with contextlib.ExitStack() as held:
             state.folder, state.results = folder, Path(results) if results else folder / "tune-sweep.jsonl"
             state.measuring, state.stage = results is None, "claimed"   # the file's points are counted as they are
-            locks = _claim(folder, measure=results is None, force=force)
+            locks = _claim(folder, measure=results is None, force=force, results=results)
             for lock in locks:
                 held.enter_context(lock)
             _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
@@ -129,6 +138,45 @@ class TuneState:
     folder: Path | None = None
     results: Path | None = None   # tune-sweep.jsonl, or the --results file (read, never written)
     measuring: bool = True
+    plan_options: tuple[str, ...] = ()   # plan_options_given: what the hint to go on from the points repeats
+    other_rank: str | None = None   # "rank N of the torchrun launch": a rank other than 0, which writes nothing
+    out: str = ""                   # the -O rank 0 writes (said by the other ranks)
+
+
+# the options that say what the sweep measures and where it writes: a `tune --results` going on from its points
+# (go_on_command) is given everything else the run was
+SWEEP_OPTIONS = frozenset({"sweep", "nproc", "results", "out"})
+
+
+def plan_options_given(ctx) -> tuple[str, ...]:
+    """The options this `tune` was given (on the command line or from the environment, not defaults; `ctx` its
+    typer.Context) as argv words, less SWEEP_OPTIONS: the model, system, GPUs, precision, layout, fit and output
+    choices a `tune --results` that goes on from the sweep's points must repeat to plan what was asked (without them
+    it planned tune's defaults, DeepSeek-V3 on 256 GB300, into the same folder)."""
+    words: list[str] = []
+    for param in ctx.command.params:
+        if param.param_type_name != "option" or param.name in SWEEP_OPTIONS:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        if source is None or source.name == "DEFAULT":
+            continue
+        value = ctx.params.get(param.name)
+        name = next((opt for opt in param.opts if opt.startswith("--")), param.opts[0])
+        if param.is_flag:
+            words += [name] if value else []
+        elif value is not None:
+            words += [name, str(value)]
+    return tuple(words)
+
+
+def go_on_command(results: Path | str, folder: Path | str, plan_options: tuple[str, ...], *,
+                  leave_out_wrong: bool = False) -> str:
+    """The one command that fits and plans from a sweep's points that tune did not get to fit (interrupted, or a
+    point failed): `tune --results` on them into the same folder, with the run's own plan options."""
+    words = ["commbench", "tune", "--results", str(results), "-O", str(folder), *plan_options]
+    if leave_out_wrong and "--leave-out-wrong" not in words:
+        words.append("--leave-out-wrong")
+    return shlex.join(words)
 
 
 def _points_in(path: Path) -> int:
@@ -142,8 +190,11 @@ def _points_in(path: Path) -> int:
 
 def interrupted_line(signal: str, state: TuneState) -> str:
     """What an interrupted tune kept, true at every stage: nothing before its files were claimed; else the measured
-    points in the results file, the fabric files and the plan this run wrote, and how to go on from them."""
+    points in the results file, the fabric files and the plan this run wrote, and how to go on from them. A rank
+    other than 0 of an outside launch writes nothing and says so, leaving what was kept to rank 0's line."""
     head = f"interrupted ({signal})"
+    if state.other_rank is not None:   # rank 0 alone claims and writes OUT: what was kept is its to say
+        return f"{head}: {state.other_rank} stopped; rank 0 writes tune's files in {state.out} and says what it kept"
     if state.folder is None or state.stage == "checks":
         return f"{head} before tune wrote anything: nothing was written"
     folder, results = state.folder, state.results
@@ -156,7 +207,8 @@ def interrupted_line(signal: str, state: TuneState) -> str:
     if state.stage in ("claimed", "sweep", "fit"):
         kept = [name for name in ("fabric.json", "fabric-measured.json", "plan.json") if (folder / name).is_file()]
         earlier = (f"; the earlier {', '.join(kept)} in {folder} kept" if kept and not state.measuring else "")
-        resume = f" (to fit and plan from them: commbench tune --results {results} -O {folder})" if points else ""
+        resume = (f" (to fit and plan from them: {go_on_command(results, folder, state.plan_options)})"
+                  if points else "")
         return f"{head} before the fit was written: {source}; nothing fitted or planned{resume}{earlier}"
     fabric = [name for name in ("fabric.json", "fabric-measured.json") if (folder / name).is_file()]
     written = f"{', '.join(str(folder / n) for n in fabric)} written" if fabric else "no fabric written"
@@ -181,9 +233,12 @@ def interrupt_says_what_was_written(state: TuneState):
         raise Interrupted(interrupted_line(signal_name(exc), state), signal=signal_name(exc)) from None
 
 
-def _claim(folder: Path, *, measure: bool, force: bool) -> list:
+def _claim(folder: Path, *, measure: bool, force: bool, results: str | None = None) -> list:
     """Locks on the files tune writes in `folder` (another tune or sweep there is refused); an earlier
-    sweep's results are not deleted unless --force (plan from them with --results)."""
+    sweep's results are not deleted unless --force (plan from them with --results). With --results `results`: an
+    OUT/tune-sweep.jsonl that is not that file would sit beside a fit it is no part of, read as its measurements;
+    one holding records is refused unless --force (measurements are remade from nothing in OUT), and is deleted
+    with the earlier fit and plan once the fit succeeds (_remove_previous)."""
     from commbench.costmodel.fabric import PROFILE_FORMAT
     from commbench.files import OutputLock, claim_output
     from commbench.sweep.resume import has_records
@@ -210,13 +265,35 @@ def _claim(folder: Path, *, measure: bool, force: bool) -> list:
                                  f"with --results {results}, choose another --out, or pass --force to measure again")
         results.write_bytes(b"")
         _remove_previous(folder)  # the old plan's measurements are gone: so are the files made from them
+    elif (sweep := _other_sweep(folder, results)) is not None:
+        locks.append(OutputLock(sweep, "--out"))
+        if has_records(sweep) and not force:
+            for held in locks:
+                held.release()
+            raise CommbenchError(f"--out={str(folder)!r} holds another run's measurements ({sweep}), which a fit of "
+                                 f"--results {results} would leave beside it as if they were its own: plan from them "
+                                 f"with --results {sweep}, choose another --out, or pass --force to delete them")
     return locks
 
 
-def _remove_previous(folder: Path) -> None:
+def _other_sweep(folder: Path, results: str | None) -> Path | None:
+    """OUT/tune-sweep.jsonl where it exists and is not the --results file `results` (None: no --results)."""
+    import os
+
+    sweep = folder / "tune-sweep.jsonl"
+    if results is None or not sweep.exists():
+        return None
+    try:
+        return None if os.path.samefile(sweep, results) else sweep
+    except OSError:
+        return sweep
+
+
+def _remove_previous(folder: Path, results: str | None = None) -> None:
     """Delete an earlier tune's fabric.json, fabric-measured.json and plan files in `folder` (those
     commbench wrote; the caller holds the fabric files' locks) once this run replaces them: an
-    interrupted or failed run never leaves the old plan beside the new sweep or fit."""
+    interrupted or failed run never leaves the old plan beside the new sweep or fit. With --results `results`, also
+    an OUT/tune-sweep.jsonl that is not that file (_claim locked it, and refused one with records without --force)."""
     from commbench.costmodel.fabric import PROFILE_FORMAT
     from commbench.files import remove_if_written
     from commbench.planner.emit.plan_files import remove_plan_files
@@ -224,6 +301,9 @@ def _remove_previous(folder: Path) -> None:
     remove_plan_files(folder)
     for name in ("fabric.json", "fabric-measured.json"):
         remove_if_written(folder / name, PROFILE_FORMAT)
+    other = _other_sweep(folder, results)
+    if other is not None:
+        other.unlink()
 
 
 def _written_by_tune(path: Path) -> bool:
@@ -258,7 +338,8 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
         if results is None:
             state.stage = "sweep"
             task = progress.add_task("1/3 sweep: starting ranks", total=1)
-            results_path, num_points = _run_sweep(sweep, nproc, folder, progress, task, launched=launched)
+            results_path, num_points = _run_sweep(sweep, nproc, folder, progress, task, launched=launched,
+                                                  plan_options=state.plan_options)
             progress.update(task, completed=1, description=f"1/3 sweep: {num_points} point(s) → {results_path}")
         else:
             results_path = results
@@ -269,7 +350,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
         fabric, assumptions, fitted = planning_fabric([results_path], system, gpus, leave_out_wrong=leave_out_wrong,
                                                         dtype=fit_dtype, op=fit_op)
         state.stage = "replaced"
-        _remove_previous(folder)  # with --results: only once the fit has succeeded
+        _remove_previous(folder, results)  # with --results: only once the fit has succeeded
         # fabric.json: what the plan used (measured curves where they cover a tier, the preset's elsewhere),
         # so `plan --system fabric.json` re-plans tune's result; the fit alone: fabric-measured.json
         write_output(folder / "fabric.json", fabric.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
@@ -290,15 +371,18 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
     run_plan_search(req, system=system, top=top, emit=None, out=str(folder), as_json=as_json,
                     extra_assumptions=list(dict.fromkeys(assumptions)), force=force, calibration_file=calibration_file,
                     calibration_shipped_terms=calibration_shipped_terms, gbs_note=gbs_note,
-                    calibration_other_gpu_terms=calibration_other_gpu_terms)
+                    calibration_other_gpu_terms=calibration_other_gpu_terms,
+                    extra_inputs={"results_file": str(results_path)})
 
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,
-                       top: int, fit_dtype: str | None = None, fit_op: str | None = None, launched=None) -> None:
+                       top: int, fit_dtype: str | None = None, fit_op: str | None = None, launched=None,
+                       plan_instead: str = "") -> None:
     """Every stage's inputs, before the first stage starts (one line, exit 2): the sweep plans on its ranks
-    (`launched`: the outside launch's world; a --nproc other than it is refused) or the results file reads, and the
-    plan's search finds a layout on the preset's GPUs and domains (validity and memory do not depend on the
-    measured curves the fit adds)."""
+    (`launched`: the outside launch's world; a --nproc other than it is refused) and measures the --fit-dtype and
+    --fit-op asked for (the fit checks them against a --results file before it writes anything), or the results
+    file reads, and the plan's search finds a layout on the preset's GPUs and domains (validity and memory do not
+    depend on the measured curves the fit adds)."""
     import dataclasses
 
     from commbench.costmodel import load_preset
@@ -320,14 +404,16 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
             raise CommbenchError(f"--nproc={nproc} conflicts with the {launched.launcher} launch of "
                                  f"{launched.world_size} ranks: omit --nproc under a launcher")
         ranks = _sweep_ranks(spec, nproc, launched)
-        if ranks < 1:
-            raise invalid("--nproc", ranks, "at least 1 rank")
+        if ranks < 2:   # fit_all's rule: a curve is fitted from groups of >= 2 ranks; one rank ran the whole sweep
+            _refuse_one_rank(ranks, spec, sweep_file, nproc, launched, plan_instead)
         backend = _sweep_backend(spec, sweep_file, nproc)[0]
         from commbench.comm.job import check_local_ranks
         if launched is None:  # run_job's check, before _claim empties the folder's earlier sweep and deletes its plan
             check_local_ranks(ranks, backend, option="--nproc" if nproc is not None else
                               f"{sweep_file or 'the built-in sweep'}: nproc")
-        plan_sweep(spec, ranks, backend=backend)
+        from commbench.workflows.tune import check_fit_choice
+        check_fit_choice(plan_sweep(spec, ranks, backend=backend), f"sweep {sweep_file}" if sweep_file
+                         else "the built-in sweep", fit_dtype, fit_op)
     else:
         from commbench.errors import read_user_file
         from commbench.files import refuse_being_written
@@ -336,17 +422,38 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
     search(dataclasses.replace(req, fabric=load_preset(system, num_gpus=req.num_gpus), keep=1))
 
 
+def _refuse_one_rank(ranks: int, spec, sweep_file: str | None, nproc: int | None, launched, plan_instead: str):
+    """A sweep of fewer than 2 ranks fits no curve (a fit needs groups of >= 2 ranks): refused in one line naming
+    where the count came from, with what to do instead (on one GPU: the built-in sweep on 2 gloo ranks, or a plan on
+    the preset's numbers without a sweep, `plan_instead`)."""
+    from commbench.cli.sweep import file_nproc
+
+    why = "a fit needs groups of >= 2 ranks"
+    instead = f"or plan on the preset's numbers without a sweep: {plan_instead}" if plan_instead else ""
+    if launched is not None:
+        raise CommbenchError(f"the {launched.launcher} launch of {ranks} rank is too small to tune: {why}; launch 2 "
+                             f"or more{', ' + instead if instead else ''}")
+    one_gpu = " (on a machine with one GPU leave --nproc out: the built-in sweep runs its 2 ranks on gloo)" \
+        if sweep_file is None else ""
+    option = "--nproc" if nproc is not None else file_nproc(spec)
+    raise invalid(option, ranks, f"{why}: 2 or more{one_gpu}{', ' + instead if instead else ''}")
+
+
 def _sweep_ranks(spec, nproc: int | None, launched) -> int:
     """The sweep's ranks: the outside launch's world, else --nproc, the sweep file's nproc or 2."""
     return launched.world_size if launched is not None else (nproc if nproc is not None else spec.nproc or 2)
 
 
 def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress, task,
-               launched=None) -> tuple[str, int]:
+               launched=None, plan_options: tuple[str, ...] = ()) -> tuple[str, int]:
     """The sweep into folder/tune-sweep.jsonl (rank 0 writes it); `progress` None: a rank other than 0 of an
-    outside launch, which measures and says nothing."""
-    from commbench.comm.job import run_job
-    from commbench.sweep import SweepJob, load_sweep, parse_sweep, plan_sweep
+    outside launch, which measures and says nothing. Ranks that hang on a point or one killed from outside (kill -9,
+    the OOM killer) record the point failed and fresh ranks measure the rest, as `commbench sweep`'s
+    (cli.sweep.run_with_fresh_ranks); a point that failed ends tune before the fit (exit 1, as sweep's), saying how to
+    fit and plan from what was measured (go_on_command)."""
+    from commbench.cli.sweep import run_with_fresh_ranks
+    from commbench.comm.local_ranks import RunFailed
+    from commbench.sweep import SweepJob, load_sweep, parse_sweep
     from commbench.workflows.tune import BUILTIN_SWEEP
 
     spec = load_sweep(sweep_file) if sweep_file else parse_sweep(BUILTIN_SWEEP, "<built-in tune sweep>")
@@ -358,25 +465,30 @@ def _run_sweep(sweep_file: str | None, nproc: int | None, folder: Path, progress
     if progress is not None:
         progress.update(task, description=f"1/3 sweep: {spec.name} on {ranks} {backend} rank(s)"
                         + (f" ({launched.launcher} launch)" if launched is not None else ""))
+
+    def go_on(wrong: bool = False) -> str:
+        return "nothing fitted or planned" + (
+            f" (to plan from what it measured, the fit leaving those points out: "
+            f"{go_on_command(output, folder, plan_options, leave_out_wrong=wrong)})" if _points_in(Path(output)) else "")
+
     job = SweepJob(sweep=spec, backend=backend, output_path=output, argv=tuple(sys.argv), show_progress=False)
-    outcomes = run_job(_sweep_rank, job, nproc=None if launched is not None else ranks, backend=backend,
-                       validate_world=lambda world: plan_sweep(spec, world, backend=backend) and None,
-                       output_path=output)
+    outcomes, (ok_before, failed_before) = run_with_fresh_ranks(job, spec, None if launched is not None else ranks,
+                                                                backend, go_on)
     outcome = outcomes.get(0)
-    if outcome is not None and outcome.num_ok == 0:
+    if outcome is None:   # a rank other than 0 of an outside launch: rank 0 reports
+        return output, 0
+    num_ok, num_failed = outcome.num_ok + ok_before, outcome.num_failed + failed_before
+    if num_ok == 0:
         raise CommbenchError(f"the sweep measured nothing ({outcome.stopped or 'every point failed'}); see {output}")
-    if outcome is not None and (outcome.stopped or outcome.num_failed or outcome.num_wrong):
+    if outcome.stopped or num_failed or outcome.num_wrong:
         # a failed run is not planned on as if whole (the fit would leave those points out): exit 1, as sweep's
-        from commbench.comm.local_ranks import RunFailed
         what = "; ".join(filter(None, (f"stopped: {outcome.stopped}" if outcome.stopped else "",
-                                       f"{outcome.num_failed} of {outcome.num_planned} point(s) failed"
-                                       if outcome.num_failed else "",
+                                       f"{num_failed} of {outcome.num_planned} point(s) failed" if num_failed else "",
                                        f"{outcome.num_wrong} wrong element(s) in the data checks"
                                        if outcome.num_wrong else "")))
-        raise RunFailed(f"the sweep did not measure every point correctly ({what}); records in {output}; nothing "
-                        f"fitted or planned (to plan from what it measured, the fit leaving those points out: commbench tune "
-                        f"--results {output} -O {folder}" + (" --leave-out-wrong" if outcome.num_wrong else "") + ")")
-    return output, (outcome.num_ok if outcome is not None else 0)
+        raise RunFailed(f"the sweep did not measure every point correctly ({what}); records in {output}; "
+                        f"{go_on(bool(outcome.num_wrong))}")
+    return output, num_ok
 
 
 def _sweep_backend(spec, sweep_file: str | None, nproc: int | None) -> tuple[str, str | None]:
@@ -394,8 +506,3 @@ def _sweep_backend(spec, sweep_file: str | None, nproc: int | None) -> tuple[str
             return "gloo", (f"{gpus} CUDA GPU{'' if gpus == 1 else 's'} visible: the built-in sweep's {ranks} ranks run "
                             f"on gloo (CPU processes), as NCCL runs one rank per GPU")
     return backend, None
-
-
-def _sweep_rank(rank_env, job):
-    from commbench.sweep import run_sweep_rank
-    return run_sweep_rank(rank_env, job)

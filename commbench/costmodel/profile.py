@@ -183,20 +183,33 @@ def _peak(curves: list[AlgorithmCurve]) -> float | None:
     return max((c.busbw_gbps for c in curves), default=None)
 
 
-def only_dtype_op(points: list, dtype: str | None, op: str | None) -> list:
-    """The points of data type `dtype` and reduction op `op` (--dtype, --op; None: every one); a value the results
-    do not hold is refused in one line naming those they do. `op` keeps the collectives that reduce nothing too."""
+# how fit names the options that choose a data type and a reduction op (tune: --fit-dtype, --fit-op)
+FIT_DTYPE_OP_OPTIONS = ("--dtype", "--op")
+
+
+def check_dtype_op(dtypes, ops, dtype: str | None, op: str | None, *, options: tuple[str, str] = FIT_DTYPE_OP_OPTIONS,
+                   held: tuple[str, str] = ("the results hold", "the results' reductions are")) -> None:
+    """Refuse a data type `dtype` or reduction op `op` (None: any) that is not among `dtypes` / `ops`, what the points
+    to fit hold, in one line naming the option (`options`: the command's) and what is held (`held`: how to say it,
+    for the data types and the ops). One rule for fit, tune --results and tune's check of its sweep's points."""
     from commbench.errors import invalid
 
+    if dtype is not None and dtype not in dtypes:
+        raise invalid(options[0], dtype, f"{held[0]} {', '.join(sorted(dtypes)) or 'no measurements'}")
+    if op is not None and op not in ops:
+        raise invalid(options[1], op, f"{held[1]} {', '.join(sorted(ops)) or 'none'}")
+
+
+def only_dtype_op(points: list, dtype: str | None, op: str | None, *,
+                  options: tuple[str, str] = FIT_DTYPE_OP_OPTIONS) -> list:
+    """The points of data type `dtype` and reduction op `op` (--dtype, --op, or `options`; None: every one); a value
+    the results do not hold is refused in one line naming those they do. `op` keeps the collectives that reduce
+    nothing too."""
+    check_dtype_op({m.dtype for m in points}, (), dtype, None, options=options)
     if dtype is not None:
-        held = sorted({m.dtype for m in points})
-        if dtype not in held:
-            raise invalid("--dtype", dtype, f"the results hold {', '.join(held) or 'no measurements'}")
         points = [m for m in points if m.dtype == dtype]
+    check_dtype_op((), {m.op for m in points if m.op is not None}, None, op, options=options)
     if op is not None:
-        held = sorted({m.op for m in points if m.op is not None})
-        if op not in held:
-            raise invalid("--op", op, f"the results' reductions are {', '.join(held) or 'none'}")
         points = [m for m in points if m.op in (op, None)]
     return points
 
@@ -207,7 +220,8 @@ PREFERRED_DTYPES = ("bfloat16", "float32")
 PREFERRED_OP = "sum"
 
 
-def one_dtype_op_per_collective(points: list) -> tuple[list, list[str]]:
+def one_dtype_op_per_collective(points: list, *,
+                                options: tuple[str, str] = FIT_DTYPE_OP_OPTIONS) -> tuple[list, list[str]]:
     """(points, notes): a collective whose ok points mix data types or reduction ops (nccl-tests -d all / -o all, a
     sweep over dtypes: the shipped ci-small, h100-node, nvl72-rack) keeps one (dtype, op): PREFERRED_DTYPES, then
     PREFERRED_OP, else the one with the most points; the others are left out and named in a note. One curve of
@@ -233,7 +247,8 @@ def one_dtype_op_per_collective(points: list) -> tuple[list, list[str]]:
         left = ", ".join(f"{d}{' ' + o if o else ''} ({n} points)" for (d, o), n in sorted(
             held.items(), key=lambda item: (item[0][0], item[0][1] or "")) if (d, o) != chosen)
         notes.append(f"{collective}: fitted on {chosen[0]}{' ' + chosen[1] if chosen[1] else ''} "
-                     f"({held[chosen]} points); left out {left}: a curve is one call's time (--dtype / --op choose)")
+                     f"({held[chosen]} points); left out {left}: a curve is one call's time ({options[0]} / {options[1]} "
+                     "choose)")
     return [m for m in points if m.collective not in keep or (m.dtype, m.op) == keep[m.collective]], notes
 
 
@@ -255,8 +270,11 @@ def check_no_wrong_data(points, paths, leave_out_wrong: bool) -> None:
 
 def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: str | None = None,
                      name: str | None = None, min_heldout_bytes: int | None = None, leave_out_wrong: bool = False,
-                     dtype: str | None = None, op: str | None = None) -> tuple[Fabric, list[CurveFit], list[str]]:
-    """Read commbench JSONL results, fit every curve, build the profile: (fabric, fits, notes).
+                     dtype: str | None = None, op: str | None = None,
+                     dtype_op_options: tuple[str, str] = FIT_DTYPE_OP_OPTIONS
+                     ) -> tuple[Fabric, list[CurveFit], list[str]]:
+    """Read commbench JSONL results, fit every curve, build the profile: (fabric, fits, notes). `dtype_op_options`:
+    how the command names the options `dtype` and `op` come from (fit's --dtype, --op; tune's --fit-dtype, --fit-op).
 
     Points whose data check failed (#wrong > 0) refuse the fit (check_no_wrong_data, exit 1) unless
     `leave_out_wrong` (then they are left out and said in the notes); failed points (no time) are left out and said.
@@ -283,7 +301,8 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         points = [m for m in points if m.backend == backend]
     elif len(backends) > 1:
         raise invalid("--backend", None, f"the results mix backends {', '.join(backends)}; choose one")
-    points, mix_notes = one_dtype_op_per_collective(only_dtype_op(points, dtype, op))
+    points, mix_notes = one_dtype_op_per_collective(only_dtype_op(points, dtype, op, options=dtype_op_options),
+                                                    options=dtype_op_options)
     check_no_wrong_data(points, paths, leave_out_wrong)
     runs = {h.run_id: h for h in header_records(records)}
     sources = check_one_fabric(points, runs)

@@ -82,19 +82,38 @@ def replaced_line(results_paths: list[str], system: str, fits, cov: Coverage) ->
             + (f"; {', '.join(kept)} stay the preset's" if kept else ""))
 
 
+# tune's names for fit's --dtype and --op
+FIT_OPTIONS = ("--fit-dtype", "--fit-op")
+
+
+def check_fit_choice(points, which: str, dtype: str | None, op: str | None) -> None:
+    """--fit-dtype / --fit-op against the data types and reduction ops the sweep's planned `points` (SweepPoint) will
+    record (a collective that reduces nothing records no op, as the harness writes it), before any rank starts: a
+    value the sweep does not measure was refused by the fit, after the whole sweep, naming fit's --dtype / --op.
+    `which`: the sweep, as the refusal names it."""
+    from collectives import get_collective
+    from commbench.costmodel.profile import check_dtype_op
+
+    check_dtype_op({p.point.spec.dtype.name for p in points},
+                   {p.point.spec.op for p in points if get_collective(p.config.collective).reduces},
+                   dtype, op, options=FIT_OPTIONS, held=(f"{which} measures", f"{which}'s reductions are"))
+
+
 def planning_fabric(results_paths: list[str], system: str, num_gpus: int, *, leave_out_wrong: bool = False,
                     dtype: str | None = None, op: str | None = None) -> tuple[Fabric, list[str], Fabric | None]:
     """(fabric to plan with, assumption lines naming the numbers used, the fitted fabric or None). Results with a
-    point whose data check failed are refused (profile.check_no_wrong_data) unless `leave_out_wrong`."""
+    point whose data check failed are refused (profile.check_no_wrong_data) unless `leave_out_wrong`; `dtype` and
+    `op` (tune's FIT_OPTIONS) choose the points fitted."""
     from commbench.costmodel.profile import fit_result_files
     preset = load_preset(system, num_gpus=num_gpus)
     cov = coverage(results_paths, preset)
-    fitted, _, fit_notes = fit_result_files(results_paths, leave_out_wrong=leave_out_wrong, dtype=dtype, op=op)
+    fitted, _, fit_notes = fit_result_files(results_paths, leave_out_wrong=leave_out_wrong, dtype=dtype, op=op,
+                                            dtype_op_options=FIT_OPTIONS)
     # what the fit left out or could not vouch for (failed or wrong points, a sweep cut short, -c 0): said, as fit says it
     lines = [f"results {', '.join(results_paths)}: {note}" for note in fit_notes]
     if cov.scale_up or cov.scale_out:
         fabric, fits, _ = fit_result_files(results_paths, base=preset, leave_out_wrong=leave_out_wrong, dtype=dtype,
-                                           op=op)
+                                           op=op, dtype_op_options=FIT_OPTIONS)
         fabric = fabric.scaled(num_gpus=num_gpus)
         lines.append(replaced_line(results_paths, system, fits, cov))
     else:
