@@ -49,3 +49,18 @@ def test_the_gate_false_alarm_budget_is_its_alpha():
     for quoted in (f"The {100 * ALPHA:.0f}% false-alarm budget is split",
                    f"Unchanged code then fails the whole comparison at most {100 * ALPHA:.0f}% of the time"):
         assert quoted in readme, quoted
+
+
+def test_the_transfer_figures_say_which_run_and_step_model_they_are_of():
+    """README's `newer_releases.py --transfer all` figures (a fit carried to another GPU) are a measurement of one
+    step model, too slow to rerun in the suite (minutes per release): the text names the benchmark, the commit and the
+    step model it ran, and says so where that is not the shipped one (probe AX finding 6: the shipped-terms figures
+    beside them no longer matched what the script prints)."""
+    import re
+
+    from commbench.planner.step.terms import STEP_MODEL
+    readme = _text("README.md")
+    quoted = re.search(r"\(`python benchmarks/newer_releases.py --transfer all` at commit [0-9a-f]{7,}, step model "
+                       r"(\S+?),? (not re-measured since)?", readme)
+    assert quoted, "the transfer figures name no benchmark, commit and step model"
+    assert quoted.group(1) == STEP_MODEL or quoted.group(2), quoted.group(0)
