@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -64,3 +66,17 @@ def test_the_transfer_figures_say_which_run_and_step_model_they_are_of():
                        r"(\S+?),? (not re-measured since)?", readme)
     assert quoted, "the transfer figures name no benchmark, commit and step model"
     assert quoted.group(1) == STEP_MODEL or quoted.group(2), quoted.group(0)
+
+
+def test_the_tuner_selection_widening_quoted_is_the_formula():
+    """docs/nccl-tuner.md quotes z(1 - 0.025/K) / z(0.975) for 2, 18 and 54 combinations; it said 1.71 for 54, where
+    the formula (results/nccl_tuner.selection_widening; statistics.NormalDist agrees) gives 1.690 (probe AX finding 5)."""
+    from statistics import NormalDist
+
+    from commbench.results.nccl_tuner import selection_widening
+    z = NormalDist().inv_cdf
+    for k in (2, 18, 54):
+        assert selection_widening(k) == pytest.approx(z(1 - 0.025 / k) / z(0.975), rel=1e-6)
+    quoted = (f"z(1 - 0.025/K) / z(0.975) -- {selection_widening(2):.2f} for 2 combinations, "
+              f"{selection_widening(18):.2f} for 18, {selection_widening(54):.2f} for 54 --")
+    assert quoted in _text("docs/nccl-tuner.md"), quoted
