@@ -99,7 +99,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--iters", type=int, default=20)
     args = parser.parse_args()
-    from tests.distributed import free_port
+    from commbench.comm.job import free_port   # not tests/: an installed commbench has no tests package
 
     import torch  # imported in the parent before the fork, as the CLI has it (no parallel op run yet)
 

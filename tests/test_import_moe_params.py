@@ -11,10 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.results.importers.nccl_tests import parse_text
+from commbench.results.nccl_tests_text import point_context, point_value
 from commbench.results.records import Measurement
 
 runner = CliRunner()
@@ -83,23 +86,71 @@ def test_capacity_preset_trace_and_point_line_values():
     assert older["expert_tp"] == older["experts_per_rank"] == older["trace_rows"] == "unknown"
 
 
-def test_a_run_and_the_import_of_its_own_text_hold_the_same_params(tmp_path):
-    native, log = tmp_path / "moe.jsonl", tmp_path / "moe.log"
-    bench = subprocess.run([sys.executable, "-m", "commbench", "bench", "moe_all_to_all", "--nproc", "2", "--tokens",
-                            "16,32", "--hidden", "64", "--experts", "4", "--top-k", "2", "--routing", "zipf:1.5",
-                            "--seed", "3", "-n", "3", "-w", "1", "--timeout", "60", "--format", "nccl-tests", "-O",
-                            str(native)], capture_output=True, text=True, timeout=150, cwd=ROOT,
-                           env={**os.environ, "PYTHONPATH": ROOT})
+# Every MoE param a --format nccl-tests text carries (the banner: preset, hidden, experts, top-k, routing, dispatch mode
+# and dtypes, capacity factor and padding; the point lines: tokens per rank, seed, capacity factor, a trace's rows and
+# whether it was recycled), each written by commbench itself and read back by import (probe AX finding 1: a recycled
+# trace's point line said trace_recycled='true', which import read as False)
+ROUND_TRIPS = {
+    "zipf": ["--tokens", "16,32", "--hidden", "64", "--experts", "4", "--top-k", "2", "--routing", "zipf:1.5",
+             "--seed", "3"],
+    "recycled trace, per-rank fp8, capacity drop": [
+        "--tokens", "16,32", "--hidden", "64", "--experts", "8", "--top-k", "2", "--routing", "trace:{trace}",
+        "--dispatch-mode", "per-rank", "--dispatch-dtype", "fp8", "--combine-dtype", "fp32", "--capacity-factor",
+        "1.25"],
+    "preset, whole trace, padded to an exact capacity": [
+        "--preset", "qwen3-235b", "--tokens", "4", "--hidden", "32", "--experts", "8", "--top-k", "2", "--routing",
+        "trace:{trace}", "--capacity-factor", "1.3333333333333333", "--pad-to-capacity", "--seed", "5"],
+}
+
+
+@pytest.mark.parametrize("case", list(ROUND_TRIPS))
+def test_a_run_and_the_import_of_its_own_text_hold_the_same_params(tmp_path, case):
+    native, log, trace = tmp_path / "moe.jsonl", tmp_path / "moe.log", tmp_path / "router topk.npy"
+    rng = np.random.default_rng(1)
+    np.save(trace, np.stack([rng.choice(8, 2, replace=False) for _ in range(20)]))   # 20 rows: 2 x 4 whole, 2 x 16 not
+    options = [o.replace("{trace}", str(trace)) for o in ROUND_TRIPS[case]]
+    bench = subprocess.run([sys.executable, "-m", "commbench", "bench", "moe_all_to_all", "--nproc", "2", *options,
+                            "-n", "3", "-w", "1", "--timeout", "60", "--format", "nccl-tests", "-O", str(native)],
+                           capture_output=True, text=True, timeout=150, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
     assert bench.returncode == 0, bench.stdout + bench.stderr
     log.write_text(bench.stdout)
     done = runner.invoke(app, ["import", "nccl-tests", str(log), "-O", str(tmp_path / "moei.jsonl")])
     assert done.exit_code == 0, done.output
     def params(path):
         return [r["params"] for r in map(json.loads, path.read_text().splitlines()) if r["record_type"] == "measurement"]
-    assert params(tmp_path / "moei.jsonl") == params(native) and len(params(native)) == 2
-    assert params(native)[0]["seed"] == 3
+    assert params(tmp_path / "moei.jsonl") == params(native) and params(native)
+    assert "unknown" not in json.dumps(params(tmp_path / "moei.jsonl"))
     refused = runner.invoke(app, ["compare", str(native), str(tmp_path / "moei.jsonl")])
     assert refused.exit_code == 2 and "holds no run of its own" in refused.output, refused.output
+    compared = runner.invoke(app, ["compare", str(native), str(tmp_path / "moei.jsonl"), "--allow-same-run", "--json"])
+    assert compared.exit_code in (0, 1), compared.output   # pass or a slowdown: every point found in both
+    assert len(json.loads(compared.stdout)["points"]) == len(params(native)), compared.output
+
+
+def test_the_round_trips_state_every_param_the_text_carries():
+    """The cases above between them carry a value of every key the banner and the point lines state."""
+    stated = " ".join(" ".join(o) for o in ROUND_TRIPS.values())
+    for option in ("--preset", "--hidden", "--experts", "--top-k", "--routing", "--dispatch-mode", "--dispatch-dtype",
+                   "--combine-dtype", "--capacity-factor", "--pad-to-capacity", "--tokens", "--seed", "trace:"):
+        assert option in stated, option
+
+
+@pytest.mark.parametrize("value", [True, False, 0, 7, 1.25, 4 / 3, 2.0])
+def test_a_point_value_reads_back_as_written(value):
+    """The point line's writer (nccl_tests_text.point_value_text) and the importer's reader (point_value) are one
+    format, for every type MOE_POINT_KEYS holds; expert_tp (verify-plan's flex runs, no bench option) among them."""
+    key = {bool: "trace_recycled", int: "expert_tp", float: "capacity_factor"}[type(value)]
+    m = Measurement(run_id="r", collective="moe_all_to_all", backend="gloo", size_bytes=1024, count=1024,
+                    dtype="uint8", op=None, in_place=False, world_size=4, group_size=4, iters=1, warmup_iters=0, status="failed",
+                    params={key: value})
+    (line,) = [part for part in point_context(m).split() if part.startswith(key + "=")]
+    written = line.partition("=")[2]
+    assert "'" not in written and point_value(key, written) == value and type(point_value(key, written)) is type(value)
+
+
+def test_a_point_value_it_cannot_read_is_unknown_never_false():
+    assert point_value("trace_recycled", "yes") == "unknown" and point_value("trace_rows", "x") == "unknown"
+    assert point_value("trace_recycled", "'true'") is True   # as commbench d27ed70..4097490 wrote it
 
 
 def test_report_of_an_older_several_token_text_draws_no_unknown_token_point(tmp_path):

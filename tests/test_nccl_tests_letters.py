@@ -56,7 +56,8 @@ def test_N_prints_nccl_tests_layout_one_banner_all_cycles_rows_one_footer(tmp_pa
     result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "1", "-b", "1K", "-e", "4K", "-n", "2", "-w", "0",
                                  "-N", "3", "--format", "nccl-tests", "-J", str(out)])
     assert result.exit_code == 0, result.output
-    lines = result.output.splitlines()
+    lines = result.stdout.splitlines()   # the text; stderr says where the records went (done: ...; records in FILE)
+    assert result.stderr.strip().endswith(f"records in {out}")
     for start in ("# topology:", "# Collective test starting", "# nThread", "#       size", "# Avg bus bandwidth",
                   "# Collective test concluded"):
         assert sum(line.startswith(start) for line in lines) == 1, (start, result.output)
@@ -64,7 +65,7 @@ def test_N_prints_nccl_tests_layout_one_banner_all_cycles_rows_one_footer(tmp_pa
     assert len(rows) == 9 and rows == list(range(rows[0], rows[0] + 9))  # the cycles' rows, one block
     points = [from_dict(r) for r in records(out) if r["record_type"] == "measurement"]
     assert len(points) == 18 and lines[rows[-1] + 1:] == footer(points, "all_reduce")
-    imported = parse_text(result.output, "log.txt")
+    imported = parse_text(result.stdout, "log.txt")
     assert imported.problems == []
     assert len({m.run_id for m in imported.records}) == len({p.run_id for p in points}) == 3
 

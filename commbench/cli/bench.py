@@ -253,11 +253,16 @@ def bench(
             if carried is not None:
                 config = dataclasses.replace(config, text_cycle=carried)
     report_outcomes(outcomes, config.output_path)
-    if output_format == "table" and launched is None:
+    # where the records went, as every format says it: the table's on stdout (its view said "results →" too); the
+    # text formats' (nccl-tests' text, the Markdown table: stdout is a text to keep or import) on stderr, by the
+    # process that printed the text (rank 0 under torchrun / srun)
+    if (output_format == "table" and launched is None) or (output_format != "table" and
+                                                           (launched is None or launched.rank == 0)):
         per_cycle = max(outcome.num_points for outcome in outcomes.values())   # -N: every cycle's, not the last's
         cycles = f" ({per_cycle} per cycle x {num_cycles} cycles)" if num_cycles > 1 else ""
-        console.print(styled("[green]done[/]: {} point(s) measured{}; records in {}", earlier_points, cycles,
-                             config.output_path), highlight=False)
+        (console if output_format == "table" else err_console).print(
+            styled("[green]done[/]: {} point(s) measured{}; records in {}", earlier_points, cycles,
+                   config.output_path), highlight=False, soft_wrap=True)
 
 
 def _run(config: BenchConfig, backends: tuple[str, ...], nproc: int | None, timeout_s: float) -> dict:

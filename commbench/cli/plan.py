@@ -266,11 +266,9 @@ def plan(
         from commbench.cli.search_view import flex_backend_for
         from commbench.planner.emit.plan_files import write_plan_files
         from commbench.planner.emit.pinned import pinned_plan_document
-        doc = pinned_plan_document(spec, fabric, lay, row, system=system, num_gpus=gpus, seq_len=seq_len,
-                                   moe_imbalance=moe_imbalance, flex_backend=flex_backend_for(fabric, req.software),
-                                   torchtitan_version=torchtitan_version, framework=req.framework,
-                                   calibration_file=calibration, calibration_shipped_terms=shipped_terms,
-                                   calibration=cal, calibration_other_gpu_terms=other_gpu_terms)
+        doc = pinned_plan_document(req, lay, row, system=system, flex_backend=flex_backend_for(fabric, req.software),
+                                   torchtitan_version=torchtitan_version, calibration_file=calibration,
+                                   calibration_shipped_terms=shipped_terms, calibration_other_gpu_terms=other_gpu_terms)
         doc["versus_best"], doc["defaults_taken"] = versus, taken
         written = write_plan_files(doc, out, force=force) if out else []
         if as_json or emit == "json":
@@ -321,11 +319,12 @@ def plan(
     from commbench.planner.calibrate.fit import framework_note
     from commbench.planner.emit.plan import efficiency_terms, fabric_lines
     from commbench.planner.layout.recipe_model import recipe_model_line
+    from commbench.planner.search.explain import software_line
     recipes_of = recipe_model_line(spec, req.software)   # hf:PATH reading a zoo model's recipes: whose, and why
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
             ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + \
             ([seq_note] if seq_note else []) + \
-            ([recipes_of] if recipes_of else []) + fabric_lines(fabric) + \
+            ([recipes_of] if recipes_of else []) + [software_line(req)] + fabric_lines(fabric) + \
             ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if calibration else []) + \
             ([note] if calibration and (note := framework_note(calibration, req.framework)) else []):
         console.print(line, highlight=False, markup=False)

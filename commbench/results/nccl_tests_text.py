@@ -130,7 +130,11 @@ def row(out_of_place: Measurement | None, in_place: Measurement | None, average:
 # moe_all_to_all params a row's point line states (the banner states the MoE layer: hidden, experts, top-k, routing,
 # dispatch mode and dtypes, preset, capacity): its tokens per rank, the routing seed, the expert-TP copies, the exact
 # capacity factor (the banner's is %g), a routing trace's rows and whether they were recycled
-MOE_POINT_KEYS = ("tokens_per_rank", "seed", "expert_tp", "capacity_factor", "trace_rows", "trace_recycled")
+# (their types: the point line's format, written by point_value_text and read back on import by point_value)
+MOE_POINT_TYPES = {"tokens_per_rank": int, "seed": int, "expert_tp": int, "capacity_factor": float, "trace_rows": int,
+                   "trace_recycled": bool}
+MOE_POINT_KEYS = tuple(MOE_POINT_TYPES)
+UNKNOWN = "unknown"   # a point value the text states in no form point_value reads (never a default)
 POINT_PREFIX = "# commbench point: "  # before rows the nccl-tests columns cannot tell apart (read back on import)
 
 
@@ -145,9 +149,28 @@ def point_context(m: Measurement) -> str:
         parts.append(f"algorithm={m.params['algorithm']}")
     for key in MOE_POINT_KEYS:   # an MoE row's own parameters, beyond what the banner states for the whole run
         if key in m.params:
-            value = m.params[key]
-            parts.append(f"{key}={str(value).lower() if isinstance(value, bool) else value!r}")
+            parts.append(f"{key}={point_value_text(m.params[key])}")
     return " ".join(parts)
+
+
+def point_value_text(value) -> str:
+    """A point line's value as point_value reads it back: a bool true / false, a float's repr (exact: the banner's
+    capacity factor is %g), any other value as str."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def point_value(key: str, text: str):
+    """A MOE_POINT_KEYS value read back from a point line (point_value_text's inverse), as the JSONL holds it; UNKNOWN
+    for text it does not read (never a default: an unreadable trace_recycled is not False). The quoted 'true' /
+    'false' commbench d27ed70..4097490 wrote for a bool (its repr taken of the whole value) reads as the bool meant."""
+    if MOE_POINT_TYPES.get(key) is bool:
+        return {"true": True, "false": False, "'true'": True, "'false'": False}.get(text, UNKNOWN)
+    try:
+        return float(text) if MOE_POINT_TYPES.get(key) is float else int(text)
+    except ValueError:
+        return UNKNOWN
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,22 +9,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, calibration_inputs, efficiency_terms, fabric_lines,
-                                         fabric_summary, flops_count_line, framework_assumptions, framework_record,
-                                         layout_dict, megatron_section, model_dict, predicted_section, seq_len_inputs)
+from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, efficiency_terms, fabric_lines, flops_count_line,
+                                         framework_assumptions, framework_record, layout_dict, megatron_section,
+                                         plan_inputs, predicted_section)
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
 from commbench.planner.layout.recipe_model import sequence_length
 from commbench.planner.layout.spec import Layout
-from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.placement import gpus_per_rack, place
 
 
-def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str, Any], *, system: str,
-                         num_gpus: int, seq_len: int | None, moe_imbalance: float, flex_backend: str = "deepep",
-                         torchtitan_version: str = DEFAULT_TORCHTITAN, framework: str = "megatron",
-                         calibration_file: str | None = None,
-                         calibration_shipped_terms: tuple[str, ...] = (), calibration=None,
+def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: str, flex_backend: str = "deepep",
+                         torchtitan_version: str = DEFAULT_TORCHTITAN, calibration_file: str | None = None,
+                         calibration_shipped_terms: tuple[str, ...] = (),
                          calibration_other_gpu_terms: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The plan of `layout`, the pinned layout of `req` (a SearchRequest) as best_for_pins chose its flags, and its
+    step model `row`: `inputs` as a search records them (plan.plan_inputs) and the search's Software line
+    (explain.software_line) among the assumptions."""
+    from commbench.planner.search.explain import software_line
+    model, fabric, num_gpus, seq_len = req.model, req.fabric, req.num_gpus, req.seq_len
+    framework, moe_imbalance = req.framework, req.moe_imbalance
     seq_len_used, seq_note = sequence_length(model, seq_len)
     per_rack = gpus_per_rack(num_gpus, int(fabric.domain_size))
     placement = place(layout, num_gpus, per_rack)
@@ -33,16 +36,15 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
     torchtitan = torchtitan_plan(layout, model, seq_len=seq_len, version=torchtitan_version, framework=framework)
     return {
         "format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": "predicted", "mode": "pinned",
-        "inputs": {"model": model.name, "model_spec": model_dict(model), "system": system, "gpus": num_gpus,
-                   "gbs": layout.gbs, "precision": layout.precision, **seq_len_inputs(seq_len_used, seq_note),
-                   "moe_imbalance": moe_imbalance, "pins": layout_dict(layout), "fabric": fabric_summary(fabric),
-                   **calibration_inputs(calibration_file, calibration_shipped_terms, calibration,
-                                        calibration_other_gpu_terms)},
+        "inputs": plan_inputs(req, system=system, pins=layout_dict(layout), searched=False,
+                              calibration_file=calibration_file, calibration_shipped_terms=calibration_shipped_terms,
+                              calibration_other_gpu_terms=calibration_other_gpu_terms),
         "assumptions": ([seq_note] if seq_note else [])
                        + [f"routing: busiest EP rank receives {moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
-                        efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms)]
+                        efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
+                        software_line(req)]
                        + fabric_lines(fabric)
                        + list(megatron["notes"]) + framework_assumptions(framework, model, layout)
                        + [flops_count_line(framework, model, layout, seq_len)],

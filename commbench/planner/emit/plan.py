@@ -452,6 +452,24 @@ def seq_len_inputs(seq_len: int, note: str | None) -> dict[str, Any]:
     return {"seq_len": seq_len, "seq_len_default": note is not None, **({"seq_len_note": note} if note else {})}
 
 
+def plan_inputs(req, *, system: str, pins: dict, searched: bool, calibration_file: str | None = None,
+                calibration_shipped_terms: tuple[str, ...] = (),
+                calibration_other_gpu_terms: tuple[str, ...] = ()) -> dict[str, Any]:
+    """plan.json `inputs` of a SearchRequest, searched or pinned (one builder, so a pinned plan records every input a
+    search does: the --software release it read and, where another release's recipes stood in, software_note);
+    `pins`: the search's pins or the pinned layout's fields; only a search keeps a memory headroom
+    (mem_headroom_fraction): a pinned layout is reported whether or not it fits."""
+    from commbench.planner.layout.recipe_model import sequence_length
+    seq_len, seq_note = sequence_length(req.model, req.seq_len)
+    return {"model": req.model.name, "model_spec": model_dict(req.model), "system": system,
+            "gpus": req.num_gpus, "gbs": req.gbs, "precision": req.precision, **seq_len_inputs(seq_len, seq_note),
+            **({"mem_headroom_fraction": req.headroom_fraction} if searched else {}),
+            "moe_imbalance": req.moe_imbalance, "pins": pins, "fabric": fabric_summary(req.fabric),
+            "software": req.software, **({"software_note": req.software_note} if req.software_note else {}),
+            **calibration_inputs(calibration_file, calibration_shipped_terms, req.calibration,
+                                 calibration_other_gpu_terms)}
+
+
 def plan_document(result, *, system: str, explanation: list[str], sensitivity: list[dict],
                   extra_assumptions: list[str] = (), top: int = 10, flex_backend: str = "deepep",
                   torchtitan_version: str = DEFAULT_TORCHTITAN, calibration_file: str | None = None,
@@ -501,13 +519,9 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                "mem_headroom_bytes": float(result.headroom_bytes[i])} for i in result.pareto]
     return {
         "format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": "predicted", "mode": "search",
-        "inputs": {"model": req.model.name, "model_spec": model_dict(req.model), "system": system,
-                   "gpus": req.num_gpus, "gbs": req.gbs, "precision": req.precision, **seq_len_inputs(seq_len, seq_note),
-                   "mem_headroom_fraction": req.headroom_fraction, "moe_imbalance": req.moe_imbalance,
-                   "pins": dict(req.pins), "fabric": fabric_summary(req.fabric),
-                   "software": req.software, **({"software_note": req.software_note} if req.software_note else {}),
-                   **calibration_inputs(calibration_file, calibration_shipped_terms, req.calibration,
-                                        calibration_other_gpu_terms)},
+        "inputs": plan_inputs(req, system=system, pins=dict(req.pins), searched=True,
+                              calibration_file=calibration_file, calibration_shipped_terms=calibration_shipped_terms,
+                              calibration_other_gpu_terms=calibration_other_gpu_terms),
         "assumptions": assumptions,
         "layout": layout_dict(lay),
         "predicted": predicted_section(bd.row(0), lay, gpus_per_rack=result.gpus_per_rack, num_gpus=req.num_gpus),

@@ -179,39 +179,19 @@ def sensitivity_lines(rows: list[dict], winner: str) -> list[str]:
     return lines
 
 
-def caveats(result: SearchResult) -> list[str]:
-    lay, model = result.layouts.layout(0), result.request.model
-    out = []
-    if model.is_moe and lay.etp > 1:
-        out.append(f"ETP{lay.etp} splits each expert's FFN into {model.expert_ffn // lay.etp} columns per GPU; the step "
-                   "model charges the narrower grouped GEMMs their operand traffic (gemm_shape.py) and the ETP "
-                   "all-gather/reduce-scatter, but kernel choices for very narrow GEMMs are not modelled.")
-    if lay.cpu_offload_layers:
-        bd, gpu = result.breakdown, result.request.fabric.gpu
-        share = (1.0 - result.request.calibration.host_reserve_fraction) * gpu.host_memory_gb_per_gpu
-        out.append(f"CPU offloading (predicted): {lay.cpu_offload_layers} of {model.num_layers} layers' activations go to host memory, "
-                   f"{float(bd.mem_host_offload_bytes[0]) / 1e9:.0f} GB per micro-batch of the GPU's {share:.0f} GB share "
-                   f"(hardware.toml host_memory_gb_per_gpu less the host reserve); their copies over the host link "
-                   f"({gpu.host_link_gbps_per_dir:.0f} GB/s each way) leave {float(bd.offload_exposed_s[0]):.3f} s "
-                   "exposed per step.")
-    from commbench.planner.layout.recipes import flex_backend, release_features, release_features_scope
-    req = result.request
-    if model.is_moe and lay.ep > 1 and lay.dispatcher == "flex":
-        backend = flex_backend(int(req.fabric.domain_size), req.software)
-        # the release changes the backend only where its container lacks DeepEP (recipes.flex_backend)
-        why = (f": the NeMo {req.software} container has no DeepEP (Megatron-Bridge known issues)"
-               if backend != flex_backend(int(req.fabric.domain_size)) else "")
-        out.append(f"The flex dispatcher ({'HybridEP' if backend == 'hybridep' else 'DeepEP'}, "
-                   f"--moe-flex-dispatcher-backend {backend}{why}) is assumed installed; pin "
-                   "dispatcher=alltoall otherwise.")
-    from commbench.planner.layout.recipe_model import recipe_model, recipe_model_line
-    from commbench.planner.layout.recipes import dispatch_limits, feature_gpu, feature_gpu_note
+def software_line(req) -> str:
+    """The plan's Software line, searched or pinned (`req` a SearchRequest): the Megatron-Bridge release whose
+    recipes' features the layouts (a pinned layout's flags not given) were chosen from, for which model, GPU and
+    precision, what the release or the fabric leaves out and why, and req.software_note where another release's
+    recipes stand in for the one asked (README: the plan says so)."""
+    from commbench.planner.layout.recipe_model import recipe_model
+    from commbench.planner.layout.recipes import (dispatch_limits, feature_gpu, feature_gpu_note, release_features,
+                                                  release_features_scope)
+    model = req.model
     recipes_of = recipe_model(model)   # the zoo model whose recipes it reads: its own, or the one it is (hf:PATH)
     has = release_features(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe, req.domain_size)
     scope = release_features_scope(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe)
     for_model = scope == "model"
-    if recipes_of != model.name:
-        out.append(recipe_model_line(model, req.software))
     # what the fabric cannot run of the release's dispatch, and why (recipes.dispatch_limits)
     limits = (dispatch_limits(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe, req.domain_size)
               if model.is_moe and req.domain_size else {})
@@ -233,19 +213,52 @@ def caveats(result: SearchResult) -> list[str]:
                     "and none stands in for it: the features searched are every GPU's recipes' in that release.",
              "gpu": f" No recipe of the release runs at {req.precision.upper()} there: the features searched are its "
                     "recipes' there at any precision."}.get(scope, "") if gpu else ""
-    out.append(f"Software: the features of Megatron-Bridge release {req.software}'s performance recipes "
-               + (f"for {recipes_of} " if for_model else "")
-               + (f"on {feature_gpu(gpu).upper()}, standing in for {gpu.upper()}, " if stand_in else
-                  f"on {gpu.upper()} " if gpu else "") + f"at {req.precision.upper()} (--software)"
-               + (f"; without {', '.join(off)}." if (off := [name + (f" ({why_off[name]})" if why_off.get(name) else "")
-                                                               for name in extras]) else ".")
-               + (f" Other models' recipes there run {', '.join(pinnable)}: a --layout pin searches them."
-                  if pinnable else "")
-               + (f" {stand_in[0].upper()}{stand_in[1:]}." if stand_in else "") + where
-               + ("" if for_model else f" No recipe of the release covers {recipes_of} there: the features "
-                  "searched are other models' recipes', none tuned for it, so a gain the plan owes to them is the "
-                  "least certain part of its prediction.")
-               + (f" Note: {req.software_note}." if req.software_note else ""))
+    return (f"Software: the features of Megatron-Bridge release {req.software}'s performance recipes "
+            + (f"for {recipes_of} " if for_model else "")
+            + (f"on {feature_gpu(gpu).upper()}, standing in for {gpu.upper()}, " if stand_in else
+               f"on {gpu.upper()} " if gpu else "") + f"at {req.precision.upper()} (--software)"
+            + (f"; without {', '.join(off)}." if (off := [name + (f" ({why_off[name]})" if why_off.get(name) else "")
+                                                            for name in extras]) else ".")
+            + (f" Other models' recipes there run {', '.join(pinnable)}: a --layout pin searches them."
+               if pinnable else "")
+            + (f" {stand_in[0].upper()}{stand_in[1:]}." if stand_in else "") + where
+            + ("" if for_model else f" No recipe of the release covers {recipes_of} there: the features "
+               "searched are other models' recipes', none tuned for it, so a gain the plan owes to them is the "
+               "least certain part of its prediction.")
+            + (f" Note: {req.software_note}." if req.software_note else ""))
+
+
+def caveats(result: SearchResult) -> list[str]:
+    lay, model = result.layouts.layout(0), result.request.model
+    out = []
+    if model.is_moe and lay.etp > 1:
+        out.append(f"ETP{lay.etp} splits each expert's FFN into {model.expert_ffn // lay.etp} columns per GPU; the step "
+                   "model charges the narrower grouped GEMMs their operand traffic (gemm_shape.py) and the ETP "
+                   "all-gather/reduce-scatter, but kernel choices for very narrow GEMMs are not modelled.")
+    if lay.cpu_offload_layers:
+        bd, gpu = result.breakdown, result.request.fabric.gpu
+        share = (1.0 - result.request.calibration.host_reserve_fraction) * gpu.host_memory_gb_per_gpu
+        out.append(f"CPU offloading (predicted): {lay.cpu_offload_layers} of {model.num_layers} layers' activations go to host memory, "
+                   f"{float(bd.mem_host_offload_bytes[0]) / 1e9:.0f} GB per micro-batch of the GPU's {share:.0f} GB share "
+                   f"(hardware.toml host_memory_gb_per_gpu less the host reserve); their copies over the host link "
+                   f"({gpu.host_link_gbps_per_dir:.0f} GB/s each way) leave {float(bd.offload_exposed_s[0]):.3f} s "
+                   "exposed per step.")
+    from commbench.planner.layout.recipes import flex_backend, release_features
+    req = result.request
+    if model.is_moe and lay.ep > 1 and lay.dispatcher == "flex":
+        backend = flex_backend(int(req.fabric.domain_size), req.software)
+        # the release changes the backend only where its container lacks DeepEP (recipes.flex_backend)
+        why = (f": the NeMo {req.software} container has no DeepEP (Megatron-Bridge known issues)"
+               if backend != flex_backend(int(req.fabric.domain_size)) else "")
+        out.append(f"The flex dispatcher ({'HybridEP' if backend == 'hybridep' else 'DeepEP'}, "
+                   f"--moe-flex-dispatcher-backend {backend}{why}) is assumed installed; pin "
+                   "dispatcher=alltoall otherwise.")
+    from commbench.planner.layout.recipe_model import recipe_model, recipe_model_line
+    recipes_of = recipe_model(model)   # the zoo model whose recipes it reads: its own, or the one it is (hf:PATH)
+    has = release_features(req.software, req.gpu_name, req.precision, recipes_of, model.is_moe, req.domain_size)
+    if recipes_of != model.name:
+        out.append(recipe_model_line(model, req.software))
+    out.append(software_line(req))
     from commbench.planner.search.frameworks import FRAMEWORK_VERSIONS, runs_fused_grouped_mlp
     if model.is_moe and True in has["fused_moe"] and not runs_fused_grouped_mlp(result.request.framework):
         out.append(f"The release's recipes fuse the experts' grouped MLP (Transformer Engine); "

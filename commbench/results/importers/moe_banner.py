@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 
-UNKNOWN = "unknown"
+from commbench.results.nccl_tests_text import MOE_POINT_KEYS, UNKNOWN, point_value
+
 _SWEPT_RE = re.compile(r"tokens per rank: ([\d,]+) \((.*); size: the busiest rank's dispatch bytes\)")
 _SETUP_RE = re.compile(r"(?:preset (?P<preset>\S+): )?hidden (?P<hidden>\d+), (?P<num_experts>\d+) experts, "
                        r"top-(?P<top_k>\d+), (?P<routing>.+) routing, (?P<dispatch_mode>\S+) dispatch in "
@@ -46,22 +47,12 @@ def parse_moe_banner(body: str) -> dict | None:
     return {"tokens": tokens, **layer}
 
 
-def _typed(key: str, text: str):
-    if key == "trace_recycled":
-        return text == "true"
-    try:
-        return float(text) if key == "capacity_factor" else int(text)
-    except ValueError:
-        return UNKNOWN
-
-
 def moe_params(banner: dict | None, point: dict, ranks: int) -> dict:
     """A row's params as the native record holds them (MoeParams.as_params + ep_size, experts_per_rank, a trace's
     trace_rows / trace_recycled), from the run's banner (parse_moe_banner) and the row's point line; UNKNOWN for what
     neither states."""
     banner = banner or {}
-    stated = {key: _typed(key, value) for key, value in point.items() if key in
-              ("tokens_per_rank", "seed", "expert_tp", "capacity_factor", "trace_rows", "trace_recycled")}
+    stated = {key: point_value(key, value) for key, value in point.items() if key in MOE_POINT_KEYS}
     tokens = banner.get("tokens") or []
     params = {"tokens_per_rank": stated.get("tokens_per_rank", tokens[0] if len(tokens) == 1 else UNKNOWN)}
     params.update({key: stated.get(key, banner.get(key, UNKNOWN)) for key in LAYER_KEYS})
