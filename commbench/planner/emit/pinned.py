@@ -30,7 +30,8 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
     placement = place(layout, num_gpus, per_rack)
     megatron = megatron_section(layout, model, gpu_name=fabric.gpu.name, fabric_name=fabric.name,
                                 domain_size=int(fabric.domain_size), seq_len=seq_len, flex_backend=flex_backend)
-    torchtitan = torchtitan_plan(layout, model, seq_len=seq_len, version=torchtitan_version, framework=framework)
+    torchtitan = torchtitan_plan(layout, model, seq_len=seq_len, version=torchtitan_version, framework=framework,
+                                gpu=fabric.gpu)
     return {
         "format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": "predicted", "mode": "pinned",
         "inputs": {"model": model.name, "model_spec": model_dict(model), "system": system, "gpus": num_gpus,
@@ -45,7 +46,7 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
                         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms)]
                        + fabric_lines(fabric)
                        + list(megatron["notes"]) + framework_assumptions(framework, model, layout)
-                       + [flops_count_line(framework, model, layout, seq_len)],
+                       + [flops_count_line(framework, model, layout, seq_len, fabric.gpu)],
         "layout": layout_dict(layout),
         "predicted": predicted_section(row, layout, gpus_per_rack=per_rack, num_gpus=num_gpus),
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,

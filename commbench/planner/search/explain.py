@@ -287,7 +287,8 @@ def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[lis
     bd, lay = result.breakdown, result.layouts.layout(0)
     tok = float(bd.tokens_per_s_per_gpu[0])
     lines = [f"Plan (predicted): {short(lay)} at {tok:,.0f} tokens/s/GPU, {float(bd.model_tflops_per_gpu[0]):,.0f} "
-             f"model TFLOP/s/GPU (MFU {100 * float(bd.mfu[0]):.1f}%; {FLOPS_COUNTS[result.request.framework][0]}), "
+             f"model TFLOP/s/GPU (MFU {100 * float(bd.mfu[0]):.1f}% of the {lay.precision} dense peak, "
+             f"{float(bd.peak_tflops[0]):,.0f} TFLOP/s; {FLOPS_COUNTS[result.request.framework][0]}), "
              f"{float(result.headroom_bytes[0]) / 1e9:.0f} GB "
              f"of {float(bd.mem_capacity_bytes[0]) / 1e9:.0f} GB HBM free; best of {result.num_fit:,} fitting layouts "
              f"({result.num_enumerated:,} enumerated)."]
