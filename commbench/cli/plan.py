@@ -138,7 +138,8 @@ def _gpu_option(gpu: str, gpu_spec, gpu_names):
 SOFTWARE_HELP = ("Megatron-Bridge / NeMo release (e.g. 25.11, 26.02): search only the features its performance "
                  "recipes use (full-iteration CUDA graphs, fused MoE kernels, EP overlap, HybridEP, MLA recompute). "
                  "Default: the newest release in commbench/data/recipes.json. A release it lacks (26.06.02, 26.10) "
-                 "reads the newest one not newer than it, and the plan says so")
+                 "reads the newest one not newer than it, and the plan says so. A precision its megatron-core has no "
+                 "flags for is refused (25.09: no nvfp4)")
 
 
 @command("plan", help="Predict one training step of a parallel layout: time breakdown, exposed communication, "
