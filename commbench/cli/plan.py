@@ -253,7 +253,10 @@ def plan(
     row = bd.row(0)
     # the layout fields not pinned, then the inputs not given (a search's document lists those too: search_view)
     versus = _versus_best(req, bd)
-    taken = defaults_taken(lay, given | {"gbs", "precision"}, spec, req.framework) + input_defaults(req, gbs_note)
+    from commbench.planner.search.frameworks import graph_fallback
+    fallback = graph_fallback(req.framework, spec, req.software, req.gpu_name, req.precision, req.domain_size)
+    taken = defaults_taken(lay, given | {"gbs", "precision"}, spec, req.framework, fallback) \
+        + input_defaults(req, gbs_note)
     if as_json or out or emit:
         from commbench.cli.search_view import flex_backend_for
         from commbench.planner.emit.plan_files import write_plan_files

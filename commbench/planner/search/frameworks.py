@@ -924,6 +924,30 @@ def runs_fused_grouped_mlp(framework: str) -> bool:
     return False
 
 
+def graph_fallback(framework: str, model: ModelSpec, release: str, gpu: str | None, precision: str,
+                   domain_size: int | None = None) -> str:
+    """Why per-layer CUDA graphs stand in for a full-iteration graph the framework cannot run ('' where they do not):
+    where the release's recipes for the model (recipes.release_features) run a full-iteration graph and no per-layer
+    one, and Megatron-LM core_v0.16.1 cannot capture the model's dropless MoE in a full-iteration graph
+    (MEGATRON_NO_FULL_GRAPH_MOE), the strongest graph it runs with the model is the per-layer graph, taken where the
+    release's recipes for MoE models run per-layer graphs on that GPU at that precision (other models': what a
+    --layout pin may ask for there, check_pins_in_release). TorchTitan 0.3.0 graphs no single layer: none stands in.
+    No graph is made up where the release runs none there (no B200 NVFP4 recipe of any release runs one)."""
+    if framework != "megatron" or not model.is_moe:
+        return ""
+    from commbench.planner.layout.recipe_model import recipe_model
+    from commbench.planner.layout.recipes import gpu_key, release_features
+    own = release_features(release, gpu, precision, recipe_model(model), model.is_moe, domain_size)["cuda_graph"]
+    if "full" not in own or "layer" in own:
+        return ""
+    if "layer" not in release_features(release, gpu, precision, None, True, domain_size)["cuda_graph"]:
+        return ""
+    where = (f" on {gpu_key(gpu).upper()}" if gpu else "") + f" at {str(precision).upper()}"
+    return (f"per-layer CUDA graphs stand in for the full-iteration graph release {release}'s recipes for "
+            f"{recipe_model(model)}{where} run: {MEGATRON_NO_FULL_GRAPH_MOE}, and the release's MoE recipes run "
+            f"per-layer graphs{where} (other models'), the strongest graph it runs with dropless MoE there")
+
+
 def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray, moe: bool = False,
                    fsdp: np.ndarray | None = None) -> np.ndarray:
     """Where the framework runs a full-iteration CUDA graph (TorchTitan: pp = 1 and ep = 1; Megatron-LM: not for
