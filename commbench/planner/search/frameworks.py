@@ -630,10 +630,18 @@ def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> No
                                  f"--framework torchtitan: {reason}; "
                                  "plan it with --precision fp8 or bf16")
     if framework == "torchtitan" and precision == "nvfp4" and model.is_moe:
-        # only the advice that leads somewhere: Megatron-LM core_v0.16.1 cannot build gpt-oss at all
+        # only the advice that leads somewhere: Megatron-LM core_v0.16.1 cannot build gpt-oss at all, and TorchTitan
+        # cannot train gpt-oss's experts in mxfp8. NVFP4 runs only on Blackwell, which runs every precision
+        # (hardware.toml): the one advised is TorchTitan's default for the model there (default_precision: fp8 for
+        # gpt-oss, mxfp8 otherwise).
+        from types import SimpleNamespace
+
+        from commbench.planner.layout.precision import default_precision
+        from commbench.planner.layout.spec import PRECISIONS
+        advised, _ = default_precision(SimpleNamespace(precisions=PRECISIONS), model=model, framework=framework)
         raise CommbenchError(f"TorchTitan 0.3.0 has no NVFP4 grouped-experts converter: {model.name}'s experts cannot "
-                             "train in nvfp4 (plan it in mxfp8" + ("" if megatron_unbuildable(model) else
-                                                                   ", or with --framework megatron") + ")")
+                             f"train in nvfp4 (plan it in {advised}" + ("" if megatron_unbuildable(model) else
+                                                                          ", or with --framework megatron") + ")")
 
 
 def check_precision_tp(framework: str, model: ModelSpec, precision: str, pins: dict[str, object]) -> None:
