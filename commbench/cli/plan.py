@@ -315,12 +315,14 @@ def plan(
                   f"x{split['imbalance']} the mean (charged)", highlight=False)
     from commbench.planner.calibrate.fit import framework_note
     from commbench.planner.emit.plan import efficiency_terms, fabric_lines
+    from commbench.planner.layout.precision import checkpoint_note
     from commbench.planner.layout.recipe_model import recipe_model_line
     recipes_of = recipe_model_line(spec, req.software)   # hf:PATH reading a zoo model's recipes: whose, and why
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
             ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + \
             ([seq_note] if seq_note else []) + \
-            ([recipes_of] if recipes_of else []) + fabric_lines(fabric) + \
+            ([recipes_of] if recipes_of else []) + \
+            [n for n in [checkpoint_note(spec, req.precision)] if n] + fabric_lines(fabric) + \
             ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if calibration else []) + \
             ([note] if calibration and (note := framework_note(calibration, req.framework)) else []):
         console.print(line, highlight=False, markup=False)

@@ -13,6 +13,7 @@ from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, calibration_
                                          fabric_summary, flops_count_line, framework_assumptions, framework_record,
                                          layout_dict, megatron_section, model_dict, predicted_section, seq_len_inputs)
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
+from commbench.planner.layout.precision import checkpoint_note
 from commbench.planner.layout.recipe_model import sequence_length
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
@@ -46,7 +47,8 @@ def pinned_plan_document(model: ModelSpec, fabric, layout: Layout, row: dict[str
                         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms)]
                        + fabric_lines(fabric)
                        + list(megatron["notes"]) + framework_assumptions(framework, model, layout)
-                       + [flops_count_line(framework, model, layout, seq_len, fabric.gpu)],
+                       + [flops_count_line(framework, model, layout, seq_len, fabric.gpu)]
+                       + [n for n in [checkpoint_note(model, layout.precision)] if n],
         "layout": layout_dict(layout),
         "predicted": predicted_section(row, layout, gpus_per_rack=per_rack, num_gpus=num_gpus),
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,

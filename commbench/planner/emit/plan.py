@@ -25,6 +25,7 @@ from commbench.planner.emit.megatron_arch import architecture_notes
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
 from commbench.typed_json import check_fields, non_finite_path
+from commbench.planner.layout.precision import checkpoint_note
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.architecture import architecture_from_json
 from commbench.planner.models.counts import FLOPS_COUNTS, framework_flops_per_token, step_vocab
@@ -499,7 +500,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                                              or "sets nothing; no NCCL_* variable is assumed"),
     ] + ([seq_note] if seq_note else []) + fabric_lines(req.fabric) + list(megatron["notes"]) \
         + framework_assumptions(framework, req.model, lay) \
-        + [flops_count_line(framework, req.model, lay, req.seq_len, req.fabric.gpu)] + list(extra_assumptions)
+        + [flops_count_line(framework, req.model, lay, req.seq_len, req.fabric.gpu)] \
+        + [n for n in [checkpoint_note(req.model, lay.precision)] if n] + list(extra_assumptions)
     kept = [{"rank": i + 1, "layout": layout_dict(result.layouts.layout(i)), "layout_text": short(result.layouts.layout(i)),
              "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]), "step_s": float(bd.step_s[i]),
              "mem_headroom_bytes": float(result.headroom_bytes[i]), "ep_racks": int(result.ep_racks[i])}
