@@ -34,6 +34,7 @@ from torchtitan.distributed.pipeline_parallel import (  # noqa: E402
     _generate_llm_fqn_per_model_part, _get_pipeline_metadata, _get_pp_rank_to_stage_indices_mapping)
 
 from commbench.costmodel import load_preset  # noqa: E402
+from commbench.planner.emit.logged_mfu import QUANTIZED as LOGGED_NA  # noqa: E402
 from commbench.planner.emit.torchtitan import (TITAN_MODELS, router_renormalises, titan_model_of, torchtitan_args,  # noqa: E402
                                               torchtitan_plan)
 from commbench.planner.layout.split import best_split  # noqa: E402
@@ -76,6 +77,9 @@ def check_titan_plan(doc: dict, lay, model, gpus: int, system: str, tmp_path, mo
     from torchtitan.models.common.config_utils import decoder_vocab_size
     assert (config.model_spec.flavor, decoder_vocab_size(config.model_spec)) == (titan_model_of(model).flavor, model.vocab)
     assert quantized_kinds(config.model_spec.model) == QUANTIZED[lay.precision]
+    # what the plan says TorchTitan's log prints for MFU (logged_mfu.py): N/A exactly where it quantizes
+    from torchtitan.components.quantization.utils import has_quantization
+    assert has_quantization(config.model_spec.model) == (lay.precision in LOGGED_NA)
     if lay.pp == 1:
         assert training.local_batch_size == lay.mbs
         assert training.global_batch_size // (training.local_batch_size * dims.dp_shard * dims.dp_replicate) == \

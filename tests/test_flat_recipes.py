@@ -133,8 +133,8 @@ def test_26_08_reads_megatron_bridge_0_6_0s_flat_recipes():
     turns the EP all-to-all overlap on (src/megatron/bridge/perf_recipes/qwen/h100/qwen3_moe.py line 40 at
     51885cf: cfg.comm_overlap.overlap_moe_expert_parallel_comm = True); 26.06.01's (0.5.1) had it off."""
     table = recipes._table()
-    assert table["releases"]["26.08"] == {"megatron_bridge": "v0.6.0",
-                                          "commit": "51885cf132b2814188b6855c25a8588254274c2a"}
+    assert {k: table["releases"]["26.08"][k] for k in ("megatron_bridge", "commit")} == {
+        "megatron_bridge": "v0.6.0", "commit": "51885cf132b2814188b6855c25a8588254274c2a"}
     assert recipes.resolve_release("26.08") == ("26.08", "")
     sizes = dict(num_gpus=16, tp=1, pp=1, vp=1, ep=16, mbs=1, gbs=1024)
     new = recipes.recipe_entry("26.08", "qwen3-30b-a3b", "h100-hgx", "bf16", sizes)

@@ -164,6 +164,18 @@ def test_a_refusal_advises_only_what_is_accepted():
     assert megatron_unbuildable(gpt_oss) and not megatron_unbuildable(qwen)
     with pytest.raises(CommbenchError) as refused:
         check_precision_runs("torchtitan", gpt_oss, "nvfp4")
-    assert "--framework megatron" not in str(refused.value) and "plan it in mxfp8" in str(refused.value)
+    # and the precision it advises is one TorchTitan trains gpt-oss in: not mxfp8, whose grouped GEMM needs K a
+    # multiple of 128 (hidden and expert_ffn 2880; probe AV finding 5), but fp8, its Blackwell default
+    assert "--framework megatron" not in str(refused.value) and "plan it in fp8)" in str(refused.value)
+    check_precision_runs("torchtitan", gpt_oss, "fp8")
+    with pytest.raises(CommbenchError, match="is invalid for gpt-oss-120b"):
+        check_precision_runs("torchtitan", gpt_oss, "mxfp8")
     with pytest.raises(CommbenchError, match="plan it in mxfp8, or with --framework megatron"):
         check_precision_runs("torchtitan", qwen, "nvfp4")
+    check_precision_runs("torchtitan", qwen, "mxfp8")
+    for name in ("gpt-oss-20b", "gpt-oss-120b", "qwen3-30b-a3b", "qwen3-235b-a22b", "deepseek-v3"):
+        model = load_model(name)
+        with pytest.raises(CommbenchError) as refused:
+            check_precision_runs("torchtitan", model, "nvfp4")
+        advised = str(refused.value).split("plan it in ")[1].split(")")[0].split(",")[0]
+        check_precision_runs("torchtitan", model, advised)   # accepted

@@ -138,7 +138,8 @@ def _gpu_option(gpu: str, gpu_spec, gpu_names):
 SOFTWARE_HELP = ("Megatron-Bridge / NeMo release (e.g. 25.11, 26.02): search only the features its performance "
                  "recipes use (full-iteration CUDA graphs, fused MoE kernels, EP overlap, HybridEP, MLA recompute). "
                  "Default: the newest release in commbench/data/recipes.json. A release it lacks (26.06.02, 26.10) "
-                 "reads the newest one not newer than it, and the plan says so")
+                 "reads the newest one not newer than it, and the plan says so. A precision its megatron-core has no "
+                 "flags for is refused (25.09: no nvfp4)")
 
 
 # --seq-len, one definition and one check for `plan` and `tune` (tune printed '--seq-len to change' without one)
@@ -261,7 +262,10 @@ def plan(
     row = bd.row(0)
     # the layout fields not pinned, then the inputs not given (a search's document lists those too: search_view)
     versus = _versus_best(req, bd)
-    taken = defaults_taken(lay, given | {"gbs", "precision"}, spec, req.framework) + input_defaults(req, gbs_note)
+    from commbench.planner.search.frameworks import graph_fallback
+    fallback = graph_fallback(req.framework, spec, req.software, req.gpu_name, req.precision, req.domain_size)
+    taken = defaults_taken(lay, given | {"gbs", "precision"}, spec, req.framework, fallback) \
+        + input_defaults(req, gbs_note)
     if as_json or out or emit:
         from commbench.cli.search_view import flex_backend_for
         from commbench.planner.emit.plan_files import write_plan_files
@@ -318,13 +322,15 @@ def plan(
                   f"x{split['imbalance']} the mean (charged)", highlight=False)
     from commbench.planner.calibrate.fit import framework_note
     from commbench.planner.emit.plan import efficiency_terms, fabric_lines
+    from commbench.planner.layout.precision import checkpoint_note
     from commbench.planner.layout.recipe_model import recipe_model_line
     from commbench.planner.search.explain import software_line
     recipes_of = recipe_model_line(spec, req.software)   # hf:PATH reading a zoo model's recipes: whose, and why
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
             ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + \
             ([seq_note] if seq_note else []) + \
-            ([recipes_of] if recipes_of else []) + [software_line(req)] + fabric_lines(fabric) + \
+            ([recipes_of] if recipes_of else []) + [software_line(req)] + \
+            [n for n in [checkpoint_note(spec, req.precision)] if n] + fabric_lines(fabric) + \
             ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if calibration else []) + \
             ([note] if calibration and (note := framework_note(calibration, req.framework)) else []):
         console.print(line, highlight=False, markup=False)

@@ -75,8 +75,11 @@ def tune(
                                 software=software)
     from commbench.planner.search.frameworks import check_framework, framework_pins
     framework_pins(check_framework(framework), spec, pins)  # refuse before the sweep, not after it
-    from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release
-    check_pins_in_release(pins, check_release(software) if software is not None else newest_release(), system,
+    from commbench.planner.layout.recipes import (check_pins_in_release, check_precision_in_release, check_release,
+                                                  newest_release)
+    release = check_release(software) if software is not None else newest_release()
+    check_precision_in_release(precision, release, software)   # before the sweep
+    check_pins_in_release(pins, release, system,
                           precision.lower(), int(load_preset(system, num_gpus=gpus).domain_size))  # before the sweep
     from commbench.files import check_output_dir
     from commbench.planner.calibrate.fit import read_calibration_file

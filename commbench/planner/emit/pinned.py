@@ -13,6 +13,7 @@ from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, efficiency_t
                                          framework_assumptions, framework_record, layout_dict, megatron_section,
                                          plan_inputs, predicted_section)
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
+from commbench.planner.layout.precision import checkpoint_note
 from commbench.planner.layout.recipe_model import sequence_length
 from commbench.planner.layout.spec import Layout
 from commbench.planner.layout.placement import gpus_per_rack, place
@@ -33,7 +34,8 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
     placement = place(layout, num_gpus, per_rack)
     megatron = megatron_section(layout, model, gpu_name=fabric.gpu.name, fabric_name=fabric.name,
                                 domain_size=int(fabric.domain_size), seq_len=seq_len, flex_backend=flex_backend)
-    torchtitan = torchtitan_plan(layout, model, seq_len=seq_len, version=torchtitan_version, framework=framework)
+    torchtitan = torchtitan_plan(layout, model, seq_len=seq_len, version=torchtitan_version, framework=framework,
+                                gpu=fabric.gpu)
     return {
         "format": PLAN_FORMAT, "version": PLAN_VERSION, "kind": "predicted", "mode": "pinned",
         "inputs": plan_inputs(req, system=system, pins=layout_dict(layout), searched=False,
@@ -47,7 +49,8 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
                         software_line(req)]
                        + fabric_lines(fabric)
                        + list(megatron["notes"]) + framework_assumptions(framework, model, layout)
-                       + [flops_count_line(framework, model, layout, seq_len)],
+                       + [flops_count_line(framework, model, layout, seq_len, fabric.gpu)]
+                       + [n for n in [checkpoint_note(model, layout.precision)] if n],
         "layout": layout_dict(layout),
         "predicted": predicted_section(row, layout, gpus_per_rack=per_rack, num_gpus=num_gpus),
         "placement": {"gpus_per_rack": placement.gpus_per_rack, "num_racks": placement.num_racks,

@@ -25,6 +25,7 @@ from commbench.planner.emit.megatron_arch import architecture_notes
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
 from commbench.typed_json import check_fields, non_finite_path
+from commbench.planner.layout.precision import checkpoint_note
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.architecture import architecture_from_json
 from commbench.planner.models.counts import FLOPS_COUNTS, framework_flops_per_token, step_vocab
@@ -130,23 +131,30 @@ def framework_assumptions(framework: str, model=None, layout: Layout | None = No
             if mtp else []) + [f"{limits}; {dp}"]
 
 
-# What each framework's log calls the figure a plan's model TFLOP/s and MFU are (framework_flops_per_token):
-# Megatron-LM core_v0.16.1 training.py training_log, TorchTitan 0.3.0 components/metrics.py MetricsProcessor.log.
+# What each framework's log calls the figure a plan's model TFLOP/s is (framework_flops_per_token): Megatron-LM
+# core_v0.16.1 training.py training_log, TorchTitan 0.3.0 components/metrics.py MetricsProcessor.log; and what it
+# prints for MFU (logged_mfu.py).
 LOGGED_AS = {"megatron": "its log's throughput per GPU (TFLOP/s/GPU) reads",
-             "torchtitan": "its log's tflops and mfu read"}
+             "torchtitan": "its log's tflops read"}
 
 
-def flops_count_line(framework: str, model: ModelSpec, layout: Layout, seq_len: int | None) -> str:
-    """plan.json's assumption naming whose FLOPs count the plan's model TFLOP/s and MFU are in, and its GFLOP/token
-    for the network the framework's launch trains (models/counts.framework_flops_per_token)."""
+def flops_count_line(framework: str, model: ModelSpec, layout: Layout, seq_len: int | None, gpu) -> str:
+    """plan.json's assumption naming whose FLOPs count the plan's model TFLOP/s and MFU are in, its GFLOP/token
+    for the network the framework's launch trains (models/counts.framework_flops_per_token), the peak the plan's MFU
+    is of and what the framework's log prints for MFU (logged_mfu.py)."""
+    from commbench.planner.emit.logged_mfu import plan_mfu_peak, titan_mfu_logged
+    from commbench.planner.step.evaluate import dense_peak_tflops
     name, what = FLOPS_COUNTS[framework]
     s = seq_len or model.seq_len
     rows = step_vocab(model, layout.tp, framework)
     gflop = float(framework_flops_per_token(model, s, framework, vocab=rows)) / 1e9
     padded = (f", the vocabulary padded to {float(rows):,.0f} rows at TP{layout.tp}"
               if framework == "megatron" and float(rows) != model.vocab else "")
-    return (f"model TFLOP/s and MFU: {name} ({what}), {gflop:.2f} GFLOP/token at seq_len {s}{padded}: what "
-            f"{LOGGED_AS[framework]} at the same tokens/s")
+    logged = (titan_mfu_logged(gpu, layout.precision) if framework == "torchtitan"
+              else "Megatron-LM core_v0.16.1's log prints no MFU (training.py training_log: throughput per GPU alone)")
+    return (f"model TFLOP/s and MFU: {name} ({what}), {gflop:.2f} GFLOP/token at seq_len {s}{padded}: the model "
+            f"TFLOP/s is what {LOGGED_AS[framework]} at the same tokens/s; "
+            f"{plan_mfu_peak(gpu.name, layout.precision, dense_peak_tflops(gpu, layout.precision))}; {logged}")
 
 
 def framework_record(framework: str, torchtitan_section: dict[str, Any]) -> dict[str, str]:
@@ -489,7 +497,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     megatron = megatron_section(lay, req.model, gpu_name=req.fabric.gpu.name, fabric_name=req.fabric.name,
                                 domain_size=int(req.fabric.domain_size), seq_len=req.seq_len,
                                 flex_backend=flex_backend)
-    torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version, framework=framework)
+    torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version, framework=framework,
+                                gpu=req.fabric.gpu)
     assumptions = [
         f"routing: busiest EP rank receives {req.moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
         f"memory: predicted total incl. the model's reserve (CUDA context, NCCL, workspaces, fragmentation) "
@@ -509,7 +518,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                                              or "sets nothing; no NCCL_* variable is assumed"),
     ] + ([seq_note] if seq_note else []) + fabric_lines(req.fabric) + list(megatron["notes"]) \
         + framework_assumptions(framework, req.model, lay) \
-        + [flops_count_line(framework, req.model, lay, req.seq_len)] + list(extra_assumptions)
+        + [flops_count_line(framework, req.model, lay, req.seq_len, req.fabric.gpu)] \
+        + [n for n in [checkpoint_note(req.model, lay.precision)] if n] + list(extra_assumptions)
     kept = [{"rank": i + 1, "layout": layout_dict(result.layouts.layout(i)), "layout_text": short(result.layouts.layout(i)),
              "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]), "step_s": float(bd.step_s[i]),
              "mem_headroom_bytes": float(result.headroom_bytes[i]), "ep_racks": int(result.ep_racks[i])}

@@ -515,10 +515,11 @@ def _training(layout: Layout, model: ModelSpec, seq_len: int | None) -> dict[str
 
 
 def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = None,
-                    version: str = DEFAULT_TORCHTITAN, framework: str = "megatron") -> dict[str, Any]:
+                    version: str = DEFAULT_TORCHTITAN, framework: str = "megatron", gpu=None) -> dict[str, Any]:
     """The plan.json "torchtitan" section: target version, and either the launch (0.3 overrides or
     0.2 TOML sections, the stage split, notes) or a one-line refusal. `framework`: what the prediction was
-    charged for (--framework torchtitan leaves out the MTP layers the launch does not train)."""
+    charged for (--framework torchtitan leaves out the MTP layers the launch does not train); `gpu`: the plan's
+    (a GpuSpec), for the MFU TorchTitan's log prints (logged_mfu.py)."""
     if version not in TORCHTITAN_VERSIONS:
         raise invalid("--torchtitan-version", version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
     doc: dict[str, Any] = {"version": TORCHTITAN_VERSIONS[version]}
@@ -567,7 +568,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         notes += titan_architecture_notes(titan, model)
         notes += titan_balancing_notes(titan, model)
         if framework != "torchtitan":
-            notes.append(titan_count_note(model, layout, seq_len))
+            notes.append(titan_count_note(model, layout, seq_len, gpu))
         if layout.precision == "fp8":
             notes.append(titan_fp8_note(model.is_moe))
         shipped = titan.configs_03.get(layout.precision) or titan.base_03
@@ -600,16 +601,18 @@ TITAN_SELECTIVE_AC_PRICED = (", priced as Megatron's selective core-attention re
                              "experts' grouped GEMMs and the elementwise ops, which the prediction does not price")
 
 
-def titan_count_note(model: ModelSpec, layout: Layout, seq_len: int | None) -> str:
+def titan_count_note(model: ModelSpec, layout: Layout, seq_len: int | None, gpu=None) -> str:
     """A Megatron plan's TorchTitan launch: the FLOPs per token TorchTitan 0.3.0's log counts for it beside the count
-    the plan's model TFLOP/s and MFU are in (models/counts.framework_flops_per_token), each named."""
+    the plan's model TFLOP/s and MFU are in (models/counts.framework_flops_per_token), each named, and what its log
+    prints for MFU on the plan's `gpu` (logged_mfu.titan_mfu_logged)."""
+    from commbench.planner.emit.logged_mfu import titan_mfu_logged
     s = seq_len or model.seq_len
     titan = framework_flops_per_token(model, s, "torchtitan")
     mega = float(framework_flops_per_token(model, s, "megatron", vocab=step_vocab(model, layout.tp, "megatron")))
     return (f"TorchTitan 0.3.0's log counts {titan / 1e9:.2f} GFLOP/token for this launch "
             f"({FLOPS_COUNTS['torchtitan'][1]}), where this plan's model TFLOP/s and MFU count {mega / 1e9:.2f} "
-            f"({FLOPS_COUNTS['megatron'][0]}): its tflops and mfu read {titan / mega:.3f}x the plan's at the same "
-            "tokens/s")
+            f"({FLOPS_COUNTS['megatron'][0]}): its tflops read {titan / mega:.3f}x the plan's model TFLOP/s at the "
+            f"same tokens/s; {titan_mfu_logged(gpu, layout.precision, titan / mega)}")
 
 
 def _data_parallel_note(layout: Layout) -> str:

@@ -70,3 +70,56 @@ def mxfp8_experts_refusal(model) -> str | None:
     return (f"{model.name}'s expert GEMMs cannot train in mxfp8 with TorchTitan 0.3.0: its MXFP8 grouped GEMM "
             f"quantizes along K with torchao's sm_100 CuTeDSL kernel, which needs K a multiple of "
             f"{MXFP8_PAD_MULTIPLE} ({' and '.join(off)} {'is' if len(off) == 1 else 'are'} not)")
+
+
+# What a plan at each precision trains (emit/megatron.PRECISION_ARGS; TorchTitan 0.3.0's converters, emit/torchtitan.py)
+TRAINED_FORMATS = {
+    "bf16": "bf16 (no quantized GEMM)",
+    "fp8": "fp8 with per-tensor current scaling (Megatron-LM --fp8-format hybrid --fp8-recipe tensorwise; "
+           "TorchTitan's launch: torchao float8 rowwise scales)",
+    "mxfp8": "MXFP8: e4m3 with one e8m0 scale per 32 elements (--fp8-recipe mxfp8)",
+    "nvfp4": "NVFP4: e2m1 with one e4m3 scale per 16 elements and a per-tensor scale (--fp4-recipe nvfp4)",
+}
+
+
+def _checkpoint_format(q: dict) -> tuple[str, str | None]:
+    """(what a config.json quantization_config says the checkpoint's weights are, the training precision with the
+    same format or None)."""
+    method = str(q.get("quant_method", "")).lower()
+    if method == "fp8":
+        fmt, block = q.get("fmt", "e4m3"), q.get("weight_block_size")
+        if block:
+            return f"fp8 ({fmt}) with one scale per {'x'.join(str(b) for b in block)} weight block", None
+        return f"fp8 ({fmt}) with per-tensor scales", "fp8"
+    if method == "mxfp4":
+        return "MXFP4: e2m1 with one e8m0 scale per 32 elements", None
+    return f"quant_method {method or 'unnamed'}", None
+
+
+def checkpoint_note(model, precision: str) -> str | None:
+    """Where an hf: config.json names its checkpoint's quantization (quantization_config), how that meets the
+    precision the plan trains in (None without one). DeepSeek-V3's checkpoint is fp8 in 128x128 weight blocks, which
+    Megatron-Bridge's DeepSeek-V3 H100 FP8_SC recipes train (fp8_recipe "blockwise": v0.6.0
+    src/megatron/bridge/perf_recipes/deepseek/h100/deepseek_v3.py:126-129); commbench plans no blockwise fp8
+    (--precision: bf16, fp8, mxfp8, nvfp4), so a plan at fp8 trains per-tensor scales."""
+    import json
+
+    from commbench.planner.layout.spec import PRECISIONS
+    text = model.extra.get("checkpoint_quantization")
+    if text is None:
+        return None
+    q = json.loads(text)
+    q = q if isinstance(q, dict) else {"quant_method": q}
+    shown = ", ".join(f"{k} {json.dumps(v)}" for k, v in sorted(q.items()) if k != "modules_to_not_convert")
+    kept = (" (not converted: " + ", ".join(map(str, q["modules_to_not_convert"])) + ")"
+            if q.get("modules_to_not_convert") else "")
+    ckpt, same = _checkpoint_format(q)
+    head = (f"{model.name}'s config.json has quantization_config {{{shown}}}: its checkpoint's weights are {ckpt}"
+            f"{kept}; the plan trains in {precision}: {TRAINED_FORMATS[precision]}")
+    if same == precision:
+        return head + ": the same per-tensor fp8 format as the Megatron-LM launch's"
+    blockwise = (" commbench plans no blockwise fp8 (--precision: " + ", ".join(PRECISIONS) + "; Megatron-Bridge's "
+                 "DeepSeek-V3 H100 FP8_SC recipes train fp8_recipe \"blockwise\")."
+                 if str(q.get("quant_method", "")).lower() == "fp8" and q.get("weight_block_size") else "")
+    return (head + ". The two differ: the prediction and the launches are for the training precision, a pre-training "
+            "run from scratch that neither loads the checkpoint nor trains in its format." + blockwise)

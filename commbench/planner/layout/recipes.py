@@ -444,10 +444,63 @@ def ep_overlap_measured_slower(domain_size, ep_domains_spanned):
     return (int(domain_size) <= EP_OVERLAP_SLOWER_DOMAIN_GPUS) & (np.asarray(ep_domains_spanned) <= 1)
 
 
+# The flags a precision's Megatron launch takes (emit/megatron.PRECISION_ARGS) and the first megatron-core whose
+# arguments have them: a release runs a precision where the megatron-core it runs (recipes.json releases
+# "megatron_core", cited there) is that one or newer. Read from github.com/NVIDIA/Megatron-LM's tags'
+# megatron/training/arguments.py. Every (release, precision) this allows is one its Megatron-Bridge has a
+# performance recipe for (tests/test_release_precisions.py); 25.09 (v0.1.0rc3, megatron-core 0.14) has no NVFP4
+# flag, no bf16_with_nvfp4_mixed (src/megatron/bridge/training/mixed_precision.py) and its perf scripts take
+# --compute_dtype bf16|fp8 only (scripts/performance/argument_parser.py:88-90).
+CORE_PRECISION_FLAGS = {
+    "bf16": ((0, 0), "--bf16", "every megatron-core"),
+    "fp8": ((0, 12), "--fp8-recipe tensorwise", "core_v0.12.0 arguments.py:1057-1060, --fp8-recipe's first release"),
+    "mxfp8": ((0, 12), "--fp8-recipe mxfp8", "core_v0.12.0 arguments.py:1057-1060, --fp8-recipe's first release"),
+    "nvfp4": ((0, 15), "--fp4-format e2m1 --fp4-recipe nvfp4",
+              "core_v0.15.0 arguments.py:1353-1360; core_v0.14.0 has neither"),
+}
+
+
+def recipes_json_releases() -> dict[str, dict[str, Any]]:
+    """recipes.json's releases: Megatron-Bridge version, commit and the megatron-core each runs (with its source)."""
+    return _table()["releases"]
+
+
+def core_version(release: str) -> tuple[int, int]:
+    """(major, minor) of the megatron-core a table release runs (recipes.json releases megatron_core)."""
+    major, minor = re.match(r"(\d+)\.(\d+)", recipes_json_releases()[release]["megatron_core"]["version"]).groups()
+    return int(major), int(minor)
+
+
+def release_runs_precision(release: str, precision: str) -> bool:
+    """Whether the megatron-core of a table release has the flags `precision`'s launch takes (CORE_PRECISION_FLAGS)."""
+    return core_version(release) >= CORE_PRECISION_FLAGS[str(precision).lower()][0]
+
+
+def check_precision_in_release(precision: str, release: str, asked: str | None = None) -> None:
+    """Refuse, in one line naming --precision, --software and the releases that run it, a precision the table
+    release `release` (resolved: a release the table lacks reads its stand-in's; `asked`: the --software given)
+    cannot run."""
+    value = str(precision).lower()
+    if value not in CORE_PRECISION_FLAGS or release_runs_precision(release, value):
+        return
+    first, flags, where = CORE_PRECISION_FLAGS[value]
+    info = recipes_json_releases()[release]
+    running = [r for r in releases() if release_runs_precision(r, value)]
+    name = normalised_release(asked) if asked is not None else release
+    read = "" if name == release else f" (read as {release}, the newest table release before it)"
+    raise invalid("--precision", value,
+                  f"--software {name}{read} runs megatron-core {info['megatron_core']['version']} (Megatron-Bridge "
+                  f"{info['megatron_bridge']}: {info['megatron_core']['source']}), which has no {flags} "
+                  f"(first in {where}); the releases that run {value}: {', '.join(running)} (or newer)")
+
+
 def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None = None,
                           precision: str | None = None, domain_size: int | None = None) -> None:
-    """Refuse a --layout value the release's recipes never use on the GPU at the precision, or that the fabric
-    (`domain_size`) cannot run of them (dispatch_limits) (one line naming field, release, GPU and precision)."""
+    """Refuse a precision the release cannot run (check_precision_in_release), then a --layout value the release's
+    recipes never use on the GPU at the precision, or that the fabric (`domain_size`) cannot run of them
+    (dispatch_limits) (one line naming field, release, GPU and precision)."""
+    if precision is not None:
+        check_precision_in_release(precision, release)
     features = release_features(release, gpu, precision, domain_size=domain_size)
     limits = dispatch_limits(release, gpu, precision, None, None, int(domain_size)) if domain_size else {}
     stand = f" ({feature_gpu_note(gpu)})" if feature_gpu_note(gpu) else ""
@@ -463,6 +516,8 @@ def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None
 
 __all__ = ["RECIPE_KEYS", "OVERLAP_KEYS", "releases", "newest_release", "check_release", "normalised_release", "resolve_release", "release_note", "recipe_for", "recipe_entry",
            "release_features", "release_features_scope", "runs_ep_overlap_with_full_graph", "check_pins_in_release",
+           "CORE_PRECISION_FLAGS", "recipes_json_releases", "core_version", "release_runs_precision",
+           "check_precision_in_release",
            "flex_backend", "release_flex_backends", "first_release_with_backend", "dispatch_limits",
            "FEATURE_STAND_INS", "feature_gpu", "feature_gpu_note",
            "tp_overlap_recipes", "tp_overlap_unrun",

@@ -767,6 +767,11 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     if c.model_type not in LAYER_TYPES_READERS:   # checked as transformers does, though these types build no other kind
         _kinds(c, "layer_types", FULL_ATTENTION_KINDS, fields["num_layers"])
     fields = _noted(fields, notes)   # after the reader's own notes
+    quantization = top.get("quantization_config", raw.get("quantization_config"))
+    if quantization is not None:   # the checkpoint's format, not the network: the plan says how it meets the precision
+        extra = dict(fields.get("extra", {}))
+        extra["checkpoint_quantization"] = json.dumps(quantization, sort_keys=True, default=str)
+        fields = dict(fields, extra=extra)
     if seq_len:
         fields["seq_len"] = seq_len
     check_sizes(c, fields)

@@ -18,7 +18,8 @@ from commbench.planner.layout.recipes import ep_overlap_measured_slower, release
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.quant_dims import quant_tokens_ok, quant_tp_ok
-from commbench.planner.search.frameworks import megatron_runs_on_hybrid, restrict_columns, runs_fused_grouped_mlp
+from commbench.planner.search.frameworks import (graph_fallback, megatron_runs_on_hybrid, restrict_columns,
+                                                 runs_fused_grouped_mlp)
 from commbench.planner.search.quant_gap import quant_gap_message
 
 if TYPE_CHECKING:
@@ -117,7 +118,10 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     rec = _pinned([0, 1] + ([2] if runs["full_recompute"] else []) + light, codes, "recompute")
     # CUDA graphs: per-layer graphs in the enumeration (where the release has them); the full-iteration
     # variant of each kept layout is tried afterwards (with_full_graphs), keeping the enumeration's time.
-    graph = "layer" if "layer" in has["cuda_graph"] else "none"
+    # Where the model's recipes run only a full-iteration graph the framework cannot run with it, the per-layer
+    # graph the release runs there stands in (frameworks.graph_fallback).
+    fallback = graph_fallback(req.framework, req.model, req.software, req.gpu_name, req.precision, req.domain_size)
+    graph = "layer" if "layer" in has["cuda_graph"] or fallback else "none"
     graphs = _pinned([CODE_FIELDS["cuda_graph"].index(graph)], codes, "cuda_graph")
     disp = _pinned([CODE_FIELDS["dispatcher"].index("flex" if "flex" in has["dispatcher"] else "alltoall")],
                    codes, "dispatcher")

@@ -203,7 +203,10 @@ def software_line(req) -> str:
                                       ("fused MoE kernels", True in features["fused_moe"]),
                                       ("EP all-to-all overlap", True in features["moe_a2a_overlap"]),
                                       ("the flex dispatcher", "flex" in features["dispatcher"])) if not ok]
-    extras = lacking(has)
+    from commbench.planner.search.frameworks import graph_fallback
+    fallback = graph_fallback(req.framework, model, req.software, req.gpu_name, req.precision,
+                              req.domain_size)
+    extras = [name for name in lacking(has) if not (fallback and name == "per-layer CUDA graphs")]
     pinnable = [name for name in extras if name not in lacking(release_features(req.software, req.gpu_name,
                                                                                  req.precision, None, None,
                                                                                  req.domain_size))] if for_model else []
@@ -267,7 +270,9 @@ def caveats(result: SearchResult) -> list[str]:
     if model.is_moe and req.framework == "megatron" and "full" in has["cuda_graph"] and "cuda_graph" not in req.pins:
         from commbench.planner.search.frameworks import MEGATRON_NO_FULL_GRAPH_MOE
         out.append(f"The release's recipes run full-iteration CUDA graphs; {MEGATRON_NO_FULL_GRAPH_MOE}, so no layout "
-                   "here uses one (published runs of those recipes do, and are faster by it).")
+                   "here uses one (published runs of those recipes do, and are faster by it)"
+                   + ("; per-layer CUDA graphs stand in: the release's MoE recipes run them there, the strongest graph "
+                      "it runs with dropless MoE." if fallback else "."))
     from commbench.planner.layout.recipes import runs_ep_overlap_with_full_graph
     if (model.is_moe and req.framework == "megatron"
             and runs_ep_overlap_with_full_graph(req.software, req.gpu_name, req.precision, recipes_of,
@@ -300,7 +305,8 @@ def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[lis
     bd, lay = result.breakdown, result.layouts.layout(0)
     tok = float(bd.tokens_per_s_per_gpu[0])
     lines = [f"Plan (predicted): {short(lay)} at {tok:,.0f} tokens/s/GPU, {float(bd.model_tflops_per_gpu[0]):,.0f} "
-             f"model TFLOP/s/GPU (MFU {100 * float(bd.mfu[0]):.1f}%; {FLOPS_COUNTS[result.request.framework][0]}), "
+             f"model TFLOP/s/GPU (MFU {100 * float(bd.mfu[0]):.1f}% of the {lay.precision} dense peak, "
+             f"{float(bd.peak_tflops[0]):,.0f} TFLOP/s; {FLOPS_COUNTS[result.request.framework][0]}), "
              f"{float(result.headroom_bytes[0]) / 1e9:.0f} GB "
              f"of {float(bd.mem_capacity_bytes[0]) / 1e9:.0f} GB HBM free; best of {result.num_fit:,} fitting layouts "
              f"({result.num_enumerated:,} enumerated)."]

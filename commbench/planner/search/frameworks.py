@@ -630,10 +630,18 @@ def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> No
                                  f"--framework torchtitan: {reason}; "
                                  "plan it with --precision fp8 or bf16")
     if framework == "torchtitan" and precision == "nvfp4" and model.is_moe:
-        # only the advice that leads somewhere: Megatron-LM core_v0.16.1 cannot build gpt-oss at all
+        # only the advice that leads somewhere: Megatron-LM core_v0.16.1 cannot build gpt-oss at all, and TorchTitan
+        # cannot train gpt-oss's experts in mxfp8. NVFP4 runs only on Blackwell, which runs every precision
+        # (hardware.toml): the one advised is TorchTitan's default for the model there (default_precision: fp8 for
+        # gpt-oss, mxfp8 otherwise).
+        from types import SimpleNamespace
+
+        from commbench.planner.layout.precision import default_precision
+        from commbench.planner.layout.spec import PRECISIONS
+        advised, _ = default_precision(SimpleNamespace(precisions=PRECISIONS), model=model, framework=framework)
         raise CommbenchError(f"TorchTitan 0.3.0 has no NVFP4 grouped-experts converter: {model.name}'s experts cannot "
-                             "train in nvfp4 (plan it in mxfp8" + ("" if megatron_unbuildable(model) else
-                                                                   ", or with --framework megatron") + ")")
+                             f"train in nvfp4 (plan it in {advised}" + ("" if megatron_unbuildable(model) else
+                                                                          ", or with --framework megatron") + ")")
 
 
 def check_precision_tp(framework: str, model: ModelSpec, precision: str, pins: dict[str, object]) -> None:
@@ -922,6 +930,30 @@ def runs_fused_grouped_mlp(framework: str) -> bool:
     """Whether the framework's emitted configuration can run Transformer Engine's fused grouped MLP
     (neither Megatron-LM core_v0.16.1 nor TorchTitan 0.3.0 can: see the module docstring)."""
     return False
+
+
+def graph_fallback(framework: str, model: ModelSpec, release: str, gpu: str | None, precision: str,
+                   domain_size: int | None = None) -> str:
+    """Why per-layer CUDA graphs stand in for a full-iteration graph the framework cannot run ('' where they do not):
+    where the release's recipes for the model (recipes.release_features) run a full-iteration graph and no per-layer
+    one, and Megatron-LM core_v0.16.1 cannot capture the model's dropless MoE in a full-iteration graph
+    (MEGATRON_NO_FULL_GRAPH_MOE), the strongest graph it runs with the model is the per-layer graph, taken where the
+    release's recipes for MoE models run per-layer graphs on that GPU at that precision (other models': what a
+    --layout pin may ask for there, check_pins_in_release). TorchTitan 0.3.0 graphs no single layer: none stands in.
+    No graph is made up where the release runs none there (no B200 NVFP4 recipe of any release runs one)."""
+    if framework != "megatron" or not model.is_moe:
+        return ""
+    from commbench.planner.layout.recipe_model import recipe_model
+    from commbench.planner.layout.recipes import gpu_key, release_features
+    own = release_features(release, gpu, precision, recipe_model(model), model.is_moe, domain_size)["cuda_graph"]
+    if "full" not in own or "layer" in own:
+        return ""
+    if "layer" not in release_features(release, gpu, precision, None, True, domain_size)["cuda_graph"]:
+        return ""
+    where = (f" on {gpu_key(gpu).upper()}" if gpu else "") + f" at {str(precision).upper()}"
+    return (f"per-layer CUDA graphs stand in for the full-iteration graph release {release}'s recipes for "
+            f"{recipe_model(model)}{where} run: {MEGATRON_NO_FULL_GRAPH_MOE}, and the release's MoE recipes run "
+            f"per-layer graphs{where} (other models'), the strongest graph it runs with dropless MoE there")
 
 
 def graphs_allowed(framework: str, pp: np.ndarray, ep: np.ndarray, moe: bool = False,

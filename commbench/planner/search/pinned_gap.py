@@ -91,11 +91,14 @@ TITAN_IMPLIED_FLAGS = {  # TorchTitan 0.3.0 arguments a default puts in the laun
 TITAN_MOE_FIELDS = ("etp", "dispatcher", "moe_a2a_overlap", "fused_moe")
 
 
-def defaults_taken(layout: Layout, given: set[str], model=None, framework: str = "megatron") -> list[dict]:
+def defaults_taken(layout: Layout, given: set[str], model=None, framework: str = "megatron",
+                   graph_fallback: str = "") -> list[dict]:
     """One entry per layout field the user did not give (and that applies: APPLIES): field, value, why, and flags
     it implies in the launch `framework` runs (its reasons and flags: DEFAULT_REASONS / IMPLIED_FLAGS for Megatron-LM,
     TITAN_DEFAULT_REASONS / TITAN_IMPLIED_FLAGS for TorchTitan, where a dense model lists no expert field). With
-    `model`, the recipes' graph scope ("" in a Layout) is named by its modules."""
+    `model`, the recipes' graph scope ("" in a Layout) is named by its modules; `graph_fallback`
+    (frameworks.graph_fallback): why per-layer graphs stand in for the recipes' full-iteration graph, said beside a
+    per-layer graph taken by default."""
     from commbench.planner.layout.graph_scope import default_scope
 
     titan = framework == "torchtitan"
@@ -108,6 +111,8 @@ def defaults_taken(layout: Layout, given: set[str], model=None, framework: str =
         value = getattr(layout, name)
         if name == "cuda_graph_scope" and not value:
             value = "+".join(default_scope(model)) if model is not None else "the recipes' scope"
+        if name == "cuda_graph" and value == "layer" and graph_fallback:
+            why = f"{graph_fallback}; {why}"
         entry = {"field": name, "value": value, "why": why}
         implied = flags.get((name, value))
         if implied:

@@ -81,12 +81,15 @@ class SearchRequest:
         return int(self.fabric.domain_size) if self.fabric is not None else None
 
     def __post_init__(self) -> None:
-        from commbench.planner.layout.recipes import check_pins_in_release, check_release, newest_release, release_note
+        from commbench.planner.layout.recipes import (check_pins_in_release, check_precision_in_release, check_release,
+                                                      newest_release, release_note)
         given = self.software is not None  # '' is given (and refused), not read as the newest release
         if self.software_asked is None:   # kept through dataclasses.replace, which sees the release resolved
             object.__setattr__(self, "software_asked", given)
         object.__setattr__(self, "software_note", release_note(self.software) if given else "")
+        asked = self.software
         object.__setattr__(self, "software", check_release(self.software) if given else newest_release())
+        check_precision_in_release(self.precision, self.software, asked if given else None)
         check_pins_in_release(self.pins, self.software, self.gpu_name, self.precision,  # the user's pins, first
                               self.domain_size)
         etp = self.pins.get("etp")

@@ -134,11 +134,15 @@ class StepBreakdown:
                 + self.dp_expert_rs_exposed_s + self.dp_expert_ag_exposed_s)
 
 
+def dense_peak_tflops(gpu, precision: str) -> float:
+    """The GPU's dense datasheet peak in `precision`, the figure a plan's MFU is of (nan where it lacks the format)."""
+    fp4 = gpu.fp4_tflops if gpu.fp4_tflops else np.nan
+    return {"bf16": gpu.bf16_tflops, "fp8": gpu.fp8_tflops, "mxfp8": gpu.fp8_tflops, "nvfp4": fp4}[precision]
+
+
 def peak_tflops(gpu, precision_codes: np.ndarray) -> np.ndarray:
     """Dense datasheet peak per precision code (nan where the GPU lacks the format)."""
-    fp4 = gpu.fp4_tflops if gpu.fp4_tflops else np.nan
-    table = {"bf16": gpu.bf16_tflops, "fp8": gpu.fp8_tflops, "mxfp8": gpu.fp8_tflops, "nvfp4": fp4}
-    return np.array([table[p] for p in CODE_FIELDS["precision"]], dtype=np.float64)[precision_codes]
+    return np.array([dense_peak_tflops(gpu, p) for p in CODE_FIELDS["precision"]], dtype=np.float64)[precision_codes]
 
 
 def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len: int | None = None,
