@@ -268,7 +268,8 @@ def caveats(result: SearchResult) -> list[str]:
                    f"{FRAMEWORK_VERSIONS[result.request.framework]} cannot run it, so no layout here uses it "
                    "(published runs of those recipes do, and are faster by it).")
     if model.is_moe and req.framework == "megatron" and "full" in has["cuda_graph"] and "cuda_graph" not in req.pins:
-        from commbench.planner.search.frameworks import MEGATRON_NO_FULL_GRAPH_MOE
+        from commbench.planner.search.frameworks import MEGATRON_NO_FULL_GRAPH_MOE, graph_fallback
+        fallback = graph_fallback(req.framework, model, req.software, req.gpu_name, req.precision, req.domain_size)
         out.append(f"The release's recipes run full-iteration CUDA graphs; {MEGATRON_NO_FULL_GRAPH_MOE}, so no layout "
                    "here uses one (published runs of those recipes do, and are faster by it)"
                    + ("; per-layer CUDA graphs stand in: the release's MoE recipes run them there, the strongest graph "
