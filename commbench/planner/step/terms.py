@@ -241,7 +241,7 @@ MODEL_MEDIAN_ABS_ERROR = {"moe": 0.064, "dense": 0.036}
 MODEL_GAIN_MEDIAN_ABS_ERROR = {"moe": 0.076, "dense": 0.073}
 # The 80th percentile of the same errors (calibrate/gain_error.gain_error_quantile): a predicted gain beyond it is
 # larger than 4 in 5 of the model's measured gain errors. MoE's is wide (a few pairs across releases far apart).
-MODEL_GAIN_P80_ABS_ERROR = {"moe": 0.235, "dense": 0.089}
+MODEL_GAIN_P80_ABS_ERROR = {"moe": 0.250, "dense": 0.089}   # moe 0.235 -> 0.250: the output layer in bf16 (fix-BC)
 
 CALIBRATION_KIND = "commbench-calibration"
 # The calibration file's format version. Files written before it was recorded (no "version") have the same shape and
