@@ -218,8 +218,9 @@ def test_memory_terms_hand_computed(monkeypatch):
 
 
 def test_fp8_weights_and_cpu_offload_memory(monkeypatch):
-    """fp8 / mxfp8 hold the weights in fp8 (fp8_param_gather), nvfp4 and bf16 in bf16; mxfp8 adds the
-    cached columnwise copy (1 B + an e8m0 scale per 32), nvfp4 both cached NVFP4 copies (2 x 0.5625 B);
+    """fp8 / mxfp8 hold the transformer layers' weights in fp8 (fp8_param_gather), nvfp4 and bf16 in bf16; mxfp8 adds
+    the cached columnwise copy (1 B + an e8m0 scale per 32), nvfp4 both cached NVFP4 copies (2 x 0.5625 B); the
+    embedding and output layer stay bf16 with no copies (step/module_precision.py);
     offloading N of a rank's layers to host keeps (L - N) / L of the per-layer activations, the logits stay."""
     _stand_in(monkeypatch)
     m = load_model("llama3-8b")
@@ -227,8 +228,11 @@ def test_fp8_weights_and_cpu_offload_memory(monkeypatch):
     lays = [Layout(**base, precision=p) for p in ("bf16", "fp8", "mxfp8", "nvfp4")]
     lays += [Layout(**base, cpu_offload_layers=8), Layout(**base, cpu_offload_layers=40)]
     bd = evaluate_layouts(m, _fabric(), LayoutArrays.from_layouts(lays), calibration=BARE)
-    p = param_counts(m).total
-    assert list(bd.mem_weights_bytes[:4]) == pytest.approx([2 * p, p, (2 + 1 / 32) * p, (2 + 2 * 0.5625) * p])
+    pc = param_counts(m)
+    p, v = pc.total, pc.embeddings
+    layers_p = p - v
+    assert list(bd.mem_weights_bytes[:4]) == pytest.approx([2 * p, layers_p + 2 * v, (2 + 1 / 32) * layers_p + 2 * v,
+                                                            (2 + 2 * 0.5625) * layers_p + 2 * v])
     assert list(bd.mem_grads_bytes[:4]) == pytest.approx([2 * p] * 4)
     layers, logits = 8192 * 4096 * 2 * 32, 8192 * 128256 * 2
     assert bd.mem_activations_bytes[4] == pytest.approx(layers * 24 / 32 + logits)

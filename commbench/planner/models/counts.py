@@ -129,7 +129,8 @@ class FlopsPerToken:
 
     @property
     def gemm(self) -> float:
-        """Everything that runs as a (dense or grouped) GEMM in the training precision."""
+        """Everything that runs as a (dense or grouped) GEMM: in the training precision, but for the output layer
+        (`logits`) and, under nvfp4, the MTP layers, which Megatron runs in bf16 (step/module_precision.py)."""
         return self.total - self.attention_core - self.mamba_accounting
 
 

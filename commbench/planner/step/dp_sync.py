@@ -43,7 +43,8 @@ def megatron_bucket_params(cal, dp_cp) -> np.ndarray:
 
 
 def param_gather_bytes(precision, distributed_optimizer, fp8_codes, framework: str = "megatron") -> np.ndarray:
-    """Bytes per parameter the DP all-gather moves (and the sharded weights hold): 1 where the recipe
+    """Bytes per parameter of the transformer layers the DP all-gather moves (and the sharded weights hold; the
+    embedding and output layer stay bf16 whatever the recipe: step/module_precision.py): 1 where the recipe
     keeps the weights in fp8 (Megatron-Bridge's bf16_with_fp8_current_scaling_mixed and
     bf16_with_mxfp8_mixed set fp8_param_gather=True; nvfp4 does not: src/megatron/bridge/training/
     mixed_precision.py at v0.1.0rc3, v0.2.0 and v0.3.0; its fp4_param_gather=True from v0.5.0 has no 4-bit gather in
@@ -132,7 +133,7 @@ def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_ove
     g = np.maximum(group, 1)
     loc, g_, dom_, dist_, pb_ = np.broadcast_arrays(np.asarray(local, float), g, np.asarray(domains), dist,
                                                     np.asarray(param_bytes, dtype=float))
-    groups = RowGroups(loc, g_, dom_, dist_, pb_ < PARAM_BYTES)   # the totals once per group of equal inputs
+    groups = RowGroups(loc, g_, dom_, dist_, pb_)   # the totals once per group of equal inputs
     first = groups.first
     u_rs, u_ag = _totals(system, coll, hier_rs, loc.ravel()[first], g_.ravel()[first].astype(float),
                          dom_.ravel()[first].astype(float), dist_.ravel()[first], pb_.ravel()[first], grad_size)

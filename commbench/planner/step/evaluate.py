@@ -4,7 +4,9 @@ Per micro-batch on the busiest pipeline stage (layers split evenly over PP, as M
 embedding/loss stage accounting arranges), forward + backward:
 - GEMMs: model FLOPs (FLOPS.md) / (TP CP PP) at the precision's peak x the fitted GEMM
   efficiency (MXFP8's block-scaled kernels at kernels.MXFP8_GEMM_RATIO of per-tensor fp8's rate); expert
-  GEMMs at the grouped-GEMM efficiency of their precision; plus each GEMM's compulsory
+  GEMMs at the grouped-GEMM efficiency of their precision; the modules the framework keeps in bf16 whatever the
+  precision (Megatron's output layer, its MTP layers under nvfp4: step/module_precision.py) at the bf16 rates;
+  plus each GEMM's compulsory
   operand traffic at HBM bandwidth for its shape (gemm_shape.py: narrow TP/ETP shards and few
   tokens per expert run below peak). Attention core in bf16.
 - memory-bound kernels: bytes touched per token per layer (memory.py) at HBM bandwidth, with CP the
@@ -41,7 +43,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner.step import cp_comm, fsdp, gemm_shape, kernels, mamba, memory, moe_comm, tp_comm
+from commbench.planner.step import cp_comm, fsdp, gemm_shape, kernels, mamba, memory, module_precision, moe_comm, \
+    tp_comm
 from commbench.planner.step.mamba import block_counts
 from commbench.planner.step.dp_sync import ddp_param_gather_bytes, dp_sync_s, grad_bytes, hidden as _hidden, \
     megatron_bucket_params, mxfp8_param_recast_bytes, param_gather_bytes
@@ -140,6 +143,18 @@ def dense_peak_tflops(gpu, precision: str) -> float:
     return {"bf16": gpu.bf16_tflops, "fp8": gpu.fp8_tflops, "mxfp8": gpu.fp8_tflops, "nvfp4": fp4}[precision]
 
 
+def _mtp_gemm_flops(model: ModelSpec, seq_len: int, vocab) -> tuple[float, float]:
+    """(dense, routed-expert) GEMM FLOPs per token of the MTP layers beside their output heads: the projection and
+    the transformer layer each adds (flops_breakdown with and without them; the heads' logits are the output
+    layer's, counted there). 0 without MTP."""
+    if not model.num_mtp_layers:
+        return 0.0, 0.0
+    with_mtp, without = flops_breakdown(model, seq_len, vocab=vocab), flops_breakdown(model, seq_len, False, vocab)
+    dense = (with_mtp.gemm - with_mtp.routed_experts - with_mtp.logits) \
+        - (without.gemm - without.routed_experts - without.logits)
+    return float(np.max(dense)), float(with_mtp.routed_experts - without.routed_experts)
+
+
 def peak_tflops(gpu, precision_codes: np.ndarray) -> np.ndarray:
     """Dense datasheet peak per precision code (nan where the GPU lacks the format)."""
     return np.array([dense_peak_tflops(gpu, p) for p in CODE_FIELDS["precision"]], dtype=np.float64)[precision_codes]
@@ -198,14 +213,25 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     grouped_eff = np.where(low_bit, cal.grouped_gemm_8bit_efficiency, cal.grouped_gemm_efficiency)
     grouped_rate = peak * 1e12 * sustained * grouped_eff * fp4_ratio
     other_gemm = fl.gemm - fl.routed_experts - mamba.counted_scan_flops_per_token(model)  # SSD: below
+    # The GEMMs that stay bf16 whatever the precision (step/module_precision.py): Megatron's output layer (every
+    # head's logits), and its MTP layers under nvfp4; at the bf16 rates (dense, grouped) of the same fitted terms.
+    out_q = module_precision.output_layer_quantized(a.precision, framework, model.is_moe)
+    mtp_q = module_precision.mtp_quantized(a.precision, framework)
+    mtp_dense, mtp_routed = _mtp_gemm_flops(model, s, vocab)
+    bf16_dense = np.where(out_q, 0.0, fl.logits) + np.where(mtp_q, 0.0, mtp_dense)
+    bf16_routed = np.where(mtp_q, 0.0, mtp_routed)
+    bf16_dense_rate = gpu.bf16_tflops * 1e12 * sustained * cal.gemm_efficiency(gpu.name)
+    bf16_grouped_rate = gpu.bf16_tflops * 1e12 * sustained * cal.grouped_gemm_efficiency
     imbalance = stage_imbalance(model, pp, vp, vocab)   # the loss stage at the rows charged here
     tokens_gpu = tokens_gpu * imbalance
     # Roofline per GEMM kind (kernels.smooth_max): compute at the fitted efficiency vs the compulsory
     # operand traffic of its shape (gemm_shape.py) at HBM bandwidth.
     dense_traffic, routed_traffic = gemm_shape.traffic_bytes_per_token(
-        model, fl, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp, precision=a.precision, vocab=vocab)
+        model, fl, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp, precision=a.precision, vocab=vocab,
+        output_layer_quantized=out_q)
     hbm = gpu.hbm_tbps * 1e12
-    dense_gemm_s = kernels.smooth_max(tokens_gpu * other_gemm / dense_rate,
+    dense_gemm_s = kernels.smooth_max(tokens_gpu * ((other_gemm - bf16_dense) / dense_rate
+                                                    + bf16_dense / bf16_dense_rate),
                                       tokens_gpu * cal.gemm_traffic_factor * dense_traffic / hbm)
     # Expert GEMMs on the busiest EP rank: dropless routing computes the tokens it receives
     # (moe_imbalance x the mean); a full-iteration CUDA graph needs static shapes, so every expert's
@@ -215,7 +241,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     expert_load = np.where(a.cuda_graph == CODE_FIELDS["cuda_graph"].index("full"),
                            np.maximum(capacity, np.where(ep > 1, moe_imbalance, 1.0)),
                            np.where(ep > 1, moe_imbalance, 1.0))
-    routed_gemm_s = kernels.smooth_max(tokens_gpu * expert_load * fl.routed_experts / grouped_rate,
+    routed_gemm_s = kernels.smooth_max(tokens_gpu * expert_load * ((fl.routed_experts - bf16_routed) / grouped_rate
+                                                                   + bf16_routed / bf16_grouped_rate),
                                        tokens_gpu * expert_load * cal.gemm_traffic_factor * routed_traffic / hbm)
     gemm_s = dense_gemm_s + routed_gemm_s
     # Mamba-2's SSD scan: bf16 chunk matmuls at the attention core's efficiency (step/mamba.py).
@@ -358,15 +385,25 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     ddp_param_bytes = ddp_param_gather_bytes(param_bytes, a.precision, a.fsdp, framework)
     bucket_params = megatron_bucket_params(cal, dense_group)   # dense and expert buffers alike
 
-    def dp_terms(local, group, domains):
+    # Parameters kept and gathered in bf16 whatever the precision (step/module_precision.py): the embedding and output
+    # layer, and under nvfp4 the MTP layers (their routed experts in the expert group)
+    mtp_experts = pc.mtp_routed_experts / (etp * ep * pp)
+    dense_bf16 = module_precision.bf16_params_per_gpu(vocab_params_local=pc.embeddings / (tp * pp),
+                                                      mtp_params_local=(pc.mtp - pc.mtp_routed_experts) / (tp * pp),
+                                                      precision=a.precision, framework=framework)
+    expert_bf16 = module_precision.bf16_params_per_gpu(vocab_params_local=0.0, mtp_params_local=mtp_experts,
+                                                       precision=a.precision, framework=framework)
+
+    def dp_terms(local, group, domains, bf16):
         return dp_sync_s(system, cal, collective_time_s, hierarchical_reduce_scatter_time_s, local=local,
-                         param_bytes=ddp_param_bytes, grad_size=grad_bytes(framework), bucket_params=bucket_params,
+                         param_bytes=module_precision.mixed_bytes(local, bf16, ddp_param_bytes),
+                         grad_size=grad_bytes(framework), bucket_params=bucket_params,
                          group=group, domains=domains, dist=dist, dp_overlap=a.dp_overlap,
                          rs_window=rs_window, ag_window=ag_window)
 
-    d_rs, d_rs_x, d_ag, d_ag_x = dp_terms(dense_local, dense_group, dense_dom)
+    d_rs, d_rs_x, d_ag, d_ag_x = dp_terms(dense_local, dense_group, dense_dom, dense_bf16)
     if model.is_moe:
-        e_rs, e_rs_x, e_ag, e_ag_x = dp_terms(expert_local, expert_group, expert_dom)
+        e_rs, e_rs_x, e_ag, e_ag_x = dp_terms(expert_local, expert_group, expert_dom, expert_bf16)
     else:
         e_rs = e_rs_x = e_ag = e_ag_x = np.zeros(len(a))
 
@@ -386,13 +423,16 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
             mamba_blocks=blocks.mamba, mtp_layers=model.num_mtp_layers, dense_share=1.0 / tp,
             framework=framework) / pp
         units = blocks.layers - (blocks.mamba if framework == "megatron" else 0)
-        for local, kept, group, domains, terms in (
-                (dense_local, non_unit, dense_group, shard_dom, (d_rs, d_rs_x, d_ag, d_ag_x)),
-                (expert_local, 0.0, expert_group, expert_shard_dom, (e_rs, e_rs_x, e_ag, e_ag_x))):
+        # the non-unit vocabulary matrices are bf16 parameters (module_precision): gathered at 2 B
+        vocab_kept = np.where(framework == "megatron", pc.embeddings / (tp * pp), 0.0)
+        for local, kept, kept_bf16, group, domains, terms in (
+                (dense_local, non_unit, vocab_kept, dense_group, shard_dom, (d_rs, d_rs_x, d_ag, d_ag_x)),
+                (expert_local, 0.0, 0.0, expert_group, expert_shard_dom, (e_rs, e_rs_x, e_ag, e_ag_x))):
             if not sel.size or not np.any(np.broadcast_to(local, tp.shape)[sel] > 0):
                 continue
             got = fsdp.fsdp_sync_s(system, cal, collective_time_s, local=np.broadcast_to(local, tp.shape)[sel],
                                    kept_local=np.broadcast_to(kept, tp.shape)[sel],
+                                   kept_bf16=np.broadcast_to(kept_bf16, tp.shape)[sel],
                                    group=group[sel], domains=np.broadcast_to(domains, tp.shape)[sel],
                                    n_mb=n_mb[sel], units=units, compute_mb=compute_mb[sel],
                                    dp_overlap=a.dp_overlap[sel], replicas=replicas[sel],
@@ -407,7 +447,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # (every parameter of the rank, once per step: dp_sync.mxfp8_param_recast_bytes), counted with the optimizer step
     # it completes (where a DP group of 1 gathers nothing, megatron-core still copies the buffer out)
     recast = mxfp8_param_recast_bytes(param_bytes, a.precision, a.fsdp, framework)
-    optimizer_s = optimizer_s + (dense_local + expert_local) * recast / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
+    optimizer_s = optimizer_s + (dense_local - dense_bf16 + expert_local - expert_bf16) * recast \
+        / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)   # MXFP8 parameters only: not the bf16 ones
 
     step_s = n_mb * t_mb + bubble_s + d_rs_x + d_ag_x + e_rs_x + e_ag_x + optimizer_s
     step_s = np.where(valid, step_s, np.inf)

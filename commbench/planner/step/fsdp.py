@@ -106,14 +106,16 @@ GATHERED_UNITS = 2  # the running unit and the prefetched one
 
 
 def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, compute_mb, dp_overlap,
-                replicas=1, replica_domains=1, param_bytes=PARAM_BYTES, grad_size=GRAD_BYTES, kept_local=0.0):
+                replicas=1, replica_domains=1, param_bytes=PARAM_BYTES, grad_size=GRAD_BYTES, kept_local=0.0,
+                kept_bf16=0.0):
     """(RS total, RS exposed, AG total, AG exposed) seconds per step for parameters `local` per GPU
     (before sharding) over `group` ranks, in `units` FSDP units: sharded over group/replicas ranks
     spanning `domains` racks, all-reduced across `replicas` spanning `replica_domains` racks (HSDP;
     the all-reduce is counted with the reduce-scatters: both are gradient traffic). `kept_local` of `local`
     belongs to no unit (Megatron-FSDP's non-unit parameters, module docstring: megatron_non_unit_params):
     all-gathered once per step, exposed (the first unit's gather queues behind it), and reduce-scattered every
-    micro-batch with the rest. AG total = n_mb x 2 x AG(units) + AG(kept)."""
+    micro-batch with the rest. AG total = n_mb x 2 x AG(units) + AG(kept). `kept_bf16` of the kept parameters are
+    bf16 whatever `param_bytes` says (step/module_precision.py: the embedding and output layer), gathered at 2 B."""
     replicas = np.maximum(np.asarray(replicas), 1)
     g = np.maximum(group // replicas, 1).astype(float)
     active = g > 1
@@ -121,8 +123,9 @@ def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, comput
     ag_once = np.where(active, coll(system, "all_gather", (local - kept) * param_bytes, g, domains), 0.0)
     ag_kept = np.zeros(np.shape(ag_once))
     if np.any(kept > 0):
-        ag_kept = np.where(active & (kept > 0), coll(system, "all_gather", kept * param_bytes, g, domains),
-                           0.0)
+        bf16 = np.minimum(np.asarray(kept_bf16, dtype=float), kept)
+        kept_bytes = (kept - bf16) * param_bytes + bf16 * PARAM_BYTES
+        ag_kept = np.where(active & (kept > 0), coll(system, "all_gather", kept_bytes, g, domains), 0.0)
     rs_once = np.where(active, coll(system, "reduce_scatter", local * grad_size, g, domains), 0.0)
     ar = np.where(replicas > 1, coll(system, "all_reduce", local / g * grad_size, replicas.astype(float),
                                      replica_domains), 0.0)

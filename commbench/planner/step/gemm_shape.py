@@ -19,7 +19,8 @@ Shapes, per micro-batch (Megatron-Core, MoE parallel folding arXiv 2504.14960):
 - dense GEMMs (attention projections, MTP, dense MLP, shared experts, output layer): m = the
   micro-batch's tokens on the CP rank (sequence parallel all-gathers them before each GEMM),
   k = hidden, n = the TP-sharded width (heads x head_dim / TP, FFN / TP, vocab / TP, the vocabulary
-  as the framework pads it: models/counts.step_vocab);
+  as the framework pads it: models/counts.step_vocab; its operands bf16 where the framework keeps the output layer
+  in bf16, step/module_precision.py);
 - routed-expert grouped GEMMs: m = tokens per local expert = tokens per rank x top-k x EP x ETP
   / experts (balanced routing; the ETP all-gather joins ETP ranks' tokens), k = hidden,
   n = expert FFN / ETP. Many experts per rank and large ETP make both small — the reason
@@ -46,17 +47,19 @@ def expert_tokens_per_gemm(model: ModelSpec, tokens_mb, tp, cp, ep, etp) -> np.n
 
 
 def traffic_bytes_per_token(model: ModelSpec, fl: FlopsPerToken, *, tokens_mb, tp, cp, ep, etp,
-                            precision, vocab=None) -> tuple[np.ndarray, np.ndarray]:
+                            precision, vocab=None, output_layer_quantized=False) -> tuple[np.ndarray, np.ndarray]:
     """(dense, routed-expert) compulsory operand bytes per micro-batch token, i.e.
     sum over GEMM kinds of FLOPs/token x (b / 2)(1/m + 1/n + 1/k); multiply by the tokens and
     divide by HBM bandwidth for seconds (before the fitted factor). `vocab`: the output layer's rows
-    (models/counts.step_vocab: Megatron-LM's padded vocabulary; default the model's)."""
+    (models/counts.step_vocab: Megatron-LM's padded vocabulary; default the model's). The output layer's operands
+    are bf16 unless `output_layer_quantized` (step/module_precision.output_layer_quantized, per layout)."""
     b = OPERAND_BYTES[precision]
     h = float(model.hidden)
     m_dense = tokens_mb / cp
+    b_logits = np.where(output_layer_quantized, b, OPERAND_BYTES[0])
     dense = (fl.attention_proj + fl.mtp_proj) * _inv_sum(m_dense, model.attn_out_dim / tp, h) \
         + fl.dense_mlp * _inv_sum(m_dense, max(model.dense_ffn, 1) / tp, h) \
-        + fl.logits * _inv_sum(m_dense, (model.vocab if vocab is None else vocab) / tp, h)
+        + fl.logits * _inv_sum(m_dense, (model.vocab if vocab is None else vocab) / tp, h) * b_logits / b
     if fl.linear_attention:  # Gated DeltaNet in_proj / out_proj, head-sharded over TP
         dense = dense + fl.linear_attention * _inv_sum(m_dense, max(model.gdn_num_value_heads * model.gdn_value_head_dim, 1) / tp, h)
     if fl.mamba:  # in_proj / out_proj of Mamba-2 blocks, head-sharded over TP

@@ -3,7 +3,8 @@ of the memory-bound kernels, vectorised over layouts.
 
 Static memory follows ZeRO/Megatron mixed precision (Rajbhandari et al., arXiv 1910.02054): bf16
 weights (2 B; mxfp8 / nvfp4, and per-tensor fp8 on Hopper, add the cached quantized copies,
-quantized_weight_cache_bytes), gradients in the param dtype (2 B, Megatron-Core's default), fp32 master weights
+quantized_weight_cache_bytes; the embedding, the output layer and, under nvfp4, the MTP layers stay bf16 with no
+copies: step/module_precision.py), gradients in the param dtype (2 B, Megatron-Core's default), fp32 master weights
 + Adam m, v (12 B), the last
 sharded over DP x CP (dense) / EDP (experts) by the distributed optimizer.
 Activations: the tensors each layer keeps for backward (Korthikanti et al., arXiv 2205.05198,
@@ -33,10 +34,10 @@ from commbench.planner.layout.spec import PRECISIONS
 from commbench.planner.models import dsv4
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import param_counts, step_vocab
-from commbench.planner.step import fsdp, gdn, mamba
+from commbench.planner.step import fsdp, gdn, mamba, module_precision
 from commbench.planner.step.dp_sync import grad_bytes, param_gather_bytes
 from commbench.planner.step.mamba import block_counts
-from commbench.planner.step.stage_memory import RankArrays, candidate_arrays
+from commbench.planner.step.stage_memory import RankArrays, _layer_kinds, _per_kind_params, candidate_arrays
 
 BF16 = 2
 FP8, MXFP8 = PRECISIONS.index("fp8"), PRECISIONS.index("mxfp8")
@@ -278,8 +279,9 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     flight); MemoryBytes.rank names it."""
     vocab = step_vocab(model, tp, framework)   # the embedding/output rows it builds
     capacity = np.full(len(tp), gpu.usable_hbm_bytes)
-    # fp8 / mxfp8 keep the model's weights in fp8 (1 B) beside the fp32 master copy (fp8_param_gather;
-    # dp_sync.param_gather_bytes has the sources); the DP all-gather moves the same bytes, but MXFP8's outside FSDP
+    # fp8 / mxfp8 keep the transformer layers' weights in fp8 (1 B) beside the fp32 master copy (fp8_param_gather;
+    # dp_sync.param_gather_bytes has the sources), the embedding and output layer in bf16 (step/module_precision.py);
+    # the DP all-gather moves the same bytes, but MXFP8's outside FSDP
     # (bf16, through the gradient buffer it shares: dp_sync.ddp_param_gather_bytes, no memory of its own).
     weight_bytes = param_gather_bytes(arr.precision, arr.distributed_optimizer, (FP8, MXFP8), framework)
     cache_bytes = quantized_weight_cache_bytes(arr.precision, weight_bytes, framework,
@@ -302,11 +304,19 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     any_fsdp = bool(np.any(arr.fsdp))
     best = None
     logits = logits_bytes(model, tp=tp, cp=cp, tokens_mb=tokens_mb, framework=framework)
+    mtp_dense, mtp_expert = _per_kind_params(model, _layer_kinds(model))[3]
+    mtp_per_layer = (mtp_dense * dense_share + mtp_expert * expert_share) / max(model.num_mtp_layers, 1)
     for load in candidate_arrays(model, pp, vp, tp, framework):
-        dense_local = (load.non_expert_params + load.vocab_matrices * vocab_params) * dense_share
+        vocab_local = load.vocab_matrices * vocab_params * dense_share
+        dense_local = load.non_expert_params * dense_share + vocab_local
         expert_local = load.expert_params * expert_share
         local = dense_local + expert_local
-        weights = local * held_bytes
+        # the vocabulary matrices (and nvfp4's MTP layers) are bf16 parameters whatever the precision, with no
+        # quantized copies (step/module_precision.py); Megatron-FSDP's units hold none of them (step/fsdp.py)
+        bf16_local = module_precision.bf16_params_per_gpu(vocab_params_local=vocab_local,
+                                                          mtp_params_local=load.mtp_layers * mtp_per_layer,
+                                                          precision=arr.precision, framework=framework)
+        weights = (local - bf16_local) * held_bytes + bf16_local * module_precision.BF16_BYTES
         grads = local * grad_bytes(framework)   # bf16 under Megatron (--grad-reduce-in-bf16), fp32 under TorchTitan
         if any_fsdp:  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
             # Megatron-FSDP's non-unit parameters on this rank stay gathered all step; its units are the
@@ -330,11 +340,15 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
                 f_weights, gathered_grads = fsdp.titan_fsdp_memory_bytes(largest, block)
                 f_grads = (dense_local / dense_group + expert_local / expert_group) * grad_bytes(framework) \
                     + gathered_grads
-            f_weights = f_weights * weight_bytes / 2.0   # fp8_param_gather: shards and gathered units in fp8
+            # fp8_param_gather: shards and gathered units in fp8, but the bf16 parameters (module_precision: the
+            # vocabulary matrices, non-unit, kept gathered; nvfp4 gathers bf16 anyway) in bf16, their shard too
+            bf16_held = bf16_local / dense_group + np.where(non_unit > 0, kept * bf16_local
+                                                            / np.maximum(non_unit, 1e-300), 0.0)
+            f_weights = f_weights * weight_bytes / 2.0 + bf16_held * (2.0 - weight_bytes)
             # MXFP8: Megatron-FSDP's transpose buffer beside the row-wise one, on the shard and the kept non-unit
-            # parameters (step/fsdp.py mxfp8_transpose_bytes)
+            # parameters that are MXFP8 (step/fsdp.py mxfp8_transpose_bytes)
             f_weights = f_weights + fsdp.mxfp8_transpose_bytes(arr.precision == MXFP8, weight_bytes, framework) \
-                * (shard + kept)
+                * (shard + kept - bf16_held)
             weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
         optimizer = (load.non_expert_params + load.vocab_matrices * vocab_params) * optimizer_dense \
             + load.expert_params * optimizer_expert
