@@ -39,16 +39,10 @@ def _stop_every_rank(pids):
         os.kill(pid, signal.SIGSTOP)
 
 
-def _kill_rank_1(pids):  # as the OOM killer does: handled like a hang, not the end of the sweep
-    os.kill(pids[1], signal.SIGKILL)
-
-
-@pytest.mark.timeout(120)
-@pytest.mark.parametrize("fault, said", [(_stop_every_rank, "every rank (0, 1) hung"),
-                                         (_kill_rank_1, "rank 1 was killed by SIGKILL")])
-def test_sweep_records_the_stuck_point_and_goes_on_with_fresh_ranks(tmp_path, fault, said):
-    sweep = tmp_path / "hang.toml"
-    sweep.write_text(f"""[sweep]
+def hang_sweep(path, then_sizes: str):
+    """A 2-rank gloo sweep whose first point runs far past its timeout (a rank stopped or killed there hangs it) and
+    whose second entry measures `then_sizes` (TOML) quickly: what fresh ranks go on with."""
+    path.write_text(f"""[sweep]
 name = "hang"
 nproc = 2
 backend = "gloo"
@@ -61,9 +55,21 @@ iters = 100000
 warmup_iters = 0
 [[run]]
 collective = "all_reduce"
-sizes = [16]
+sizes = {then_sizes}
 iters = 3
 """)
+    return path
+
+
+def _kill_rank_1(pids):  # as the OOM killer does: handled like a hang, not the end of the sweep
+    os.kill(pids[1], signal.SIGKILL)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("fault, said", [(_stop_every_rank, "every rank (0, 1) hung"),
+                                         (_kill_rank_1, "rank 1 was killed by SIGKILL")])
+def test_sweep_records_the_stuck_point_and_goes_on_with_fresh_ranks(tmp_path, fault, said):
+    sweep = hang_sweep(tmp_path / "hang.toml", "[16]")
     output = tmp_path / "sweep.jsonl"
     proc = start_cli("sweep", str(sweep), "-O", str(output))
     pids = rank_pids(proc, output)

@@ -13,8 +13,8 @@ import time
 import pytest
 
 from tests.processes import alive
-from tests.test_all_ranks_hung import _kill_rank_1, _stop_every_rank
-from tests.test_launch_watchdog import TIMEOUT_S, finish, lines, rank_pids, start_cli
+from tests.test_all_ranks_hung import _kill_rank_1, _stop_every_rank, hang_sweep
+from tests.test_launch_watchdog import finish, lines, rank_pids, start_cli
 
 PLAN = ["--model", "mixtral-8x7b", "--system", "h100-hgx", "--gpus", "16", "--precision", "bf16", "--top", "1"]
 
@@ -23,23 +23,7 @@ PLAN = ["--model", "mixtral-8x7b", "--system", "h100-hgx", "--gpus", "16", "--pr
 @pytest.mark.parametrize("fault, said", [(_stop_every_rank, "every rank (0, 1) hung"),
                                          (_kill_rank_1, "rank 1 was killed by SIGKILL")])
 def test_tune_records_the_stuck_point_goes_on_and_says_how_to_plan(tmp_path, fault, said):
-    sweep = tmp_path / "hang.toml"
-    sweep.write_text(f"""[sweep]
-name = "hang"
-nproc = 2
-backend = "gloo"
-[defaults]
-timeout_s = {TIMEOUT_S}
-[[run]]
-collective = "all_reduce"
-sizes = [8]
-iters = 100000
-warmup_iters = 0
-[[run]]
-collective = "all_reduce"
-sizes = ["16K", "256K", "1M"]
-iters = 3
-""")
+    sweep = hang_sweep(tmp_path / "hang.toml", '["16K", "256K", "1M"]')
     out = tmp_path / "out"
     output = out / "tune-sweep.jsonl"
     proc = start_cli("tune", "--sweep", str(sweep), "-O", str(out), *PLAN)
