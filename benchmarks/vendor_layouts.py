@@ -113,8 +113,9 @@ def flags_published(run) -> bool:
     """Whether the row's recipe flags are facts (calibrate/published.py flags_assumed): the row's own recipe fields,
     or its release's Megatron-Bridge recipe whose sizes and Megatron-FSDP are the row's. Otherwise (no recipe read,
     e.g. Nemotron-3 or a release older than the table; or no recipe of the release has the row's sizes) the flags
-    are assumed, and "as published" is a guess."""
-    return not flags_assumed(run.row, run.preset, run.model.name, run.layout.mbs if run.layout else None)
+    are assumed, and "as published" is a guess. The row's sizes are those it is modelled with
+    (PublishedRun.modelled_row: a size its release's recipe and throughput correct)."""
+    return not flags_assumed(run.modelled_row, run.preset, run.model.name)
 
 
 def release_key(release: str) -> tuple[int, ...]:

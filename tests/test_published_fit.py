@@ -55,7 +55,8 @@ def test_a_self_contradicting_row_takes_its_release_recipe_mbs_and_says_so():
     # the other notes: a release older than the recipe table (the 24.07 NeMo rows) took the default flags, the
     # row's recipe flags are assumed (flags_assumed), or a later commit's recipe models it; none changes the mbs
     assert all(("older than the recipe table" in r.layout_note or "recipe flags assumed" in r.layout_note
-                or "modelled with Megatron-Bridge commit" in r.layout_note)
+                or "modelled with Megatron-Bridge commit" in r.layout_note
+                or "contradicts its release" in r.layout_note)
                and r.layout.mbs == int(r.row["mbs"]) for r in runs if r.layout_note and r not in noted)
     for r in noted:
         assert r.layout.mbs != int(r.row["mbs"]) and "GA=" in r.layout_note and "recipe" in r.layout_note
@@ -78,6 +79,40 @@ def test_a_ga_contradiction_note_says_whether_the_recipes_mbs_resolves_it():
     assert llama.layout.mbs == 1 and "gives GA=16 as published" in llama.layout_note
 
 
+def test_a_row_whose_release_contradicts_its_ep_is_modelled_at_the_recipes():
+    """The 25.11 table publishes gpt-oss-120b on 64 B200 (BF16, mbs 4, gbs 512) at EP 8 and 8,213 tokens/s/GPU. Its
+    release recipe (workload_base_configs.py@7af9601 GPT_OSS_120B_B200_BF16_BASE_CONFIG) has every other size of the
+    row and EP 64; 26.02 publishes the EP 64 run at 8,047 (2% off), 26.02.01 the EP 8 one at 13,722 (+67%): the
+    throughput is the EP 64 run's, so EP 64 is modelled, its flags the recipe's own, and the note says why. The rule
+    catches no other row of the calibration, held-out GB300 or newer-release tables; the published row is kept."""
+    from commbench.data.reference import calibration_runs
+    from commbench.planner.calibrate.published import flags_assumed, recipe_size_if_release_contradicts
+    root = Path(__file__).parent.parent / "benchmarks" / "data"
+    for rows in (None, json.loads(HELD_OUT.read_text()), json.loads((root / "newer-release-runs.json").read_text())):
+        caught = [r for r in published_runs(None if rows is None else tuple(rows))
+                  if "contradicts its release" in r.layout_note]
+        assert [r.label for r in caught] == (["gpt-oss-120b 64x B200 BF16 25.11"] if rows is None else [])
+    run = next(r for r in published_runs() if "contradicts its release" in r.layout_note)
+    assert (run.layout.ep, run.row["ep"], run.modelled_row["ep"]) == (64, 8, 64)
+    assert "GPT_OSS_120B_B200_BF16_BASE_CONFIG" in run.layout_note and "@7af9601" in run.layout_note
+    assert "26.02 EP64 gbs 1280: 8,047" in run.layout_note and "26.02.01 EP8 gbs 1280: 13,722" in run.layout_note
+    assert flags_assumed(run.modelled_row, run.preset, run.model.name) == ""
+    assert "recipe flags assumed" in flags_assumed(run.row, run.preset, run.model.name)
+    table = tuple(calibration_runs())
+    row, name, preset = table[run.index], run.model.name, run.preset
+    assert recipe_size_if_release_contradicts(row, preset, name, table)[:2] == ("ep", 64)
+    # no evidence: the EP 64 run beyond 5% of the row's, or only an older release's
+    evidence = next(r for r in table if r is not row and r["model"] == row["model"] and r["gpu"] == row["gpu"]
+                    and r["ep"] == 64 and r["seq_len"] == row["seq_len"] and r["release"] == "26.02")
+    far = tuple(dict(r, tokens_per_s_per_gpu=row["tokens_per_s_per_gpu"] * 1.06) if r is evidence else r for r in table)
+    older = tuple(dict(r, release="25.09") if r is evidence else r for r in table)
+    # the EP 8 run published since at the row's throughput: the row's column is not contradicted
+    same = tuple(dict(r, tokens_per_s_per_gpu=row["tokens_per_s_per_gpu"]) if r.get("release") == "26.02.01" and
+                 r["model"] == row["model"] and r["gpu"] == row["gpu"] else r for r in table)
+    for rows in (far, older, same):
+        assert recipe_size_if_release_contradicts(row, preset, name, rows) is None
+
+
 def test_recipe_flags_are_facts_only_where_the_recipe_is_the_runs_configuration():
     """One rule for a row's recipe flags: they are the run's own only where its release's recipe has the row's sizes
     (num_gpus, tp, pp, vp, ep, the modelled mbs, gbs) and Megatron-FSDP. Otherwise another configuration gave them
@@ -86,10 +121,11 @@ def test_recipe_flags_are_facts_only_where_the_recipe_is_the_runs_configuration(
     way (no prediction moves)."""
     from commbench.planner.calibrate.published import flags_assumed
     runs = [r for r in published_runs() if r.layout is not None]
-    assumed = [r for r in runs if flags_assumed(r.row, r.preset, r.model.name, r.layout.mbs)]
-    # 19 whose release has no recipe of their sizes, 3 Nemotron-3-Nano, 2 from 24.07 (the 26.02.01 gpt-oss B300 /
-    # B200 rows have the sizes of a later commit's recipe: tests/test_recipe_scripts.py)
-    assert len(assumed) == 24
+    assumed = [r for r in runs if flags_assumed(r.modelled_row, r.preset, r.model.name)]
+    # 18 whose release has no recipe of their sizes, 3 Nemotron-3-Nano, 2 from 24.07 (the 26.02.01 gpt-oss B300 /
+    # B200 rows have the sizes of a later commit's recipe: tests/test_recipe_scripts.py; the 25.11 gpt-oss B200 row is
+    # modelled at its recipe's EP 64: test_a_row_whose_release_contradicts_its_ep_is_modelled_at_the_recipes)
+    assert len(assumed) == 23
     for r in assumed:   # said where the row is printed (the 24.07 rows' stand-in note already says default flags)
         assert "recipe flags assumed" in r.layout_note or "the default recipe flags" in r.layout_note, r.label
     facts = [r for r in runs if r not in assumed]

@@ -32,6 +32,10 @@ Mapping assumptions, the same for every row (the tables do not state them):
   DeepSeek-V3, Qwen3-30B-A3B and the Nemotron-3 family, whose recipes set it on every GPU
   (FLEX_EVERYWHERE); elsewhere the
   alltoall dispatcher (NCCL), the recipes' choice for Qwen3-235B-A22B on HGX and the safe default;
+- a parallel size (tp, pp, vp, ep) the row's release contradicts is modelled at its release recipe's value
+  (recipe_size_if_release_contradicts: that recipe has every other size of the row, and the row's throughput is a run
+  published at the recipe's value by the same or a later release, not one at the row's), noted in its layout_note;
+  a row whose mbs contradicts its own GA takes the recipe's mbs (recipe_mbs_if_row_contradicts);
 - DeepSeek-V3 rows tagged "w/o MTP" drop the MTP layer;
 - rows with Megatron-FSDP (FSDP=N in the notes, any case, "FSDP: N" too: N of the DP ranks shard) are modelled with fsdp
   (step/fsdp.py), as HSDP with dp/N replicas when N < dp; N not dividing dp and models outside the zoo
@@ -255,6 +259,17 @@ class PublishedRun:
         return f"{r['model']} {r['num_gpus']}x {r['gpu']} {r.get('precision') or '?'} {r.get('release') or ''}".rstrip()
 
     @property
+    def modelled_row(self) -> dict[str, Any]:
+        """The row with the sizes it is modelled with: `row` as published but for a parallel size its release
+        contradicts (recipe_size_if_release_contradicts) or an mbs it contradicts itself on
+        (recipe_mbs_if_row_contradicts); the layout_note says which. `row` itself where none is."""
+        if self.layout is None:
+            return self.row
+        lay, r = self.layout, self.row
+        moved = {k: getattr(lay, k) for k in ("tp", "pp", "vp", "ep", "mbs") if getattr(lay, k) != int(r.get(k) or 1)}
+        return dict(r, **moved) if moved else r
+
+    @property
     def legacy_label(self) -> str:
         """The label as calibration files written before the table's spelling list their runs ('GPUxN')."""
         r = self.row
@@ -451,6 +466,83 @@ def recipe_mbs_if_row_contradicts(row: dict[str, Any], preset: str, model_name: 
                        + ": the row's mbs and GA cannot both be right; the recipe's mbs is modelled"))
 
 
+# A run's published tokens/s/GPU says which layout ran where a table's layout column and its release's recipe disagree
+# and the run is published at both values: identical layouts published by two releases differ by a median 1.9%
+# (40 pairs of commbench/data/calibration-runs.json, same model, GPU, precision, GPU count, sequence and sizes, global
+# batch included), so a run within 5% of one and far from the other is that one.
+SAME_RUN_TOLERANCE = 0.05
+LAYOUT_SIZES = ("tp", "pp", "vp", "ep")
+
+
+def _sizes_of(row: dict[str, Any]) -> dict[str, int]:
+    """The row's MATCH_KEYS sizes, a table's "n/a" read as 1."""
+    return {"num_gpus": int(row["num_gpus"]), "tp": int(row["tp"]), "pp": int(row["pp"]), "vp": int(row.get("vp") or 1),
+            "ep": int(row.get("ep") or 1), "mbs": int(row["mbs"]), "gbs": int(row["gbs"])}
+
+
+def recipe_size_if_release_contradicts(row: dict[str, Any], preset: str, model_name: str,
+                                       table: tuple[dict[str, Any], ...]) -> tuple[str, int, str] | None:
+    """(size, value, note) when a row's published parallel size (tp, pp, vp or ep) is contradicted by its own release
+    and its throughput: (1) its release's recipe (release_recipe: the run's configuration at the release's commit, not
+    a stand-in release's nor a later commit's) has every other size of the row (num_gpus, the other parallel sizes,
+    mbs, gbs) and its Megatron-FSDP, and another value of this one; (2) a run of the same model, GPU, precision, GPU
+    count and sequence length in `table`, published by the row's release or a later one at the recipe's value (its
+    other parallel sizes and mbs the row's; its global batch, i.e. its gradient accumulation, may differ), is within
+    SAME_RUN_TOLERANCE of the row's tokens/s/GPU; (3) no such run published at the row's own value (the row aside)
+    is. Then the table's column, not the run, is taken to be wrong, and the run is modelled at the recipe's value
+    (the note names the recipe and both runs); None otherwise (the row is taken as published). A row that
+    contradicts itself (GA) is recipe_mbs_if_row_contradicts'."""
+    from commbench.planner.layout.recipes import _version, normalised_release
+    release, tokens = row.get("release"), row.get("tokens_per_s_per_gpu")
+    if not isinstance(release, str) or release.strip() in ("", "user") or not tokens or not model_name:
+        return None
+    recipe = release_recipe(row, preset, model_name)
+    if recipe is None or recipe["sizes_match"] or recipe["release_note"]:
+        return None
+    own = _sizes_of(row)
+    differ = [k for k in recipe["sizes"] if recipe["sizes"][k] != own[k]]
+    fsdp = bool(_fsdp(row.get("notes", "")))
+    if len(differ) != 1 or differ[0] not in LAYOUT_SIZES or recipe["megatron_fsdp"] != fsdp:
+        return None
+    size, value = differ[0], int(recipe["sizes"][differ[0]])
+    try:
+        precision, since = precision_of(row.get("precision")), _version(normalised_release(release))
+    except ValueError:
+        return None
+
+    def same_run(other: dict[str, Any]) -> bool:   # the row's run at another value of `size` or global batch
+        try:
+            sizes, later = _sizes_of(other), _version(normalised_release(str(other.get("release") or "")))
+            same_precision = precision_of(other.get("precision")) == precision
+        except (ValueError, KeyError, TypeError):
+            return False
+        return (other is not row and same_precision and later >= since and bool(other.get("tokens_per_s_per_gpu"))
+                and _zoo_name(str(other.get("model", ""))) == model_name
+                and _preset_name(str(other.get("gpu", ""))) == preset
+                and (other.get("seq_len"), int(other.get("cp") or 1)) == (row.get("seq_len"), int(row.get("cp") or 1))
+                and all(sizes[k] == own[k] for k in ("num_gpus", "mbs", *LAYOUT_SIZES) if k != size))
+
+    def near(other: dict[str, Any]) -> bool:
+        return abs(float(other["tokens_per_s_per_gpu"]) / float(tokens) - 1) <= SAME_RUN_TOLERANCE
+    runs = [o for o in table if isinstance(o, dict) and same_run(o)]
+    at_recipe = [o for o in runs if _sizes_of(o)[size] == value and near(o)]
+    at_row = [o for o in runs if _sizes_of(o)[size] == own[size]]
+    if not at_recipe or any(near(o) for o in at_row):
+        return None
+
+    def named(o: dict[str, Any]) -> str:
+        tokens_o = float(o["tokens_per_s_per_gpu"])
+        return f"{o.get('release')} {size.upper()}{_sizes_of(o)[size]} gbs {o['gbs']}: {tokens_o:,.0f}"
+    evidence = "; ".join(named(o) for o in at_recipe)
+    against = f", not the {size.upper()}{own[size]} run{'s' if len(at_row) > 1 else ''} published since " \
+              f"({'; '.join(named(o) for o in at_row)})" if at_row else ""
+    commit, file = recipe["source"].split("/blob/", 1)[1].split(" ")[0].split("/", 1)
+    return size, value, (f"{size} {own[size]} as published contradicts its release: the release recipe "
+                         f"{recipe['config']} ({file}@{commit[:7]}), whose other sizes are the row's, runs {size} "
+                         f"{value}, and the row's {float(tokens):,.0f} tokens/s/GPU is the {size.upper()}{value} run's "
+                         f"(within {SAME_RUN_TOLERANCE:.0%}: {evidence}){against}: {size} {value} is modelled")
+
+
 def sizes_fit(row: dict[str, Any]) -> bool:
     """num_gpus a multiple of tp*pp*cp (whole DP ranks) and of ep*etp*pp (Megatron-Core's expert grid): else the
     layout rules (world, expert_fold) name the sizes, rather than an FSDP shard count over a fractional DP."""
@@ -495,6 +587,10 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
         if "w/o mtp" in (r.get("notes") or "").lower():
             model = dataclasses.replace(model, num_mtp_layers=0)
         tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r.get("cp") or 1)
+        resized = recipe_size_if_release_contradicts(r, preset, name, rows)
+        published = r
+        if resized:   # modelled at its release recipe's size: the row as read from here on, PublishedRun.row stays
+            r = dict(r, **{resized[0]: resized[1]})
         flags = recipe_flags(r, preset, name)
         if _fsdp(r.get("notes", "")) and sizes_fit(r):  # Megatron-FSDP over all of DP, or part of it as HSDP
             # (step/fsdp.py); sizes that do not fit the GPUs: the layout rules (world, expert_fold) name them
@@ -505,18 +601,18 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
                         dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=fixed[0] if fixed else int(r["mbs"]),
                         gbs=int(r["gbs"]),
                         precision=precision_of(r.get("precision")), **flags)
-        broken = broken_rule_text(model, layout, r)
+        broken = broken_rule_text(model, layout, published)
         if broken:
-            out.append(PublishedRun(index=i, row=r, model=None, preset=preset, layout=None, skip_reason=broken,
+            out.append(PublishedRun(index=i, row=published, model=None, preset=preset, layout=None, skip_reason=broken,
                                     where=places[i]))
             continue
         stood_in = _release_note(r, preset, name, layout.precision)
         assumed = flags_assumed(r, preset, name, layout.mbs)
         if stood_in and release_recipe(r, preset, name) is None:   # it says the default recipe's flags stood in
             assumed = ""
-        out.append(PublishedRun(index=i, row=r, model=model, preset=preset, layout=layout,
-                                layout_note="; ".join(n for n in (fixed[1] if fixed else "", stood_in, assumed) if n),
-                                where=places[i]))
+        notes = (resized[2] if resized else "", fixed[1] if fixed else "", stood_in, assumed)
+        out.append(PublishedRun(index=i, row=published, model=model, preset=preset, layout=layout,
+                                layout_note="; ".join(n for n in notes if n), where=places[i]))
     return out
 
 
