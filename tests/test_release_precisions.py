@@ -11,18 +11,10 @@ from commbench.cli.app import app
 from commbench.errors import CommbenchError
 from commbench.planner.layout import recipes
 from commbench.planner.layout.spec import PRECISIONS
+from tests.test_titan_probe_n import _one_line_error
 
 runner = CliRunner()
 BASE = ["--model", "llama3-8b", "--system", "gb200-nvl72", "--gpus", "8"]
-
-
-def _one_line(res, *needles):
-    assert res.exit_code == 2, res.output
-    lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in res.output, res.output
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def test_every_release_names_its_megatron_core_and_its_source():
@@ -53,17 +45,17 @@ def test_the_rule_s_flags_are_the_ones_the_megatron_launch_takes():
 
 
 def test_nvfp4_with_25_09_is_refused_in_one_line_naming_the_releases_that_run_it():
-    line = _one_line(runner.invoke(app, ["plan", *BASE, "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1", "--precision",
+    line = _one_line_error(runner.invoke(app, ["plan", *BASE, "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1", "--precision",
                                          "nvfp4", "--software", "25.09"]),
                      "--precision", "nvfp4", "--software 25.09", "megatron-core 0.14", "--fp4-format",
                      "core_v0.15.0", "25.11, 26.02")
     assert "26.08" in line
-    _one_line(runner.invoke(app, ["plan", *BASE, "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1,precision=nvfp4",
+    _one_line_error(runner.invoke(app, ["plan", *BASE, "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1,precision=nvfp4",
                                   "--software", "25.09"]), "nvfp4", "--software 25.09")
-    _one_line(runner.invoke(app, ["plan", *BASE, "--precision", "nvfp4", "--software", "25.09"]),
+    _one_line_error(runner.invoke(app, ["plan", *BASE, "--precision", "nvfp4", "--software", "25.09"]),
               "nvfp4", "--software 25.09")   # the search
     # a release the table lacks reads 25.09's recipes and megatron-core: refused the same way
-    _one_line(runner.invoke(app, ["plan", *BASE, "--precision", "nvfp4", "--software", "25.10"]),
+    _one_line_error(runner.invoke(app, ["plan", *BASE, "--precision", "nvfp4", "--software", "25.10"]),
               "nvfp4", "25.09")
     ok = runner.invoke(app, ["plan", *BASE, "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1", "--precision", "nvfp4",
                              "--software", "25.11"])
@@ -71,7 +63,7 @@ def test_nvfp4_with_25_09_is_refused_in_one_line_naming_the_releases_that_run_it
 
 
 def test_tune_refuses_it_before_the_sweep(tmp_path):
-    _one_line(runner.invoke(app, ["tune", *BASE, "--precision", "nvfp4", "--software", "25.09", "--out",
+    _one_line_error(runner.invoke(app, ["tune", *BASE, "--precision", "nvfp4", "--software", "25.09", "--out",
                                   str(tmp_path / "t")]), "nvfp4", "--software 25.09")
     assert not (tmp_path / "t").exists()
 
