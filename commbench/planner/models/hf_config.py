@@ -657,6 +657,15 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
                      f"window on its attention layers shorter than max_position_embeddings={positions} (null, as the "
                      "released Nemotron-H configs have, or a window of at least max_position_embeddings, is read as "
                      "full attention)")
+    # transformers 5.25.0 never ties Nemotron-H's output layer to its embedding (modeling_nemotron_h.py
+    # NemotronHForCausalLM._tied_weights_keys = {}), while Megatron-Bridge ties any config that says so
+    # (model_bridge.py maps tie_word_embeddings to share_embeddings_and_output_weights): two models, so neither is
+    # picked silently; every released Nemotron-H config says false
+    if c.flag("tie_word_embeddings", False):
+        raise c.fail("tie_word_embeddings=true is not read for model_type 'nemotron_h': transformers 5.25.0 builds a "
+                     "separate output layer whatever it says (modeling_nemotron_h.py _tied_weights_keys = {}) while "
+                     "Megatron-Bridge ties it (model_bridge.py); set it to false, as every released Nemotron-H "
+                     "config has")
     moe = "E" in pattern
     ffn = c.int("moe_intermediate_size") if moe else 0
     shared = (_shared_count(c, c.int("moe_shared_expert_intermediate_size", 0), ffn,
