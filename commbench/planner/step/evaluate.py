@@ -131,6 +131,16 @@ class StepBreakdown:
             out[f.name] = value.item() if hasattr(value, "item") else value
         return out
 
+    def take(self, index) -> StepBreakdown:
+        """The rows at `index` (indices or a slice). The step model works row by row, so this is the breakdown of
+        the same layouts evaluated on their own."""
+        return StepBreakdown(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+    def where(self, mask: np.ndarray, other: StepBreakdown) -> StepBreakdown:
+        """`other`'s rows where `mask`, this one's elsewhere (both of the same number of layouts)."""
+        return StepBreakdown(**{f.name: np.where(mask, getattr(other, f.name), getattr(self, f.name))
+                                for f in fields(self)})
+
     def exposed_comm_s(self) -> np.ndarray:
         return (self.tp_exposed_s + self.ep_exposed_s + self.etp_exposed_s + self.cp_exposed_s + self.pp_exposed_s
                 + self.dp_dense_rs_exposed_s + self.dp_dense_ag_exposed_s
