@@ -57,3 +57,26 @@ class RowGroups:
         values = np.asarray(values)
         out = np.repeat(values, self._lengths) if self._lengths is not None else values[self._inverse]
         return out.reshape(self.shape)
+
+    def expand_each(self, table) -> np.ndarray:
+        """Several columns of per-group values (k x groups) -> k x the key columns' shape, in one gather."""
+        table = np.asarray(table)
+        out = np.repeat(table, self._lengths, axis=1) if self._lengths is not None else table[:, self._inverse]
+        return out.reshape((len(table),) + self.shape)
+
+    def columns(self, arrays, names: tuple[str, ...]) -> GroupColumns:
+        """`arrays`' (a LayoutArrays') `names` columns at each group's first row, for a term computed once per group:
+        the groups' key columns must fix them (reading a column not named raises AttributeError)."""
+        return GroupColumns({name: self.of(getattr(arrays, name)) for name in names}, len(self))
+
+
+class GroupColumns:
+    """Named columns, one value per group (RowGroups.columns); no other attribute."""
+
+    def __init__(self, columns: dict[str, np.ndarray], size: int) -> None:
+        self.__dict__.update(columns)
+        self._size = size
+
+    def __len__(self) -> int:
+        return self._size
+

@@ -165,9 +165,13 @@ def quant_tp_ok(model: ModelSpec, framework: str, precision: str, tp: np.ndarray
     out = np.ones(len(tp), dtype=bool)
     if (framework, precision) not in QUANT_BLOCK:
         return out
-    for t, e in {(int(a), int(b)) for a, b in zip(tp, etp)}:
-        if quant_tp_misfits(model, framework, precision, t, e):
-            out &= ~((tp == t) & (etp == e))
+    # each distinct tp with each distinct etp (a search's few; a pair no row has masks nothing), not a Python
+    # tuple per layout
+    etps = np.unique(etp).tolist()
+    for t in np.unique(tp).tolist():
+        for e in etps:
+            if quant_tp_misfits(model, framework, precision, t, e):
+                out &= ~((tp == t) & (etp == e))
     return out
 
 

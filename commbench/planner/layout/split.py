@@ -441,9 +441,12 @@ def stage_imbalance(model: ModelSpec, pp: np.ndarray, vp: np.ndarray, vocab=None
     groups = RowGroups(*columns)
     rows = zip(groups.of(pp).tolist(), groups.of(vp).tolist(),
                [None] * len(groups) if vocab is None else groups.of(columns[2]).tolist())
-    values = []
-    for p, v, n in rows:
-        split = best_split(model, p, v, n)
-        costs = split.rank_costs(stage_weights(model, n)) if split is not None else [1.0]
-        values.append(max(costs) * len(costs) / sum(costs))
-    return groups.expand(np.array(values, dtype=np.float64))
+    return groups.expand(np.array([_imbalance(model, p, v, n) for p, v, n in rows], dtype=np.float64))
+
+
+@lru_cache(maxsize=4096)
+def _imbalance(model: ModelSpec, pp: int, vp: int, vocab: float | None) -> float:
+    """stage_imbalance of one (pp, vp, vocab), once per search rather than once per evaluated chunk."""
+    split = best_split(model, pp, vp, vocab)
+    costs = split.rank_costs(stage_weights(model, vocab)) if split is not None else [1.0]
+    return max(costs) * len(costs) / sum(costs)

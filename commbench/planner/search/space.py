@@ -200,11 +200,7 @@ def search(req: SearchRequest) -> SearchResult:
                              + _why_none(bits, req, per_rack))
     kept_idx, kept_tok, kept_room, all_tok, all_idx = [], [], [], [], []
     num_fit = 0
-    for lo in range(0, len(valid_idx), CHUNK):
-        idx = valid_idx[lo:lo + CHUNK]
-        bd = evaluate_layouts(req.model, req.fabric, arr.take(idx), seq_len=req.seq_len,
-                              calibration=req.calibration, moe_imbalance=req.moe_imbalance,
-                              moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
+    for idx, bd in _evaluated_chunks(req, arr, valid_idx):
         room = bd.mem_capacity_bytes * (1.0 - req.headroom_fraction) - bd.mem_total_bytes
         ok = bd.fits & bd.valid & (room >= 0)
         num_fit += int(ok.sum())
@@ -236,6 +232,25 @@ def search(req: SearchRequest) -> SearchResult:
                         num_valid=len(valid_idx), num_fit=num_fit, elapsed_s=time.perf_counter() - start,
                         gpus_per_rack=per_rack, fitting_tokens_desc=-np.sort(-ranked),
                         fitting_structures_desc=best_per_structure_desc(ranked, ranked_codes))
+
+
+def _evaluated_chunks(req: SearchRequest, arr: LayoutArrays, valid_idx: np.ndarray):
+    """(indices, breakdown) of each CHUNK of `valid_idx` in order. A last chunk of under CHUNK // 8 rows is
+    evaluated in one call with the one before it (a call's fixed cost, not its rows, would dominate), then split
+    off: the step model works row by row, so each chunk's figures, and what is kept of it, are the same."""
+    n = len(valid_idx)
+    ends = list(range(CHUNK, n, CHUNK)) + [n]
+    if len(ends) > 1 and ends[-1] - ends[-2] < CHUNK // 8:
+        ends.pop(-2)
+    lo = 0
+    for hi in ends:
+        bd = evaluate_layouts(req.model, req.fabric, arr.take(valid_idx[lo:hi]), seq_len=req.seq_len,
+                              calibration=req.calibration, moe_imbalance=req.moe_imbalance,
+                              moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
+        for start in range(lo, hi, CHUNK):
+            stop = min(start + CHUNK, hi)
+            yield valid_idx[start:stop], bd.take(slice(start - lo, stop - lo))
+        lo = hi
 
 
 def structure_codes(columns) -> np.ndarray:
@@ -365,10 +380,9 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
         allowed = graphs_allowed(req.framework, arr.pp, arr.ep, req.model.is_moe, arr.fsdp)   # Megatron-FSDP: none
         better = ((score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap & allowed & (arr.cpu_offload_layers == 0))
         arr = LayoutArrays(**{f: np.where(better, getattr(full, f), getattr(arr, f)) for f in arr.__dataclass_fields__})
-        bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
+        bd = bd.where(better, bd_full)   # each row's own evaluation (the step model works row by row)
     order = np.argsort(-np.where(score(bd) > 0, bd.tokens_per_s_per_gpu, -1.0), kind="stable")
-    arr = arr.take(order)
-    return arr, evaluate_layouts(req.model, req.fabric, arr, **kw)
+    return arr.take(order), bd.take(order)
 
 
 def best_for_pins(req: SearchRequest) -> tuple[LayoutArrays, StepBreakdown]:

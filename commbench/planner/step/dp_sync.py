@@ -124,16 +124,18 @@ def grad_sync_s(system, coll, hier_rs, *, params, group, domains, dist) -> np.nd
 
 
 def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_overlap, rs_window, ag_window,
-              bucket_params, param_bytes=PARAM_BYTES, grad_size=GRAD_BYTES):
+              bucket_params, param_bytes=PARAM_BYTES, grad_size=GRAD_BYTES, groups: RowGroups | None = None):
     """(RS total, RS exposed, AG total, AG exposed) seconds per layout. `coll` and `hier_rs` are the
     cost model's collective_time_s and hierarchical_reduce_scatter_time_s (or test stand-ins);
     `param_bytes` per parameter gathered (param_gather_bytes); `bucket_params` per DDP bucket
-    (megatron_bucket_params)."""
+    (megatron_bucket_params). `groups`: rows grouped by columns that fix local, group, domains, dist and
+    param_bytes (the caller's integer key, cheaper than grouping by these floats); default by these."""
     active = group > 1
     g = np.maximum(group, 1)
     loc, g_, dom_, dist_, pb_ = np.broadcast_arrays(np.asarray(local, float), g, np.asarray(domains), dist,
                                                     np.asarray(param_bytes, dtype=float))
-    groups = RowGroups(loc, g_, dom_, dist_, pb_)   # the totals once per group of equal inputs
+    if groups is None:
+        groups = RowGroups(loc, g_, dom_, dist_, pb_)   # the totals once per group of equal inputs
     first = groups.first
     u_rs, u_ag = _totals(system, coll, hier_rs, loc.ravel()[first], g_.ravel()[first].astype(float),
                          dom_.ravel()[first].astype(float), dist_.ravel()[first], pb_.ravel()[first], grad_size)

@@ -57,6 +57,7 @@ from commbench.planner.models.counts import (flops_breakdown, framework_flops_pe
                                              param_counts, step_vocab, up_projection_flops)
 from commbench.planner.layout.connections import tp_overlap_runs
 from commbench.planner.layout.placement import domains_touched, gpus_per_rack
+from commbench.row_groups import RowGroups
 
 FP8_CODES = (CODE_FIELDS["precision"].index("fp8"), CODE_FIELDS["precision"].index("mxfp8"))
 ACT_BYTES = 2      # bf16 activations on the wire (TP, EP, PP, CP)
@@ -131,6 +132,16 @@ class StepBreakdown:
             out[f.name] = value.item() if hasattr(value, "item") else value
         return out
 
+    def take(self, index) -> StepBreakdown:
+        """The rows at `index` (indices or a slice). The step model works row by row, so this is the breakdown of
+        the same layouts evaluated on their own."""
+        return StepBreakdown(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+    def where(self, mask: np.ndarray, other: StepBreakdown) -> StepBreakdown:
+        """`other`'s rows where `mask`, this one's elsewhere (both of the same number of layouts)."""
+        return StepBreakdown(**{f.name: np.where(mask, getattr(other, f.name), getattr(self, f.name))
+                                for f in fields(self)})
+
     def exposed_comm_s(self) -> np.ndarray:
         return (self.tp_exposed_s + self.ep_exposed_s + self.etp_exposed_s + self.cp_exposed_s + self.pp_exposed_s
                 + self.dp_dense_rs_exposed_s + self.dp_dense_ag_exposed_s
@@ -193,6 +204,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     edp = tp * cp * dp // (etp * ep)
     n_mb = gbs // (mbs * dp)
     sp = a.sequence_parallel | (tp == 1)
+    # The communication terms a structure fixes are computed once per group of rows that share it (a search crosses
+    # each structure with several flag choices; commbench.row_groups): `structure` fixes the TP and MoE ones,
+    # `dp_key` the DP ones (their bytes, groups and domains; not the overlap windows, applied per row).
+    structure = RowGroups(tp, cp, pp, vp, ep, etp, mbs, a.precision, a.dispatcher, sp)
+    dp_key = RowGroups(tp, cp, pp, dp, ep, etp, a.precision, a.distributed_optimizer, a.fsdp)
 
     # The output layer's rows as the framework builds them (Megatron-LM pads to make_vocab_size_divisible_by x TP:
     # models/counts.step_vocab): its GEMM, weights, gradients, optimizer state and logits are charged at these rows.
@@ -290,8 +306,10 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Tensor parallel: per (column, row) linear pair the forward and backward collectives (tp_comm.py).
     tp_dom = domains_touched(tp, tp, dom, max_dom)
     if np.any(tp > 1):
-        per_pair = tp_comm.pair_time_s(system, collective_time_s, elements=tokens_mb / cp * model.hidden,
-                                       precision=a.precision, sp=sp, tp=tp, domains=tp_dom, framework=framework)
+        g = structure
+        per_pair = g.expand(tp_comm.pair_time_s(system, collective_time_s, elements=g.of(tokens_mb / cp * model.hidden),
+                                                precision=g.of(a.precision), sp=g.of(sp), tp=g.of(tp),
+                                                domains=g.of(tp_dom), framework=framework))
     else:
         per_pair = np.zeros(len(a))
     # attention block + dense MLP (+ the shared experts' MLP of MoE layers, TP-sharded like a dense
@@ -307,11 +325,12 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     tp_exposed_mb = np.where(tp_overlapped, _hidden(tp_total_mb, gemm_s, cal.overlap_efficiency), tp_total_mb)
 
     # Expert parallel dispatch/combine and the expert-TP gather/scatter (moe_comm.py).
-    ep_total_mb, etp_total_mb = moe_comm.ep_etp_totals_s(
-        model, system, a, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp, moe_stage=moe_stage,
-        rack_gpus=dom, max_domains=max_dom, moe_imbalance=moe_imbalance, cal=cal,
-        collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s,
-        framework=framework)
+    g = structure
+    ep_total_mb, etp_total_mb = (g.expand(x) for x in moe_comm.ep_etp_totals_s(
+        model, system, g.columns(a, ("dispatcher", "precision")), tokens_mb=g.of(tokens_mb), tp=g.of(tp),
+        cp=g.of(cp), ep=g.of(ep), etp=g.of(etp), moe_stage=g.of(moe_stage), rack_gpus=dom, max_domains=max_dom,
+        moe_imbalance=moe_imbalance, cal=cal, collective_time_s=collective_time_s,
+        moe_all_to_all_time_s=moe_all_to_all_time_s, framework=framework))
     # The other micro-batch's wall time hides it, launch-bound stretches included; the syncs stall both.
     ep_window = compute_mb - kernels.moe_sync_time_s(moe_stage, a.cuda_graph, cal)
     ep_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(ep_total_mb, ep_window, cal.ep_overlap_efficiency), ep_total_mb)
@@ -399,7 +418,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                          param_bytes=module_precision.mixed_bytes(local, bf16, ddp_param_bytes),
                          grad_size=grad_bytes(framework), bucket_params=bucket_params,
                          group=group, domains=domains, dist=dist, dp_overlap=a.dp_overlap,
-                         rs_window=rs_window, ag_window=ag_window)
+                         rs_window=rs_window, ag_window=ag_window, groups=dp_key)
 
     d_rs, d_rs_x, d_ag, d_ag_x = dp_terms(dense_local, dense_group, dense_dom, dense_bf16)
     if model.is_moe:

@@ -176,8 +176,11 @@ def candidate_arrays(model: ModelSpec, pp, vp, tp, framework: str = "megatron") 
                            x.loss, x.mtp_layers, *(getattr(x.counts, n) for n in names)) for x in loads],
                          dtype=np.float64)
         # a column the same for every group stays a scalar (no gather): most are (no Mamba, no loss on the first...)
-        col = [c[0] if np.all(c == c[0]) else grouped.expand(c)
-               for c in np.ascontiguousarray(table.T)]
+        same = np.all(table == table[:1], axis=0)
+        col = list(table[0])
+        for i, values in zip(np.flatnonzero(~same).tolist(),
+                             grouped.expand_each(np.ascontiguousarray(table.T[~same]))):   # one gather
+            col[i] = values
         out.append(RankArrays(rank=np.asarray(col[0]).astype(np.int64), vocab_matrices=col[1], non_expert_params=col[2],
                               expert_params=col[3], chunks_in_flight=col[4], loss=np.asarray(col[5]) > 0,
                               mtp_layers=col[6], counts=BlockCounts(**dict(zip(names, col[7:])))))

@@ -1,0 +1,60 @@
+"""The search's speed-ups rest on the step model working row by row: a layout's breakdown is the same evaluated
+among any others (with_full_graphs and the last search chunk take rows of breakdowns already evaluated), and a term
+computed once per group of rows reads only the layout columns its key fixes."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from commbench.costmodel import load_preset
+from commbench.planner import evaluate_layouts, load_model
+from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays
+from commbench.planner.search.candidates import candidates
+from commbench.planner.search.space import SearchRequest, search
+from commbench.row_groups import RowGroups
+
+
+def same(a, b) -> None:
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        assert x.dtype == y.dtype and np.array_equal(x, y, equal_nan=True), f.name
+
+
+def test_a_layouts_breakdown_is_the_same_among_any_others():
+    model, fabric = load_model("deepseek-v3"), load_preset("gb300-nvl72", num_gpus=256)
+    arr, _, _ = candidates(SearchRequest(model=model, fabric=fabric, num_gpus=256, gbs=4096, precision="mxfp8"))
+    rng = np.random.default_rng(0)
+    rows = rng.choice(len(arr), 3000, replace=False)   # TP, EP, PP, FSDP, recompute and flags mixed
+    some = arr.take(rows)
+    assert len(set(some.tp.tolist())) > 1 and some.fsdp.any() and (some.pp > 1).any()
+    whole = evaluate_layouts(model, fabric, some)
+    order = rng.permutation(len(some))
+    same(whole.take(order), evaluate_layouts(model, fabric, some.take(order)))
+    same(whole.take(slice(10, 40)), evaluate_layouts(model, fabric, some.take(np.arange(10, 40))))
+    full = LayoutArrays(**{**{f: getattr(some, f) for f in some.__dataclass_fields__},
+                           "cuda_graph": np.full(len(some), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})
+    mask = rng.random(len(some)) < 0.5
+    mixed = LayoutArrays(**{f: np.where(mask, getattr(full, f), getattr(some, f)) for f in some.__dataclass_fields__})
+    same(whole.where(mask, evaluate_layouts(model, fabric, full)), evaluate_layouts(model, fabric, mixed))
+
+
+def test_search_breakdown_is_its_layouts_evaluated():
+    model, fabric = load_model("deepseek-v3"), load_preset("gb300-nvl72", num_gpus=64)
+    res = search(SearchRequest(model=model, fabric=fabric, num_gpus=64, gbs=512, precision="mxfp8"))
+    same(res.breakdown, evaluate_layouts(model, fabric, res.layouts))
+
+
+def test_a_group_term_reads_only_its_key_columns():
+    model, fabric = load_model("deepseek-v3"), load_preset("gb300-nvl72", num_gpus=64)
+    arr, _, _ = candidates(SearchRequest(model=model, fabric=fabric, num_gpus=64, gbs=512, precision="mxfp8"))
+    groups = RowGroups(arr.tp, arr.ep)
+    cols = groups.columns(arr, ("tp", "ep"))
+    assert len(cols) == len(groups) < len(arr)
+    assert np.array_equal(groups.expand(cols.tp), arr.tp) and np.array_equal(groups.expand(cols.ep), arr.ep)
+    with pytest.raises(AttributeError):
+        cols.recompute
+    table = np.stack([cols.tp, cols.ep])
+    assert np.array_equal(groups.expand_each(table), np.stack([arr.tp, arr.ep]))
