@@ -97,6 +97,29 @@ Terms (why each exists):
   diagnostics) frees it (0.52 from FIT_START, 0.53 from these values, no term at a bound) but is worse held out:
   GB300 8.0% -> 8.6% (from these values 8.6% -> 9.1%), newer releases 5.7% -> 9.5% (5.0% -> 9.3%), vendor_layouts
   median rank 8 -> 24 (21); the assumed rows go 11% off: not kept.
+  Tried (session 37, fix-BE): the CP, PP and DP exposure of the rows holding it, against what the releases run. At
+  these values row 66 (405B H100 x1024 TP8 PP8 VP8 CP2, 25.11; 12.87 s step) charges TP 2.66 s total / 1.86 exposed,
+  PP 0.39 / 0.27, DP reduce-scatter 0.25 / 0.18 and all-gather 0.13 / 0.09, CP 0.21 / 0.14, bubble 0.17; row 94
+  (DeepSeek-V3 H100 x1024, recipe without TP or DP overlap) depends on the term only through PP p2p (0.66 / 0.46 s
+  of 23.8); row 11 (gpt-oss B300) only through the expert DP reduce-scatter and all-gather (0.27 / 0.19 s each of
+  5.26). Every source says these parts hide MORE than charged, not less: (1) CP: Megatron-Core's default cp_comm_type
+  p2p (no 405B recipe sets it), Transformer Engine's AttnFuncWithCPAndKVP2P batches the KV send/recv on Hopper at
+  cp 2 (context_parallel.py batch_p2p_comm, v2.7 to v2.16) and hides all three passes at cp 2 behind attention
+  steps (v2.9: forward KV behind step 0; backward KV behind step 0 and the dKV behind step 1, each waited after the
+  step's kernels); (2) PP: Megatron-Bridge sets overlap_p2p_comm=True, batch_p2p_comm=False wherever vp > 1
+  (training/comm_overlap.py _get_model_comm_overlap_cfgs at bf71eba, 7af9601, 21b02e0, 9c9dd84), and a 0.4-0.7 ms
+  p2p sits beside 7-20 ms chunks; the bubble is Megatron's interleaved (pp-1)/vp as charged; (3) DP: Bridge's DDP
+  bucket is 128 Mi parameters when DP > 1 (same file, _get_optimizer_overlap_cfgs), not Megatron-LM's
+  max(40M, 1M x DP*CP) (dp_sync.megatron_bucket_params): every row moves under 0.15%, not changed. Each made physical
+  (overlap efficiency 1 inside its window) at these values, with a refit of overlap_efficiency and the GEMM,
+  attention and HBM terms from them (bound kept / opened): CP: loss 0.00494 -> 0.00495, 405B H100 +1.2 points, opened
+  0.10; PP: 0.00516, the 70B and 405B H100 and 405B B200 rows +2..+5 points, 0.16; DP: 0.00522, row 11 +3.5% ->
+  +11.6%, 0.07; all three: 0.00548 (kept bound: in-sample 3.4% -> 4.2%, GB300 7.6% -> 8.2%), 0.07, with
+  gemm_efficiency_hopper at 0.8. The rows
+  want more exposed time, the sources give less: none kept. What the 405B rows hold is a release's software: the same
+  recipe (identical fields at 21b02e0, 0fbfe7d, fcbb603) is published 311 tokens/s/GPU in 26.02 (Transformer Engine
+  2.12) and 328 / 326 in 26.04.01 / 26.06 (TE 2.14 / 2.16; benchmarks/newer_releases.py), predicted 326 (+4.8%,
+  -0.7%, -0.1%); 25.09 / 25.11 (TE 2.7 / 2.9) 302 / 292, predicted 318. No recipe field records what changed.
 - Pipeline stage weights by time (tried, session 37, fix-BG; patch kept out of the code): layout/split.py weighs the
   loss stage by FLOPs (6 x hidden x vocab per token); the output layer runs bf16 at every precision
   (module_precision.py), so on an 8/4-bit layout its time is 2-3x its FLOPs weight. Tried: each rank of best_split
