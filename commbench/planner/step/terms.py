@@ -146,6 +146,41 @@ Terms (why each exists):
   3.2.1 reports the all-to-all "fully hidden" that way): its own term because it hides behind a
   whole micro-batch of compute, not behind the neighbouring GEMM as TP overlap does. Starts at 1.0
   (full overlap, the published claim) and is fitted on rows with EP overlap.
+  Checked (session 37, fix-BK) against Megatron-Core's combined 1F1B at every core a table release pins (core_v0.14.0,
+  0d8e0714 = 25.11, b0cc2706 = 26.02, 55ac7082 = 26.02.01; the same in all four): per layer, two streams, each
+  micro-batch's nodes chained by one CUDA event (models/common/model_chunk_schedule_plan.py
+  TransformerLayerSchedulePlan.run, pipeline_parallel/utils.py stream_acquire_context): comm stream combine_bwd |
+  dispatch_fwd -> dispatch_bwd | combine_fwd against comp stream attn_fwd | mlp_bwd -> mlp_bwd_dw -> mlp_fwd | attn_bwd
+  (attn = attention + pre-MLP norm + router + dispatch preprocess; mlp = the routed experts; the unpermute and the
+  residual add run inside combine_fwd on the comm stream: gpt/fine_grained_callables.py). Megatron-Bridge turns
+  delay_wgrad_compute on with it (scripts/performance/utils/overrides.py _set_moe_a2a_overlap_overrides @9c9dd84), and
+  backward_dw records no event, so dispatch_bwd overlaps the experts' wgrad and forward. SMs: DeepEP 20
+  (transformer_config.py moe_deepep_num_sms), HybridEP 16 (moe_hybridep_num_sms, 0.16 on); NCCL's all-to-all (the
+  alltoall dispatcher) takes what its channels take, not set there. What the window form gets wrong is not its size:
+  a per-layer event simulation of that schedule (model pieces per layer: forward 1/3, dgrad 1/3, wgrad 1/3 of each
+  GEMM kind) at full efficiency leaves 17 ms per micro-batch exposed on Qwen3-235B-A22B 256x H100 EP32 (rows 21, 47, 70:
+  2.2 ms per all-to-all, 7.7 ms compute per layer), 0 on DeepSeek-V3 H100 25.09 (row 95) and on every EP8-in-a-node row;
+  the whole-micro-batch window at efficiency 1 leaves 9 ms: the two agree. The model exposes 73 ms there (the fitted
+  0.53 + the 24 dispatcher SMs), the published step ~51-55 ms; the intra-node rows the fit also sees want more
+  exposure, not less (45, 64, 43, 69: +30% to +97%; recipes.EP_OVERLAP_SLOWER_DOMAIN_GPUS), so the efficiency is a
+  compromise between them and no window form moves it. Fitted alone (the other terms held at these values) it is
+  0.4127 at this physics, not 0.5345 (in-sample 3.4% -> 3.3%, GB300 7.6% unchanged).
+  Tried (not kept; patch /tmp/s37/BK_unpaired_a2a.patch): the warm-up forwards and cool-down backwards have no partner
+  (schedules.py get_pp_rank_microbatches: 2 (pp - 1) + (vp - 1) pp chunks + 1 "to ensure the forward and backward
+  computations are independent in all 1f1b steps"; combined_1f1b.py: pp = 1 runs the first forward and the last
+  backward "alone, no a2a overlapping"), so their all-to-alls were charged whole, on the first rank (9.75 micro-batches
+  of 128 or 512 for the Qwen3-235B H100 rows), and the bubble at that unpaired time. At these values: Qwen3-235B H100
+  rows 21 / 47 / 70 -10.9 / -12.1 / -9.9% -> -11.3 / -12.5 / -11.4%, row 95 +6.1% -> +4.8%, 64 +29.8% -> +29.0%, 69
+  +97.5% -> +96.8%; in-sample 3.4% (MoE 3.8%) and held-out GB300 7.6% unchanged (no GB300 row overlaps); newer releases
+  5.4% -> 5.4% (MoE 5.4% -> 5.5%, mean 8.9% -> 8.8%, 26.08 10.5% -> 11.1%; the DeepSeek-V3 B200/GB200/GB300 and
+  Qwen3-235B GB300/H100 rows, already slow, 0.3-1.8 points slower, gpt-oss GB200/GB300 MXFP8 2 points less fast);
+  vendor_layouts median rank 8, within band 63% / 66%, unchanged. ep_overlap_efficiency refitted alone with it:
+  0.4409 (0.4127 without it): in-sample 3.3%, GB300 7.6%, newer releases 5.3% (MoE 5.5%, mean 9.0%, 26.08 12.8%),
+  vendor_layouts unchanged (top 10 46 -> 44). Held out no better (newer-release MoE and 26.08 worse): not kept. The
+  window is not short (at efficiency 1 it leaves 9-17 ms, below the ~51-55 ms the published H100 step shows): the
+  Qwen3-235B H100 gap is the efficiency, held down by the intra-node rows; what overlapped compute loses to the
+  concurrent all-to-all (SMs, HBM, host launches once the chains interleave) is where to look, and no source prices
+  it for the NCCL dispatcher.
 - expert_gemm_kernel_s: GPU time per expert GEMM kernel beyond its FLOPs (launch gap and the last
   partial wave of a small GEMM), 6 kernels per local expert per MoE layer per micro-batch (fc1 and
   fc2 x fprop, dgrad, wgrad): without the fused grouped MLP, Transformer Engine's GroupedLinear
