@@ -172,6 +172,7 @@ class SavedElements:
     def __init__(self, model: ModelSpec, arr, *, tp, cp, etp, sp, framework: str = "megatron"):
         self.model, self.arr, self.framework = model, arr, framework
         self.tp, self.cp, self.etp, self.sp = tp, cp, etp, sp
+        self._whole = None
         self.input_elements = model.hidden / (np.where(sp, tp, 1) * cp)   # a layer's input: full recompute keeps it
         self.kinds = self._kinds(arr.recompute, tp=tp, cp=cp, etp=etp, sp=sp)
         self.share = self.stored = None
@@ -179,9 +180,9 @@ class SavedElements:
             self.share = full_recompute_share(model, arr)
             self.stored = self._kinds(np.zeros_like(arr.recompute), tp=tp, cp=cp, etp=etp, sp=sp)
 
-    def _kinds(self, recompute, *, tp, cp, etp, sp) -> dict:
+    def _kinds(self, recompute, *, tp, cp, etp, sp, keep=None) -> dict:
         model, precision = self.model, self.arr.precision
-        keep = rc.keep_factors(model, self.arr, recompute, self.framework)
+        keep = rc.keep_factors(model, self.arr, recompute, self.framework) if keep is None else keep
         attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, precision, keep)
         kinds = {"attention": attn, "dense": dense_mlp, "moe": moe_mlp, "recompute": recompute}
         if model.linear_attention_freq:  # Gated DeltaNet blocks in place of attention (step/gdn.py)
@@ -209,19 +210,21 @@ class SavedElements:
         a whole layer's saved activations sit beside the stored layer inputs. The largest layer the `counts` blocks
         make (attention or Gated DeltaNet + its dense or MoE MLP; a hybrid's blocks are layers of their own), less
         its input, which is stored anyway."""
-        full = self.arr.recompute == 2
+        full = np.asarray(self.arr.recompute) == 2
         if not np.any(full):
             return np.zeros(np.shape(full))
+        if self._whole is None:   # recompute none's elements per block kind (every saved tensor kept), once per array
+            self._whole = self._kinds(np.zeros_like(self.arr.recompute), tp=self.tp, cp=self.cp, etp=self.etp,
+                                      sp=self.sp, keep={tensor: 1.0 for tensor in rc.SAVED})
         counts = block_counts(self.model) if counts is None else counts
-        kinds = self._kinds(np.zeros_like(self.arr.recompute), tp=self.tp, cp=self.cp, etp=self.etp, sp=self.sp)
+        kinds = self._whole
 
-        def present(name, n):
-            return np.where(np.asarray(n) > 0, kinds[name], 0.0) if name in kinds else 0.0
+        def present(name):
+            return np.where(np.asarray(getattr(counts, name)) > 0, kinds[name], 0.0) if name in kinds else 0.0
         if "mamba" in kinds:
-            layer = np.maximum.reduce([present(k, getattr(counts, k)) for k in ("attention", "mamba", "dense", "moe")])
+            layer = np.maximum.reduce([present(k) for k in ("attention", "mamba", "dense", "moe")])
         else:
-            mixer = np.maximum(present("attention", counts.attention), present("linear", counts.linear))
-            layer = mixer + np.maximum(present("dense", counts.dense), present("moe", counts.moe))
+            layer = np.maximum(present("attention"), present("linear")) + np.maximum(present("dense"), present("moe"))
         return np.where(full, np.maximum(layer - self.input_elements, 0.0), 0.0)
 
     def of(self, counts=None) -> np.ndarray:
