@@ -84,12 +84,15 @@ def test_etp_communication_by_hand(monkeypatch):
     # the gather and its backward reduce-scatter in bf16; the combine's reduce-scatter and its backward gather in
     # the routing probabilities' fp32 (megatron-core 0.16.1 combine_preprocess: hidden_states.to(probs.dtype))
     per_layer = 2 * elements * 2 + 2 * elements * 4
+    # full recompute re-runs the forward (megatron-core CheckpointFunction.backward): its gather (bf16) and its
+    # combine's reduce-scatter (fp32) once more (step/moe_comm.py)
+    per_layer += elements * 2 + elements * 4
     from commbench.planner.models.counts import step_vocab
     # the busiest pipeline rank, its loss stage at the rows charged at TP 2 (Megatron's padded 130,560)
     moe_stage = (m.num_moe_layers + m.num_mtp_layers) / 16 * step_module.stage_imbalance(
         m, np.array([16]), np.array([1]), np.array([step_vocab(m, 2, "megatron")]))[0]
     n_mb = 64 // 4
-    # per MoE layer: (AG + RS) forward and the mirror backward
+    # per MoE layer: (AG + RS) forward, the mirror backward and the re-run forward
     assert bd.etp_total_s[1] == pytest.approx(n_mb * moe_stage * per_layer * SECONDS_PER_BYTE, rel=1e-9)
     assert bd.etp_exposed_s[1] == bd.etp_total_s[1]       # not overlapped without EP comm overlap
     assert bd.tp_total_s[0] == pytest.approx(bd.tp_total_s[1])   # routed experts are not on the TP group

@@ -139,3 +139,22 @@ def test_calibration_compares_a_logs_modules_by_what_they_free():
     args = {"recompute_granularity": "selective", "recompute_modules": ["core_attn", "layernorm"]}
     assert recompute_priced_note(args, "llama3-8b") == ""
     assert "priced as" in recompute_priced_note(dict(args, recompute_modules=["core_attn", "moe_act"]), "qwen3-30b-a3b")
+
+
+def test_full_recompute_holds_one_whole_layer_beside_the_stored_inputs():
+    """Full recompute keeps each layer's input, and while a layer is re-run for its backward (megatron-core
+    CheckpointFunction.backward: the forward again under enable_grad, then its backward; one layer per checkpoint)
+    that layer's whole saved activations are alive too: llama3-8b at pp=1, one micro-batch in flight, full recompute
+    holds 32 inputs + (one layer's recompute-none elements - its input), by hand from the memory model's own
+    per-token counts."""
+    model = load_model("llama3-8b")
+    base = dict(tp=1, pp=1, vp=1, dp=8, mbs=2, gbs=16, precision="bf16")
+    lays = [Layout(**base, recompute=r) for r in ("none", "full")]
+    bd = evaluate_layouts(model, load_preset("h100-hgx", num_gpus=8), LayoutArrays.from_layouts(lays))
+    tokens = 2 * model.seq_len
+    layer_in = model.hidden                       # one layer's input, elements per token (bf16)
+    none_layer = (bd.mem_activations_bytes[0] - memory.logits_bytes(model, tp=1, cp=1, tokens_mb=tokens)) \
+        / (tokens * 2.0 * model.num_layers)       # one layer's saved elements per token, recompute none
+    want = tokens * 2.0 * (model.num_layers * layer_in + none_layer - layer_in) \
+        + memory.logits_bytes(model, tp=1, cp=1, tokens_mb=tokens)
+    assert float(bd.mem_activations_bytes[1]) == pytest.approx(float(want), rel=1e-9)

@@ -62,3 +62,33 @@ def test_whole_step_bf16_tensor_parallel_moves_more_than_fp8():
     bd = evaluate_layouts(model, fabric, lays, seq_len=8192)
     bf16, fp8 = bd.tp_total_s
     assert 1.0 < bf16 / fp8 <= (4 + 6) / (4 + 3) + 1e-9
+
+
+def test_full_recompute_reruns_the_forward_gather_and_scatter_by_hand():
+    """Full recompute re-runs a layer's forward in its backward (megatron-core CheckpointFunction.backward): one more
+    all-gather of the (quantized) input and one more bf16 reduce-scatter with SP, one more all-reduce without."""
+    n = 2
+    sp = tp_comm.pair_time_s(None, bytes_moved, elements=np.full(n, 1000.0), precision=codes("bf16", "fp8"),
+                             sp=np.full(n, True), tp=np.full(n, 4), domains=np.ones(n), rerun=np.array([1.0, 0.5]))
+    assert sp.tolist() == pytest.approx([3 * 2000 + 4 * 2000, 2.5 * 2000 + 3.5 * 1000])
+    no_sp = tp_comm.pair_time_s(None, bytes_moved, elements=np.full(1, 1000.0), precision=codes("bf16"),
+                                sp=np.full(1, False), tp=np.full(1, 4), domains=np.ones(1), rerun=1.0)
+    assert no_sp.tolist() == pytest.approx([3 * 2 * 2000])
+
+
+def test_whole_step_full_recompute_reruns_tp_ep_and_cp_forward_collectives():
+    """Through evaluate_layouts: the same layout under full recompute moves its forward TP collectives (1 RS + 1 AG
+    of the pair's 2 + 3), its EP dispatch and combine (2 of 4 all-to-alls) and its CP ring's forward passes (1 of 3)
+    once more than under no recompute; selective recompute (core_attn) re-runs the ring's forward only."""
+    model = load_model("qwen3-30b-a3b")
+    fabric = load_preset("gb200-nvl72", num_gpus=64)
+    base = dict(tp=2, pp=1, vp=1, ep=8, cp=2, dp=16, mbs=1, gbs=256, precision="bf16", sequence_parallel=True,
+                moe_a2a_overlap=False, tp_comm_overlap=False)
+    lays = LayoutArrays.from_layouts([Layout(**base, recompute=r) for r in ("none", "full", "selective")])
+    bd = evaluate_layouts(model, fabric, lays, seq_len=8192)
+    tp_s, ep_s, cp_s = bd.tp_total_s, bd.ep_total_s, bd.cp_total_s   # per layout: none, full, selective
+    assert 1.0 < tp_s[1] / tp_s[0] < 7.0 / 5.0 + 1e-9           # TP: + (RS + AG) over (2 RS + 3 AG)
+    assert ep_s[1] / ep_s[0] == pytest.approx(1.5, rel=0.2)     # EP: + (dispatch + combine) over 4 phases
+    assert cp_s[1] / cp_s[0] == pytest.approx(4.0 / 3.0, rel=1e-9)
+    assert cp_s[2] / cp_s[0] == pytest.approx(4.0 / 3.0, rel=1e-9)
+    assert tp_s[2] == pytest.approx(tp_s[0]) and ep_s[2] == pytest.approx(ep_s[0])

@@ -292,6 +292,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                              np.broadcast_to(up_proj_s, gemm_s.shape),
                              memory_bound_s / 12.0], 0.0)
     # Host launches run ahead of the GPU: a layer exposes only what its host time exceeds its GPU time by.
+    # The share of the stage's layers whose forward full recompute re-runs, collectives included (tp_comm.py,
+    # moe_comm.py); selective recompute re-runs the attention core (core_attn), which communicates only under CP.
+    rerun_full = np.where(recompute == 2, memory.full_recompute_share(model, a), 0.0)
     gpu_layer_s = (gemm_s + attention_s + memory_bound_s + recompute_s) / np.maximum(layers_stage, 1e-9)
     overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal, gpu_layer_s, model=model,
                                      graph_scope=a.cuda_graph_scope)
@@ -307,9 +310,15 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     tp_dom = domains_touched(tp, tp, dom, max_dom)
     if np.any(tp > 1):
         g = structure
-        per_pair = g.expand(tp_comm.pair_time_s(system, collective_time_s, elements=g.of(tokens_mb / cp * model.hidden),
+
+        def tp_pairs(rerun: float) -> np.ndarray:
+            return g.expand(tp_comm.pair_time_s(system, collective_time_s, elements=g.of(tokens_mb / cp * model.hidden),
                                                 precision=g.of(a.precision), sp=g.of(sp), tp=g.of(tp),
-                                                domains=g.of(tp_dom), framework=framework))
+                                                domains=g.of(tp_dom), framework=framework, rerun=rerun))
+        # linear in the re-run share, which the structure does not fix: priced per group at 0 and 1, mixed per row
+        per_pair = tp_pairs(0.0)
+        if np.any(rerun_full > 0):
+            per_pair = per_pair + rerun_full * (tp_pairs(1.0) - per_pair)
     else:
         per_pair = np.zeros(len(a))
     # attention block + dense MLP (+ the shared experts' MLP of MoE layers, TP-sharded like a dense
@@ -326,11 +335,19 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
 
     # Expert parallel dispatch/combine and the expert-TP gather/scatter (moe_comm.py).
     g = structure
-    ep_total_mb, etp_total_mb = (g.expand(x) for x in moe_comm.ep_etp_totals_s(
-        model, system, g.columns(a, ("dispatcher", "precision")), tokens_mb=g.of(tokens_mb), tp=g.of(tp),
-        cp=g.of(cp), ep=g.of(ep), etp=g.of(etp), moe_stage=g.of(moe_stage), rack_gpus=dom, max_domains=max_dom,
-        moe_imbalance=moe_imbalance, cal=cal, collective_time_s=collective_time_s,
-        moe_all_to_all_time_s=moe_all_to_all_time_s, framework=framework))
+
+    def ep_etp_totals(rerun: float) -> tuple[np.ndarray, np.ndarray]:
+        return tuple(g.expand(x) for x in moe_comm.ep_etp_totals_s(
+            model, system, g.columns(a, ("dispatcher", "precision")), tokens_mb=g.of(tokens_mb), tp=g.of(tp),
+            cp=g.of(cp), ep=g.of(ep), etp=g.of(etp), moe_stage=g.of(moe_stage), rack_gpus=dom, max_domains=max_dom,
+            moe_imbalance=moe_imbalance, cal=cal, collective_time_s=collective_time_s,
+            moe_all_to_all_time_s=moe_all_to_all_time_s, framework=framework, rerun=rerun))
+    # linear in the re-run share, as the TP pairs above
+    ep_total_mb, etp_total_mb = ep_etp_totals(0.0)
+    if model.is_moe and np.any(rerun_full > 0):
+        ep_rerun, etp_rerun = ep_etp_totals(1.0)
+        ep_total_mb = ep_total_mb + rerun_full * (ep_rerun - ep_total_mb)
+        etp_total_mb = etp_total_mb + rerun_full * (etp_rerun - etp_total_mb)
     # The other micro-batch's wall time hides it, launch-bound stretches included; the syncs stall both.
     ep_window = compute_mb - kernels.moe_sync_time_s(moe_stage, a.cuda_graph, cal)
     ep_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(ep_total_mb, ep_window, cal.ep_overlap_efficiency), ep_total_mb)
@@ -357,14 +374,17 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         cp_dom = domains_touched(tp * cp, cp, dom, max_dom)
         one_pass = collective_time_s(system, "sendrecv", kv_bytes, np.full(len(a), 2), np.minimum(cp_dom, 2))
         attn_stage = blocks.attention / pp * imbalance
-        cp_total_mb = np.where(cp > 1, attn_stage * 3.0 * (cp - 1) * one_pass, 0.0)
+        # A recompute that re-runs the attention core re-runs its forward ring (TE's AttnFuncWithCPAndKVP2P runs
+        # the K,V passes inside the core's forward): full (its share of the layers) and selective (core_attn).
+        attn_rerun = np.where(recompute == 1, 1.0, rerun_full)
+        cp_total_mb = np.where(cp > 1, attn_stage * (3.0 + attn_rerun) * (cp - 1) * one_pass, 0.0)
     else:
         cp_total_mb = np.zeros(len(a))
     cp_exposed_mb = cp_total_mb if titan_cp else _hidden(cp_total_mb, attention_s, cal.overlap_efficiency)
     if blocks.mamba and np.any(cp > 1):  # Mamba's CP all-to-alls sit between its GEMMs: never hidden
         mamba_cp = blocks.mamba / pp * imbalance * mamba.cp_all_to_all_s(
             model, system, collective_time_s, tokens_mb=tokens_mb, tp=tp, cp=cp,
-            cp_domains=domains_touched(tp * cp, cp, dom, max_dom), act_bytes=ACT_BYTES)
+            cp_domains=domains_touched(tp * cp, cp, dom, max_dom), act_bytes=ACT_BYTES, rerun=rerun_full)
         cp_total_mb, cp_exposed_mb = cp_total_mb + mamba_cp, cp_exposed_mb + mamba_cp
 
     # Pipeline send/recv: one activation per virtual stage each way (scattered over TP with SP).

@@ -125,11 +125,12 @@ def activation_elements(model: ModelSpec, tp, cp, sp, recompute, precision, *, k
 
 
 def cp_all_to_all_s(model: ModelSpec, system, collective_time_s, *, tokens_mb, tp, cp, cp_domains,
-                    act_bytes: int) -> np.ndarray:
-    """Per micro-batch per Mamba layer: the CP all-to-alls, forward and backward (0 where cp = 1)."""
+                    act_bytes: int, rerun=0.0) -> np.ndarray:
+    """Per micro-batch per Mamba layer: the CP all-to-alls, forward and backward (0 where cp = 1), and the forward's
+    again for the `rerun` share of layers full recompute re-runs (tp_comm.py's docstring)."""
     if not np.any(cp > 1):
         return np.zeros(np.shape(tp))
     rows = tokens_mb / cp / tp * act_bytes
     one_way = (collective_time_s(system, "all_to_all", rows * in_proj_width(model), cp, cp_domains)
                + collective_time_s(system, "all_to_all", rows * d_inner(model), cp, cp_domains))
-    return np.where(cp > 1, 2.0 * one_way, 0.0)
+    return np.where(cp > 1, (2.0 + np.asarray(rerun, dtype=float)) * one_way, 0.0)

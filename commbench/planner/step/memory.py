@@ -171,6 +171,8 @@ class SavedElements:
 
     def __init__(self, model: ModelSpec, arr, *, tp, cp, etp, sp, framework: str = "megatron"):
         self.model, self.arr, self.framework = model, arr, framework
+        self.tp, self.cp, self.etp, self.sp = tp, cp, etp, sp
+        self._whole = None
         self.input_elements = model.hidden / (np.where(sp, tp, 1) * cp)   # a layer's input: full recompute keeps it
         self.kinds = self._kinds(arr.recompute, tp=tp, cp=cp, etp=etp, sp=sp)
         self.share = self.stored = None
@@ -178,9 +180,9 @@ class SavedElements:
             self.share = full_recompute_share(model, arr)
             self.stored = self._kinds(np.zeros_like(arr.recompute), tp=tp, cp=cp, etp=etp, sp=sp)
 
-    def _kinds(self, recompute, *, tp, cp, etp, sp) -> dict:
+    def _kinds(self, recompute, *, tp, cp, etp, sp, keep=None) -> dict:
         model, precision = self.model, self.arr.precision
-        keep = rc.keep_factors(model, self.arr, recompute, self.framework)
+        keep = rc.keep_factors(model, self.arr, recompute, self.framework) if keep is None else keep
         attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, precision, keep)
         kinds = {"attention": attn, "dense": dense_mlp, "moe": moe_mlp, "recompute": recompute}
         if model.linear_attention_freq:  # Gated DeltaNet blocks in place of attention (step/gdn.py)
@@ -199,6 +201,31 @@ class SavedElements:
             per_token = per_token + kinds["mamba"] * counts.mamba
             per_token = np.where(kinds["recompute"] == 2, counts.layers * self.input_elements, per_token)
         return per_token
+
+    def recompute_working(self, counts=None) -> np.ndarray:
+        """Elements per token one layer adds while full recompute re-runs it (0 for other rows): megatron-core's
+        CheckpointFunction.backward (tensor_parallel/random.py) re-runs the checkpointed forward under
+        enable_grad, which saves every tensor that layer's backward needs, then runs that backward: for one layer at
+        a time (the plans' --recompute-method uniform --recompute-num-layers 1, and block's per-layer checkpoints)
+        a whole layer's saved activations sit beside the stored layer inputs. The largest layer the `counts` blocks
+        make (attention or Gated DeltaNet + its dense or MoE MLP; a hybrid's blocks are layers of their own), less
+        its input, which is stored anyway."""
+        full = np.asarray(self.arr.recompute) == 2
+        if not np.any(full):
+            return np.zeros(np.shape(full))
+        if self._whole is None:   # recompute none's elements per block kind (every saved tensor kept), once per array
+            self._whole = self._kinds(np.zeros_like(self.arr.recompute), tp=self.tp, cp=self.cp, etp=self.etp,
+                                      sp=self.sp, keep={tensor: 1.0 for tensor in rc.SAVED})
+        counts = block_counts(self.model) if counts is None else counts
+        kinds = self._whole
+
+        def present(name):
+            return np.where(np.asarray(getattr(counts, name)) > 0, kinds[name], 0.0) if name in kinds else 0.0
+        if "mamba" in kinds:
+            layer = np.maximum.reduce([present(k) for k in ("attention", "mamba", "dense", "moe")])
+        else:
+            layer = np.maximum(present("attention"), present("linear")) + np.maximum(present("dense"), present("moe"))
+        return np.where(full, np.maximum(layer - self.input_elements, 0.0), 0.0)
 
     def of(self, counts=None) -> np.ndarray:
         """Elements per token of the blocks `counts` holds (default the whole model's, step/mamba.block_counts)."""
@@ -249,7 +276,9 @@ def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedE
     # pipeline_parallel/schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1, interleaved only)
     chunks = load.chunks_in_flight + np.where(arr.moe_a2a_overlap & (vp > 1), 1, 0)
     mb_equiv = np.minimum(chunks / vp, n_mb)                              # micro-batches' worth in flight
-    return per_mb_rank * mb_equiv + np.where(load.loss, logits, 0.0)
+    # full recompute: the layer being re-run holds its whole saved activations for one micro-batch
+    working = np.where(load.counts.layers > 0, tokens_mb * saved.recompute_working(load.counts) * BF16, 0.0)
+    return per_mb_rank * mb_equiv + working + np.where(load.loss, logits, 0.0)
 
 
 def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,

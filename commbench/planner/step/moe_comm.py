@@ -24,6 +24,10 @@ _routed_experts_sharding_configs: the block's input x_BLD is redistributed from 
 Replicate over TP before the router, every rank routes all tokens through its TP shard of every expert, and the
 Partial output is reduce-scattered back): an all-gather and a reduce-scatter of tokens x hidden in the activations'
 bf16, forward and backward, not top-k copies.
+
+Full recompute re-runs a recomputed layer's forward in its backward (tp_comm.py's docstring gives the source), its
+token dispatcher with it: the forward's dispatch and combine all-to-alls (and, with the alltoall dispatcher and
+ETP > 1, the forward's ETP all-gather and reduce-scatter) run again for that share of the MoE layers (`rerun`).
 """
 
 from __future__ import annotations
@@ -149,9 +153,11 @@ def ep_phases_s(model, system, *, tokens_rank, ep, ep_dom, flex, quantised, moe_
 
 def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, rack_gpus, max_domains,
                     moe_imbalance, cal, collective_time_s, moe_all_to_all_time_s,
-                    framework: str = "megatron") -> tuple[np.ndarray, np.ndarray]:
+                    framework: str = "megatron", rerun=0.0) -> tuple[np.ndarray, np.ndarray]:
     """(EP all-to-all seconds, ETP gather/scatter seconds) per micro-batch; zeros for dense models. Under TorchTitan
-    the ETP gather and scatter move the MoE block's tokens once, in bf16 (module docstring)."""
+    the ETP gather and scatter move the MoE block's tokens once, in bf16 (module docstring). `rerun`: the share of
+    the MoE layers full recompute re-runs, whose forward dispatch, combine and ETP gather/scatter run again."""
+    rerun = np.asarray(rerun, dtype=float)
     if not model.is_moe:
         return np.zeros(len(a)), np.zeros(len(a))
     tokens_rank = tokens_mb / (tp * cp)
@@ -173,7 +179,8 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
         ep_fewest=ep_fewest, etp=etp)
     # Forward: dispatch (8-bit where quantised) + combine. Backward: the gradient of the combine is
     # a dispatch of bf16 gradients, the gradient of the dispatch a combine — both bf16.
-    ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s
+    # A re-run forward (full recompute) dispatches and combines again.
+    ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s + rerun * (dispatch_s + combine_s)
     a2a_ranks = ep * flex_etp_fanout(etp, flex)   # flex with EP1 and ETP > 1 still exchanges over ETP
     ep_total_mb = np.where(a2a_ranks > 1, moe_stage * ep_pairs / cal.all_to_all_efficiency, 0.0)
     # Expert tensor parallel with the alltoall dispatcher (MoE parallel folding): after dispatch each
@@ -187,9 +194,11 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     etp_dom = domains_touched(etp, etp, rack_gpus, max_domains)
     if np.any(etp > 1):
         wide = etp_elems * (float(ACT_BYTES) if titan else etp_combine_bytes(model))
-        etp_fwd_bwd = sum(collective_time_s(system, name, etp_elems * ACT_BYTES, etp, etp_dom)
-                          + collective_time_s(system, name, wide, etp, etp_dom)
-                          for name in ("all_gather", "reduce_scatter"))
+        gather_bf16, gather_wide, scatter_bf16, scatter_wide = (
+            collective_time_s(system, name, size, etp, etp_dom)
+            for name in ("all_gather", "reduce_scatter") for size in (etp_elems * ACT_BYTES, wide))
+        # forward: the bf16 gather (TorchTitan: of the block's input) and the wide scatter; backward the other two
+        etp_fwd_bwd = gather_bf16 + gather_wide + scatter_bf16 + scatter_wide + rerun * (gather_bf16 + scatter_wide)
     else:
         etp_fwd_bwd = np.zeros(len(a))
     # TorchTitan with shared experts: the one gather / scatter at the MoE boundary is the shared experts' TP pair,

@@ -18,6 +18,12 @@ operand): two all-gathers and two reduce-scatters. Its float8 (tensorwise) conve
 torchao's Float8ColwiseParallel / Float8RowwiseParallel (apply_tp's enable_float8_tensorwise_tp; docs/
 float8.md: "float8 all-gather ... for TP (by default for Float8Linear)"): the input is cast to e4m3 before
 its all-gather and the output gradient to e5m2 before its; MXFP8 and bf16 gather bf16.
+Full recompute re-runs each recomputed layer's forward in its backward, its forward collectives with it (`rerun`:
+the share of the layers recomputed): Megatron-Core's full granularity checkpoints whole TransformerLayers
+(transformer_block.py _checkpointed_forward -> tensor_parallel.checkpoint, whose CheckpointFunction.backward calls
+the layer's forward again, random.py; te_checkpoint alike), so the column-parallel input's all-gather and the
+row-parallel output's reduce-scatter (the all-reduce without SP) run twice; TorchTitan's full activation
+checkpointing re-runs the block's forward the same way (torch.utils.checkpoint).
 """
 
 from __future__ import annotations
@@ -40,14 +46,16 @@ def gather_bytes_per_element(precision: np.ndarray, framework: str = "megatron")
 
 
 def pair_time_s(system, collective_time_s, *, elements: np.ndarray, precision: np.ndarray, sp: np.ndarray,
-                tp: np.ndarray, domains: np.ndarray, framework: str = "megatron") -> np.ndarray:
-    """Seconds of TP collectives per (column, row) linear pair per micro-batch, forward + backward.
+                tp: np.ndarray, domains: np.ndarray, framework: str = "megatron", rerun=0.0) -> np.ndarray:
+    """Seconds of TP collectives per (column, row) linear pair per micro-batch, forward + backward, and the forward's
+    again for the `rerun` share of layers full recompute re-runs (module docstring).
     `elements`: the full (gathered) activation of the pair's input, tokens x hidden."""
     act_bytes = elements * BF16_BYTES
     reduce_scatter = collective_time_s(system, "reduce_scatter", act_bytes, tp, domains)
     gather = collective_time_s(system, "all_gather", elements * gather_bytes_per_element(precision, framework),
                                tp, domains)
     gathers = 3.0 if framework == "megatron" else 2.0
-    with_sp = 2.0 * reduce_scatter + gathers * gather
-    without_sp = 2.0 * collective_time_s(system, "all_reduce", act_bytes, tp, domains)
+    rerun = np.asarray(rerun, dtype=float)
+    with_sp = (2.0 + rerun) * reduce_scatter + (gathers + rerun) * gather
+    without_sp = (2.0 + rerun) * collective_time_s(system, "all_reduce", act_bytes, tp, domains)
     return np.where(tp > 1, np.where(sp, with_sp, without_sp), 0.0)
