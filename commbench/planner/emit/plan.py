@@ -21,7 +21,7 @@ from commbench.errors import CommbenchError, first_line, invalid, read_user_file
 from commbench.planner.emit.megatron import (connections_notes, launch_connections, launch_env, launch_env_text,
                                              megatron_args, megatron_script, megatron_target, parse_megatron_args,
                                              precision_notes)
-from commbench.planner.emit.megatron_arch import architecture_notes
+from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_notes
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
 from commbench.typed_json import check_fields, non_finite_path
@@ -44,9 +44,27 @@ MAX_SEQ_LEN = 1 << 24  # tokens per sequence a plan may name: 16M, beyond any pu
 EMIT_KINDS = ("json", "megatron", "torchtitan")
 
 
+def release_core_note(release: str | None) -> list[str]:
+    """Where the --software release runs another megatron-core than the one the arguments are checked against
+    (megatron_target: Megatron-LM core_v0.16.1), a note naming both: Megatron-LM's arguments.py changes between
+    cores (core_v0.14.0 has no --cuda-graph-impl and takes one --cuda-graph-scope value; core_v0.16.1 takes a list),
+    so the line is core_v0.16.1's, not necessarily that container's."""
+    from commbench.planner.layout.recipes import core_version, recipes_json_releases
+
+    if release is None or release not in recipes_json_releases() or core_version(release) == (0, 16):
+        return []
+    core = recipes_json_releases()[release]["megatron_core"]
+    return [f"the Megatron-LM arguments are {MEGATRON_LM_RELEASE}'s (megatron-core 0.16.1: what they are checked "
+            f"against); release {release} (--software) runs megatron-core {core['version']} (commbench/data/recipes.json "
+            "cites the source), whose arguments.py adds, drops and changes flags: check them against that container's "
+            "before launching there"]
+
+
 def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str, domain_size: int = 8,
-                     seq_len: int | None = None, flex_backend: str = "deepep") -> dict[str, Any]:
-    """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env."""
+                     seq_len: int | None = None, flex_backend: str = "deepep", release: str | None = None
+                     ) -> dict[str, Any]:
+    """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env; `release`: the
+    --software release whose recipes were searched (release_core_note)."""
     vocab = split_vocab(model, layout.tp, "megatron")   # the rows the step model charged the loss stage with
     split = choose_split(model, layout.pp, layout.vp, vocab)
     env = launch_env(layout, gpu_name)
@@ -61,7 +79,8 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
                                                domain_size=domain_size, script=megatron_script(model),
                                                connections_why=connections_why),
-            "notes": precision_notes(layout) + connections_notes(layout, gpu_name) + architecture_notes(model) + (
+            "notes": precision_notes(layout) + connections_notes(layout, gpu_name) + architecture_notes(model)
+            + release_core_note(release) + (
                 [] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
                 "RoPE, SwiGLU if glu, no biases); give the model's architecture in its [model.NAME.arch] table"])}
@@ -496,7 +515,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     placement = place(lay, req.num_gpus, result.gpus_per_rack)
     megatron = megatron_section(lay, req.model, gpu_name=req.fabric.gpu.name, fabric_name=req.fabric.name,
                                 domain_size=int(req.fabric.domain_size), seq_len=req.seq_len,
-                                flex_backend=flex_backend)
+                                flex_backend=flex_backend, release=req.software)
     torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version, framework=framework,
                                 gpu=req.fabric.gpu)
     assumptions = [
