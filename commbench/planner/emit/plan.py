@@ -64,7 +64,8 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
                      seq_len: int | None = None, flex_backend: str = "deepep", release: str | None = None
                      ) -> dict[str, Any]:
     """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env; `release`: the
-    --software release whose recipes were searched (release_core_note)."""
+    --software release the user asked for (release_core_note, then among the launch notes; the default release's
+    note is among the plan's assumptions)."""
     vocab = split_vocab(model, layout.tp, "megatron")   # the rows the step model charged the loss stage with
     split = choose_split(model, layout.pp, layout.vp, vocab)
     env = launch_env(layout, gpu_name)
@@ -515,7 +516,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     placement = place(lay, req.num_gpus, result.gpus_per_rack)
     megatron = megatron_section(lay, req.model, gpu_name=req.fabric.gpu.name, fabric_name=req.fabric.name,
                                 domain_size=int(req.fabric.domain_size), seq_len=req.seq_len,
-                                flex_backend=flex_backend, release=req.software)
+                                flex_backend=flex_backend, release=req.software if req.software_asked else None)
     torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version, framework=framework,
                                 gpu=req.fabric.gpu)
     assumptions = [
@@ -536,6 +537,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
                                              or "sets nothing; no NCCL_* variable is assumed"),
     ] + ([seq_note] if seq_note else []) + fabric_lines(req.fabric) + list(megatron["notes"]) \
+        + ([] if req.software_asked else release_core_note(req.software)) \
         + framework_assumptions(framework, req.model, lay) \
         + [flops_count_line(framework, req.model, lay, req.seq_len, req.fabric.gpu)] \
         + [n for n in [checkpoint_note(req.model, lay.precision)] if n] + list(extra_assumptions)
