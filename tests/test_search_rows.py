@@ -58,3 +58,16 @@ def test_a_group_term_reads_only_its_key_columns():
         cols.recompute
     table = np.stack([cols.tp, cols.ep])
     assert np.array_equal(groups.expand_each(table), np.stack([arr.tp, arr.ep]))
+
+
+def test_row_groups_never_merge_rows_a_packed_key_would_wrap():
+    """Columns whose ranges multiply past 2**64 (RowGroups packs every column's code into one int64 key): rows that
+    differ only in the first column stay apart (the key renumbers before it would overflow)."""
+    wide = (1 << 20) - 1   # the widest range a column is packed at its offset
+    first = np.array([0, 1, 0])
+    rest = [np.array([0, 0, wide]) for _ in range(4)]   # 2 x (2**20)**4 = 2**81 codes
+    groups = RowGroups(first, *rest)
+    assert len(groups) == 3
+    index = groups.expand(np.arange(len(groups)))
+    assert np.array_equal(groups.of(first)[index], first)
+
