@@ -12,6 +12,25 @@ import numpy as np
 RUNS_PER_ROW = 1 / 16   # at most this many runs per row: runs; more: distinct keys
 
 
+def _code(column: np.ndarray) -> tuple[np.ndarray, int]:
+    """(a non-negative int code per row, ordered as the values, and the codes' range) of one key column: a bool
+    itself, an integer (or integral float) column its offset from its least value, any other its rank among its
+    distinct values."""
+    if column.dtype.kind == "b":
+        return column, 2
+    if column.dtype.kind in "iuf":
+        low, high = column.min(), column.max()
+        # (false for nan and inf; a float column only where its values are integers an int64 holds)
+        if column.dtype.kind in "iu" and int(high) - int(low) < 1 << 20:
+            return column.astype(np.int64, copy=False) - int(low), int(high) - int(low) + 1
+        if -(1 << 52) < low <= high < 1 << 52 and high - low < 1 << 20:
+            as_int = column.astype(np.int64)
+            if np.array_equal(as_int, column):
+                return as_int - int(low), int(high) - int(low) + 1
+    values, code = np.unique(column, return_inverse=True)
+    return np.ravel(code), len(values)
+
+
 class RowGroups:
     """`first[g]`: a row of group g; `expand(values)`: values per group -> values per row (the key columns' shape)."""
 
@@ -25,24 +44,30 @@ class RowGroups:
             self._inverse = np.zeros(0, dtype=np.int64)
             return
         change = np.zeros(n - 1, dtype=bool)
+        limit = max(n * RUNS_PER_ROW, 1)
         for c in cols:
             change |= c[1:] != c[:-1]
-        starts = np.flatnonzero(change) + 1
-        if len(starts) + 1 <= max(n * RUNS_PER_ROW, 1):
-            self.first = np.concatenate(([0], starts))
+            if np.count_nonzero(change) + 1 > limit:   # too many runs already: the distinct keys
+                break
+        else:
+            self.first = np.concatenate(([0], np.flatnonzero(change) + 1))
             self._lengths = np.diff(np.append(self.first, n))
             return
-        if len(cols) == 1:
-            key = cols[0]
-        else:
+        key, radices = None, 1
+        for c in cols:   # each column's code (its offset, or its rank among its distinct values) in one int key
+            code, radix = _code(c)
+            if radix == 1:
+                continue
+            if key is None:
+                key, radices = code.astype(np.int64, copy=False), radix
+                continue
+            if radices * radix >= 1 << 62:   # the key would overflow: renumber its distinct values first (same order)
+                values, key = np.unique(key, return_inverse=True)
+                key, radices = np.ravel(key), len(values)
+            key = key * radix + code
+            radices *= radix
+        if key is None:   # every column constant: one group
             key = np.zeros(n, dtype=np.int64)
-            for c in cols:   # each column's code (its offset, or its rank among its distinct values) in one int key
-                if c.dtype.kind in "biu" and int(c.max()) - int(c.min()) < 1 << 20:
-                    low = int(c.min())
-                    key = key * (int(c.max()) - low + 1) + (c.astype(np.int64) - low)
-                else:
-                    values, code = np.unique(c, return_inverse=True)
-                    key = key * len(values) + np.ravel(code)
         _, self.first, inverse = np.unique(key, return_index=True, return_inverse=True)
         self._inverse = np.ravel(inverse)
 

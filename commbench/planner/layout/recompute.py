@@ -119,15 +119,18 @@ def graph_kept_moe_norm(model: ModelSpec, arr) -> np.ndarray:
     return router & ~preprocess
 
 
-def keep_factors(model: ModelSpec, arr, recompute, framework: str = "megatron") -> dict[str, np.ndarray]:
+def keep_factors(model: ModelSpec, arr, recompute, framework: str = "megatron", *,
+                 graph_kept=None) -> dict[str, np.ndarray]:
     """Per saved tensor (SAVED), 1.0 per layout where its recompute mode (codes into RECOMPUTE) keeps it, 0.0 where
     it frees it. `arr` (LayoutArrays) gives the CUDA-graph rule of Megatron's MoE norm; None: no layout's graph
-    captures the router."""
+    captures the router. `graph_kept`: that rule's graph_kept_moe_norm(model, arr) where the caller has it (rows
+    grouped by it: step/memory.py), read from it instead of `arr`."""
     recompute = np.asarray(recompute)
     out = {}
     for tensor in SAVED:
         codes = [i for i, mode in enumerate(RECOMPUTE) if tensor in mode_frees(model, mode, framework)]
         out[tensor] = np.where(np.isin(recompute, codes), 0.0, 1.0)
     if framework == "megatron" and model.is_moe and arr is not None:
-        out[MOE_NORM] = np.where(graph_kept_moe_norm(model, arr), 1.0, out[MOE_NORM])
+        kept = graph_kept_moe_norm(model, arr) if graph_kept is None else graph_kept
+        out[MOE_NORM] = np.where(kept, 1.0, out[MOE_NORM])
     return out

@@ -137,9 +137,14 @@ def dp_sync_s(system, cal, coll, hier_rs, *, local, group, domains, dist, dp_ove
     if groups is None:
         groups = RowGroups(loc, g_, dom_, dist_, pb_)   # the totals once per group of equal inputs
     first = groups.first
-    u_rs, u_ag = _totals(system, coll, hier_rs, loc.ravel()[first], g_.ravel()[first].astype(float),
-                         dom_.ravel()[first].astype(float), dist_.ravel()[first], pb_.ravel()[first], grad_size)
-    rs, ag = np.where(active, groups.expand(u_rs), 0.0), np.where(active, groups.expand(u_ag), 0.0)
+    inputs = (loc.ravel()[first], g_.ravel()[first].astype(float), dom_.ravel()[first].astype(float),
+              dist_.ravel()[first], pb_.ravel()[first])
+    # groups whose columns differ only where the sync does not look (the dense sync and EP) price the same
+    # messages: each distinct one once
+    distinct = RowGroups(*inputs)
+    u_rs, u_ag = (groups.expand(distinct.expand(x))
+                  for x in _totals(system, coll, hier_rs, *(distinct.of(x) for x in inputs), grad_size))
+    rs, ag = np.where(active, u_rs, 0.0), np.where(active, u_ag, 0.0)
     last_bucket = np.minimum(1.0, bucket_params / np.maximum(local, 1.0))
     rs_exp = np.where(dp_overlap, hidden(rs, rs_window, cal.overlap_efficiency) + rs * last_bucket, rs)
     ag_exp = np.where(dp_overlap, hidden(ag, ag_window, cal.overlap_efficiency) + ag * last_bucket, ag)

@@ -38,6 +38,7 @@ from commbench.planner.step import fsdp, gdn, mamba, module_precision
 from commbench.planner.step.dp_sync import grad_bytes, param_gather_bytes
 from commbench.planner.step.mamba import block_counts
 from commbench.planner.step.stage_memory import RankArrays, _layer_kinds, _per_kind_params, candidate_arrays
+from commbench.row_groups import RowGroups
 
 BF16 = 2
 FP8, MXFP8 = PRECISIONS.index("fp8"), PRECISIONS.index("mxfp8")
@@ -167,10 +168,11 @@ def full_recompute_share(model: ModelSpec, arr) -> np.ndarray:
 
 class SavedElements:
     """Saved activation elements per token per block of each kind under each row's recompute, computed once per
-    layout array; `of(counts)` sums them over the blocks a rank (or the whole model) holds."""
+    layout array; `of(counts)` sums them over the blocks a rank (or the whole model) holds. `graph_kept_norm`:
+    layout/recompute.py graph_kept_moe_norm per row where the caller has it (keep_factors' graph_kept)."""
 
-    def __init__(self, model: ModelSpec, arr, *, tp, cp, etp, sp, framework: str = "megatron"):
-        self.model, self.arr, self.framework = model, arr, framework
+    def __init__(self, model: ModelSpec, arr, *, tp, cp, etp, sp, framework: str = "megatron", graph_kept_norm=None):
+        self.model, self.arr, self.framework, self.graph_kept_norm = model, arr, framework, graph_kept_norm
         self.tp, self.cp, self.etp, self.sp = tp, cp, etp, sp
         self._whole = None
         self.input_elements = model.hidden / (np.where(sp, tp, 1) * cp)   # a layer's input: full recompute keeps it
@@ -182,7 +184,8 @@ class SavedElements:
 
     def _kinds(self, recompute, *, tp, cp, etp, sp, keep=None) -> dict:
         model, precision = self.model, self.arr.precision
-        keep = rc.keep_factors(model, self.arr, recompute, self.framework) if keep is None else keep
+        keep = (rc.keep_factors(model, self.arr, recompute, self.framework, graph_kept=self.graph_kept_norm)
+                if keep is None else keep)
         attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, precision, keep)
         kinds = {"attention": attn, "dense": dense_mlp, "moe": moe_mlp, "recompute": recompute}
         if model.linear_attention_freq:  # Gated DeltaNet blocks in place of attention (step/gdn.py)
@@ -305,9 +308,83 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
                    n_mb, tokens_mb, sp, framework: str = "megatron",
                    offloaded_bytes=None) -> MemoryBytes:
     """Memory of the pipeline rank that holds the most (stage_memory: what each rank's stages build and keep in
-    flight); MemoryBytes.rank names it."""
+    flight); MemoryBytes.rank names it.
+
+    Each candidate rank's weights, gradients and optimizer state are computed once per group of rows that share
+    what fixes them (rank_static_bytes), its activations once per group that shares theirs (rank_activation_bytes:
+    not the optimizer's or FSDP's flags, nor EP but through the MoE norm's CUDA-graph rule), then spread back to the
+    rows (commbench.row_groups), where each row takes its largest rank."""
+    n = len(tp)
+    capacity = np.full(n, gpu.usable_hbm_bytes)
+    # CPU offloading at pp = 1 holds one micro-batch's offloaded activations in host memory at a time.
+    host = np.zeros(n) if offloaded_bytes is None else np.asarray(offloaded_bytes, dtype=float)
+    host_capacity = np.full(n, np.inf)
+    if np.any(host > 0):
+        from commbench.planner.step.kernels import host_memory_bytes
+        host_capacity[:] = host_memory_bytes(gpu) * (1.0 - cal.host_reserve_fraction)
+    graph_full = np.where(arr.cuda_graph == 2, cal.graph_full_fraction, 0.0)  # of the activations
+
+    static = RowGroups(tp, pp, vp, ep, etp, dense_group, expert_group, arr.precision, arr.distributed_optimizer,
+                       arr.fsdp)
+    s = static.columns(arr, ("precision", "distributed_optimizer", "fsdp"))
+    s_loads = candidate_arrays(model, static.of(pp), static.of(vp), static.of(tp), framework)
+    weights, grads, optimizer = (np.array([np.broadcast_to(x, (len(static),)) for x in term]).reshape(-1, len(static))
+                                 for term in static_bytes_per_rank(
+                                     model, s, gpu, s_loads, tp=static.of(tp), ep=static.of(ep), etp=static.of(etp),
+                                     dense_group=static.of(dense_group), expert_group=static.of(expert_group),
+                                     framework=framework))
+    held = weights + grads + optimizer   # per rank x group
+    rank = np.array([np.broadcast_to(load.rank, (len(static),)) for load in s_loads]).reshape(-1, len(static))
+
+    # the MoE norm's CUDA-graph rule (layout/recompute.py graph_kept_moe_norm) reads the graph, its scope, the
+    # dispatcher and EP: grouped by its answer, not by them
+    kept = rc.graph_kept_moe_norm(model, arr) if framework == "megatron" and model.is_moe else np.zeros(n, dtype=bool)
+    act = RowGroups(tp, cp, pp, vp, etp, sp, n_mb, tokens_mb, arr.precision, arr.recompute, arr.recompute_layers,
+                    arr.cpu_offload_layers, arr.moe_a2a_overlap, arr.pp, arr.vp, kept)
+    a = act.columns(arr, ("precision", "recompute", "recompute_layers", "cpu_offload_layers", "moe_a2a_overlap",
+                          "pp", "vp"))
+    a_tp, a_cp, a_vp, a_tokens = act.of(tp), act.of(cp), act.of(vp), act.of(tokens_mb)
+    saved = SavedElements(model, a, tp=a_tp, cp=a_cp, etp=act.of(etp), sp=act.of(sp), framework=framework,
+                          graph_kept_norm=act.of(kept))
+    logits = logits_bytes(model, tp=a_tp, cp=a_cp, tokens_mb=a_tokens, framework=framework)
+    activations = np.array([np.broadcast_to(rank_activation_bytes(model, a, load, saved, vp=a_vp, n_mb=act.of(n_mb),
+                                                                  tokens_mb=a_tokens, logits=logits), (len(act),))
+                            for load in candidate_arrays(model, act.of(pp), a_vp, a_tp, framework)])
+    activations = activations.reshape(-1, len(act))
+    assert len(activations) == len(held)   # the same (pp, vp, tp) keys: the same candidates, in the same order
+
+    # per row: its largest rank (the first of equal ones)
+    in_static, in_act = static.expand(np.arange(len(static))), act.expand(np.arange(len(act)))
+    scale = 1.0 + graph_full
+    best = np.zeros(n, dtype=np.int64)
+    best_total = held[0][in_static] + activations[0][in_act] * scale
+    for k in range(1, len(held)):
+        total = held[k][in_static] + activations[k][in_act] * scale
+        best = np.where(total > best_total, k, best)
+        best_total = np.maximum(total, best_total)
+    at_static, at_act = best * len(static) + in_static, best * len(act) + in_act
+    activations = activations.ravel()[at_act]
+    # CUDA graph pools (stated assumptions in Calibration): static buffers per captured layer, or
+    # for a full-iteration graph a share of the activations the pool cannot reuse.
+    graph_bytes = np.where(arr.cuda_graph == 1, cal.graph_layer_bytes, graph_full * activations)
+    return MemoryBytes(
+        weights=weights.ravel()[at_static],
+        grads=grads.ravel()[at_static],
+        optimizer=optimizer.ravel()[at_static],
+        activations=activations,
+        reserve=cal.reserve_fixed_bytes + cal.reserve_fraction * capacity + graph_bytes,
+        capacity=capacity,
+        host_offload=host,
+        host_capacity=host_capacity,
+        rank=rank.astype(np.int64).ravel()[at_static],
+    )
+
+
+def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *, tp, ep, etp, dense_group,
+                          expert_group, framework: str = "megatron") -> tuple[list, list, list]:
+    """(weights, gradients, optimizer state) bytes of each pipeline rank in `loads` (stage_memory.candidate_arrays),
+    three lists in its order; `arr` needs only precision, distributed_optimizer and fsdp."""
     vocab = step_vocab(model, tp, framework)   # the embedding/output rows it builds
-    capacity = np.full(len(tp), gpu.usable_hbm_bytes)
     # fp8 / mxfp8 keep the transformer layers' weights in fp8 (1 B) beside the fp32 master copy (fp8_param_gather;
     # dp_sync.param_gather_bytes has the sources), the embedding and output layer in bf16 (step/module_precision.py);
     # the DP all-gather moves the same bytes, but MXFP8's outside FSDP
@@ -316,26 +393,17 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     cache_bytes = quantized_weight_cache_bytes(arr.precision, weight_bytes, framework,
                                                fp8_transpose=fp8_transpose_needed(gpu))
     dist = arr.distributed_optimizer
-    # CPU offloading at pp = 1 holds one micro-batch's offloaded activations in host memory at a time.
-    host = np.zeros(len(tp)) if offloaded_bytes is None else np.asarray(offloaded_bytes, dtype=float)
-    host_capacity = np.full(len(tp), np.inf)
-    if np.any(host > 0):
-        from commbench.planner.step.kernels import host_memory_bytes
-        host_capacity[:] = host_memory_bytes(gpu) * (1.0 - cal.host_reserve_fraction)
-    saved = SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp, framework=framework)
     # bytes per parameter of the rank (non-expert over TP, expert over EP x ETP), before its parameter counts
     dense_share, expert_share = 1.0 / tp, 1.0 / (etp * ep)
     held_bytes = weight_bytes + cache_bytes
     vocab_params = vocab * model.hidden
     optimizer_dense = 12.0 * np.where(dist, dense_share / dense_group, dense_share)
     optimizer_expert = 12.0 * np.where(dist, expert_share / expert_group, expert_share)
-    graph_full = np.where(arr.cuda_graph == 2, cal.graph_full_fraction, 0.0)  # of the activations
     any_fsdp = bool(np.any(arr.fsdp))
-    best = None
-    logits = logits_bytes(model, tp=tp, cp=cp, tokens_mb=tokens_mb, framework=framework)
     mtp_dense, mtp_expert = _per_kind_params(model, _layer_kinds(model))[3]
     mtp_per_layer = (mtp_dense * dense_share + mtp_expert * expert_share) / max(model.num_mtp_layers, 1)
-    for load in candidate_arrays(model, pp, vp, tp, framework):
+    out = ([], [], [])
+    for load in loads:
         vocab_local = load.vocab_matrices * vocab_params * dense_share
         dense_local = load.non_expert_params * dense_share + vocab_local
         expert_local = load.expert_params * expert_share
@@ -381,31 +449,9 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
             weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
         optimizer = (load.non_expert_params + load.vocab_matrices * vocab_params) * optimizer_dense \
             + load.expert_params * optimizer_expert
-        activations = rank_activation_bytes(model, arr, load, saved, vp=vp, n_mb=n_mb, tokens_mb=tokens_mb,
-                                            logits=logits)
-        terms = (weights, grads, optimizer, activations, np.broadcast_to(load.rank, np.shape(tp)))
-        total = weights + grads + optimizer + activations * (1.0 + graph_full)
-        if best is None:
-            best, best_total = terms, total
-            continue
-        more = total > best_total
-        best = tuple(np.where(more, new, old) for new, old in zip(terms, best))
-        best_total = np.maximum(total, best_total)
-    weights, grads, optimizer, activations, rank = best
-    # CUDA graph pools (stated assumptions in Calibration): static buffers per captured layer, or
-    # for a full-iteration graph a share of the activations the pool cannot reuse.
-    graph_bytes = np.where(arr.cuda_graph == 1, cal.graph_layer_bytes, graph_full * activations)
-    return MemoryBytes(
-        weights=weights,
-        grads=grads,
-        optimizer=optimizer,
-        activations=activations,
-        reserve=cal.reserve_fixed_bytes + cal.reserve_fraction * capacity + graph_bytes,
-        capacity=capacity,
-        host_offload=host,
-        host_capacity=host_capacity,
-        rank=rank,
-    )
+        for terms, value in zip(out, (weights, grads, optimizer)):
+            terms.append(value)
+    return out
 
 
 def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, tokens_mb, fused_moe=None) -> np.ndarray:

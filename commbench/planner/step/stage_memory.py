@@ -160,28 +160,43 @@ def candidate_arrays(model: ModelSpec, pp, vp, tp, framework: str = "megatron") 
     """Per layout, its candidate ranks (candidate_ranks of its (pp, vp) with the loss at the vocabulary rows
     `framework` builds at its TP, models/counts.step_vocab, as the step model charges) as arrays: entry k is each
     layout's k-th candidate, or its first where it has fewer (a repeat changes no maximum). Computed once per
-    (pp, vp, tp) group (commbench.row_groups)."""
+    distinct (pp, vp, tp) (commbench.row_groups: its groups of rows, then the distinct keys among them)."""
     pp, vp, tp = np.broadcast_arrays(np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64),
                                      np.asarray(tp, dtype=np.int64))
     grouped = RowGroups(pp, vp, tp)
-    keys = list(zip(grouped.of(pp).tolist(), grouped.of(vp).tolist(), grouped.of(tp).tolist()))
+    keyed = RowGroups(grouped.of(pp), grouped.of(vp), grouped.of(tp))   # the distinct keys among the groups
+    keys = list(zip(keyed.of(grouped.of(pp)).tolist(), keyed.of(grouped.of(vp)).tolist(),
+                    keyed.of(grouped.of(tp)).tolist()))
     vocab = {t: float(step_vocab(model, t, framework)) for t in {t for _, _, t in keys}}
-    groups = [candidate_ranks(model, p, v, vocab[t]) for p, v, t in keys] or [candidate_ranks(model, 1, 1)]
-    width = max(len(g) for g in groups)
-    names = ("attention", "mamba", "dense", "moe", "layers", "linear")
+    tables = [_candidate_table(model, p, v, vocab[t]) for p, v, t in keys] or [_candidate_table(model, 1, 1, None)]
+    width = max(len(t) for t in tables)
+    # key x candidate x field, a key with fewer candidates padded with its first
+    padded = np.stack([t if len(t) == width else np.concatenate([t, np.repeat(t[:1], width - len(t), axis=0)])
+                       for t in tables])
     out = []
     for k in range(width):
-        loads = [g[k] if k < len(g) else g[0] for g in groups]
-        table = np.array([(x.rank, x.vocab_matrices, x.non_expert_params, x.expert_params, x.chunks_in_flight,
-                           x.loss, x.mtp_layers, *(getattr(x.counts, n) for n in names)) for x in loads],
-                         dtype=np.float64)
+        table = padded[:, k, :]
         # a column the same for every group stays a scalar (no gather): most are (no Mamba, no loss on the first...)
         same = np.all(table == table[:1], axis=0)
         col = list(table[0])
-        for i, values in zip(np.flatnonzero(~same).tolist(),
-                             grouped.expand_each(np.ascontiguousarray(table.T[~same]))):   # one gather
+        for i, values in zip(np.flatnonzero(~same).tolist(),   # key -> group -> row: one gather each
+                             grouped.expand_each(keyed.expand_each(np.ascontiguousarray(table.T[~same])))):
             col[i] = values
         out.append(RankArrays(rank=np.asarray(col[0]).astype(np.int64), vocab_matrices=col[1], non_expert_params=col[2],
                               expert_params=col[3], chunks_in_flight=col[4], loss=np.asarray(col[5]) > 0,
-                              mtp_layers=col[6], counts=BlockCounts(**dict(zip(names, col[7:])))))
+                              mtp_layers=col[6], counts=BlockCounts(**dict(zip(_COUNT_NAMES, col[7:])))))
     return out
+
+
+_COUNT_NAMES = ("attention", "mamba", "dense", "moe", "layers", "linear")
+
+
+@lru_cache(maxsize=4096)
+def _candidate_table(model: ModelSpec, pp: int, vp: int, vocab: float | None) -> np.ndarray:
+    """candidate_ranks as a (candidate x field) table: rank, vocab_matrices, non_expert_params, expert_params,
+    chunks_in_flight, loss, mtp_layers, then the block counts (_COUNT_NAMES)."""
+    table = np.array([(x.rank, x.vocab_matrices, x.non_expert_params, x.expert_params, x.chunks_in_flight, x.loss,
+                       x.mtp_layers, *(getattr(x.counts, n) for n in _COUNT_NAMES))
+                      for x in candidate_ranks(model, pp, vp, vocab)], dtype=np.float64)
+    table.flags.writeable = False
+    return table
