@@ -118,8 +118,12 @@ def test_noise_comes_from_the_samples_not_the_tail():
     quiet = 100 * np.exp(rng.normal(0, 0.01, 20))
     spiky = quiet.copy()
     spiky[3] = 50_000  # one huge outlier: the old (p99 - min) / median spread turned the gate off
-    result = compare([record(1024, quiet)], [record(1024, spiky * 1.3)], max_regression=0.1)
+    # two quiet baseline runs measure a small run-to-run noise, so the within-run interval decides (one run a side
+    # of a 1-point file assumes the run-to-run noise instead: test_compare_tiny_sweep.py)
+    base = [record(1024, quiet, run_id="a"), record(1024, quiet * 1.002, run_id="b")]
+    result = compare(base, [record(1024, spiky * 1.3, run_id="n")], max_regression=0.1)
     assert len(result.regressions) == 1 and result.points[0].ratio_high < 1.4
+    assert result.points[0].noise_source == "within run"
     noisy = 100 * np.exp(rng.normal(0, 0.6, 20))  # +25% inside this much noise is not a regression
     verdicts = [p.verdict for p in compare([record(1024, noisy)], [record(1024, noisy * 1.25)], max_regression=0.1).points]
     assert verdicts == ["slower (within noise)"]
@@ -152,8 +156,12 @@ def test_imported_records_compare_on_nccl_tests_time():
     imported = dataclasses.replace(ours, time_us_median=None, time_us_mean=None, iter_times_us=[],
                                    loop_time_us={"avg": 10.0})
     (point,) = compare([imported], [ours], max_regression=0.1).points
-    assert point.statistic == "nccl-avg" and point.ratio == 1.0 and point.noise_text().startswith("unknown")
-    slow = dataclasses.replace(imported, loop_time_us={"avg": 15.0})  # x1.5 without samples: the threshold decides
+    # no samples and one run a side of one point: the run-to-run noise is assumed (noise.ASSUMED_POINT_SD)
+    assert point.statistic == "nccl-avg" and point.ratio == 1.0 and point.noise_text().endswith("run to run")
+    slow = dataclasses.replace(imported, loop_time_us={"avg": 15.0})  # x1.5: inside the assumed noise
+    (point,) = compare([imported], [slow], max_regression=0.1).points
+    assert point.verdict == "slower (within noise)"
+    slow = dataclasses.replace(imported, loop_time_us={"avg": 25.0})  # x2.5: beyond it
     (point,) = compare([imported], [slow], max_regression=0.1).points
     assert point.verdict == "REGRESSED"
 

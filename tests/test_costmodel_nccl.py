@@ -30,39 +30,42 @@ def toy(**changes) -> Fabric:
 
 
 # (collective, ranks, domains, algorithm, protocol, latency_us, algbw_gbps), from tuning.cc's
-# baseLat + hops x hwLat and busBw (channels x rate x protocol share, capped) x the algbw ratio
+# baseLat + hops x hwLat and busBw (channels x rate x protocol share, capped) x the algbw ratio, at NVIDIA/nccl
+# v2.27.7-1 (nccl_tables.NCCL_RELEASE): tree/Simple base 8.4 and NVLink hop 4.0 (tuning.cc:135, 145), NVLS NVLink hop
+# 25 (tuning.cc:147), ring LL at 1/2 the busBw (tuning.cc:279), multi-node LL cap of a non-AMD host 39 / 20.4
+# (tuning.cc:166, 234-236)
 HAND = [
     # one domain, 4 ranks: 2(n-1) = 6 ring steps over NVLink, busbw base 0.8 x 100 = 80
-    ("all_reduce", 4, 1, "ring", "LL", 6.6 + 6 * 0.6, min(141, 80 / 4) * 4 / 6),
+    ("all_reduce", 4, 1, "ring", "LL", 6.6 + 6 * 0.6, min(141, 80 / 2) * 4 / 6),
     ("all_reduce", 4, 1, "ring", "LL128", 14 + 6 * 1.9, min(80 * 0.92, 2 * 36.7) * 4 / 6),
     ("all_reduce", 4, 1, "ring", "Simple", 8.4 + 6 * 3.4, 80 * 4 / 6),
     ("all_reduce", 4, 1, "tree", "LL", 6.8 + 2 * 3 * 0.6, min(80 * 0.92, 2 * 38.7) / 3.8 / 2),
     ("all_reduce", 4, 1, "tree", "LL128", 14 + 2 * 3 * 1.25, min(80 * 0.92 * 7 / 9, 2 * 36.7) / 2),
-    ("all_reduce", 4, 1, "tree", "Simple", 2 * 3 * 4.0, 80 * 0.92 / 2),
-    ("all_reduce", 4, 1, "nvls", "Simple", 23.0, 0.6 * 100 * 5 / 6),
+    ("all_reduce", 4, 1, "tree", "Simple", 8.4 + 2 * 3 * 4.0, 80 * 0.92 / 2),
+    ("all_reduce", 4, 1, "nvls", "Simple", 25.0, 0.6 * 100 * 5 / 6),
     # 2 domains of 4: a ring's base min(80, the 4 ranks' NICs, at most one per channel (2) x 0.9 x 10 = 18),
     # a tree's min(80, 2 x 18 = 36): on 2 nodes NCCL's tree runs at bwIntra, up to twice the NICs' rate
     # (test_tree_across_domains_...); ring: 4 network hops (2 x nodes), 10 NVLink hops paying at least NCCL's
     # net overhead (1 us, x3 for Simple)
-    ("all_reduce", 8, 2, "ring", "LL", 6.6 + 10 * 1.0 + 4 * 2.7, min(45, 18 / 4) * 8 / 14),
+    ("all_reduce", 8, 2, "ring", "LL", 6.6 + 10 * 1.0 + 4 * 2.7, min(39, 18 / 2) * 8 / 14),
     ("all_reduce", 8, 2, "ring", "LL128", 14 + 10 * 1.9 + 4 * 4.0, min(18 * 0.92, 2 * 36.7) * 8 / 14),
     ("all_reduce", 8, 2, "ring", "Simple", 8.4 + 10 * 3.4 + 4 * 14.0, 18 * 8 / 14),
     ("all_reduce", 8, 2, "tree", "LL", 6.8 + 2 * (3 * 0.6 + 5.0), 36 * 0.92 / 3.8 / 2),
     ("all_reduce", 8, 2, "tree", "LL128", 14 + 2 * (3 * 1.25 + 8.5), 36 * 0.92 * 120 / 128 / 2),
-    ("all_reduce", 8, 2, "tree", "Simple", 2 * (3 * 4.0 + 14.0), 36 * 0.92 / 2),
+    ("all_reduce", 8, 2, "tree", "Simple", 8.4 + 2 * (3 * 4.0 + 14.0), 36 * 0.92 / 2),
     # 4 domains of 4: NCCL's tree at bwInter, the NICs in use (2 channels: 18), capped at 2 x 36 (4+ nodes)
-    ("all_reduce", 16, 4, "tree", "Simple", 2 * (3 * 4.0 + 2 * 14.0), min(18 * 0.92, 2 * 36.0) / 2),
-    ("all_reduce", 8, 2, "nvls", "Simple", 23.0 + 18.0, min(60, 4 * 9) * 5 / 6),  # NVLS across domains: SHARP
-    ("all_reduce", 8, 2, "nvls_tree", "Simple", 23.0 + 2 * 14.0, min(60, 4 * 9) * 5 / 6),
+    ("all_reduce", 16, 4, "tree", "Simple", 8.4 + 2 * (3 * 4.0 + 2 * 14.0), min(18 * 0.92, 2 * 36.0) / 2),
+    ("all_reduce", 8, 2, "nvls", "Simple", 25.0 + 18.0, min(60, 4 * 9) * 5 / 6),  # NVLS across domains: SHARP
+    ("all_reduce", 8, 2, "nvls_tree", "Simple", 25.0 + 2 * 14.0, min(60, 4 * 9) * 5 / 6),
     ("all_reduce", 8, 2, "collnet_direct", "Simple", 2 * (3.7 + 3 * 0.4) + 31.0, min(80, 2 * 9) * 0.85 / 2),
     ("all_reduce", 8, 2, "collnet_chain", "Simple", 2 * 3 * 2.8 + 30.0, min(80, 2 * 9) / 2),
     # reduce-scatter with one rank per domain: PAT; n - 1 ring steps
     ("reduce_scatter", 2, 2, "pat", "Simple", 8.0 + 1 * 14.0 / 3.5 + 2 * 2.8, 9 * 0.75 * 2 / 1),
-    ("reduce_scatter", 4, 1, "ring", "LL", 6.6 + 3 * 0.6, min(141, 80 / 3) * 4 / 3),
-    ("all_gather", 4, 1, "nvls", "Simple", 23.0, 0.6 * 100 * 5 / 6),  # NCCL: NVLS algbw 5/6 of busBw, any collective
+    ("reduce_scatter", 4, 1, "ring", "LL", 6.6 + 3 * 0.6, min(141, 80 / 2) * 4 / 3),
+    ("all_gather", 4, 1, "nvls", "Simple", 25.0, 0.6 * 100 * 5 / 6),  # NCCL: NVLS algbw 5/6 of busBw, any collective
     # broadcast: n hops, Simple at tree's per-hop latency
     ("broadcast", 4, 1, "ring", "Simple", 8.4 + 4 * 4.0, 80.0),
-    ("broadcast", 4, 1, "ring", "LL", 6.6 + 4 * 0.6, 80 / 3),
+    ("broadcast", 4, 1, "ring", "LL", 6.6 + 4 * 0.6, 80 / 2),
 ]
 
 

@@ -15,7 +15,7 @@ from rich.markup import escape
 from commbench.cli.base import command, console, err_console, fail, print_json
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
-from commbench.results.noise import ASSUMED_SHIFT_PER_POINT_SD, SHIFT_PRIOR_RATIO
+from commbench.results.noise import ASSUMED_POINT_SD, ASSUMED_SHIFT_PER_POINT_SD, SHIFT_PRIOR_RATIO
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
                                        check_statistic, compare, empty_runs_of, parse_threshold,
                                        unchecked_on_both_sides)
@@ -297,6 +297,11 @@ def noise_summary(result) -> str:
                 f"understate run-to-run noise; append repeated runs to BASE or pass --history DIR; {_quantiles(result)}")
     points = sorted(r2r.sigma_by_point.values()) or [r2r.sigma_pooled]
     point_sd = f"point sd median {points[len(points) // 2]:.1%} (df {r2r.df:.0f})"
+    if r2r.scatter_from == "assumed":
+        return (f"noise: run-to-run not measured ({where}; no repeated run and no collective of >= 3 points to read "
+                f"the points' scatter from): assumed {ASSUMED_POINT_SD:g} log sd a point (the largest measured on "
+                f"repeated runs, README) and a run shift of {ASSUMED_SHIFT_PER_POINT_SD:g} x that; append repeated "
+                f"runs to BASE or pass --history DIR to measure it; {_quantiles(result)}")
     if not r2r.shift_known:
         source = "this pair's points" if r2r.scatter_from == "the pair" else "the new file's repeated runs"
         return (f"noise: the run shift is not measured (no repeated baseline run; {where}): assumed "

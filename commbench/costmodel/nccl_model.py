@@ -7,7 +7,7 @@ structure it:
     latency_us  = baseLat[a][p] + hops inside the domain x hwLat[NVLink][a][p]
                                 + hops between domains x hwLat[NET][a][p]
     busbw_gbps  = link rate x the system's efficiency (NCCL: channels x per-channel bandwidth),
-                  x the protocol's share (LL 1/4, LL128 0.92, tree 0.92...), capped per channel
+                  x the protocol's share (ring LL 1/2, LL128 0.92, tree 0.92...), capped per channel
     time_s      = latency + size_bytes / algbw,  algbw = busbw x the algorithm's ratio
                   (ring n/nsteps, NVLS 5/6, tree 1/2)
 
@@ -18,7 +18,9 @@ calibrated on published figures (hardware.toml [nccl_model.*], each with its sou
 `launch_us`, what nccl-tests measures above NCCL's table at the smallest sizes (kernel launch and
 timing), and a pipeline ramp `fill_us_per_rank` x n x size / (size + fill_half_bytes): the
 measured extra time large messages pay to fill NCCL's chunk pipeline (NCCL itself corrects trees
-for the same effect with treeCorrectionFactor). Not modelled: the tree correction factors.
+for the same effect with treeCorrectionFactor). The constants are one NCCL release's (nccl_tables.NCCL_RELEASE).
+Not modelled here: ncclTopoGetAlgoTime's size corrections (the tree correction factor, the inter-node ring plateau);
+nccl_own.py adds them to price a pair as NCCL's own model does, which the tuner checks its rules against.
 """
 
 from __future__ import annotations
@@ -135,18 +137,19 @@ class GroupTerms:
         reduce_like = collective == "all_reduce"
         self.nsteps = {"all_reduce": 2 * (n - 1), "reduce_scatter": n - 1, "all_gather": n - 1}.get(collective, n)
         self.ninter = np.where(self.cross, 2 * d if reduce_like else d - 1, 0) if self.any_cross else 0.0
-        self.ll_share = np.where(self.cross, T.RING_LL_SHARE[0], T.RING_LL_SHARE[0] if reduce_like else T.RING_LL_SHARE[1]) \
-            if self.any_cross else (T.RING_LL_SHARE[0] if reduce_like else T.RING_LL_SHARE[1])
+        self.ll_share = T.RING_LL_SHARE
 
     def allowed(self, algorithm: str) -> np.ndarray | bool:
         """Where NCCL offers `algorithm` for these queries (a bool, or a bool per query)."""
         s = self.system
         if algorithm not in T.ALGORITHMS_FOR.get(self.collective, ()):
             return False
+        # NVLS needs more than 2 GPUs of the communicator in the domain (NVIDIA/nccl v2.27.7-1 src/transport/nvls.cc:160,
+        # "gpuCount <= 2": no NVLS nor NVLS-tree)
         if algorithm == "nvls":
-            return s.nvls_efficiency > 0 and (not self.any_cross or s.sharp or ~self.cross)
+            return s.nvls_efficiency > 0 and (self.m > 2) & (not self.any_cross or s.sharp or ~self.cross)
         if algorithm == "nvls_tree":
-            return s.nvls_efficiency > 0 and self.cross
+            return s.nvls_efficiency > 0 and (self.m > 2) & self.cross
         if algorithm.startswith("collnet"):
             return s.sharp and self.cross
         if algorithm == "pat":

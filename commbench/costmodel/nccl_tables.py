@@ -1,13 +1,19 @@
 """NCCL's own cost-model constants: base latency, per-hop latency per link type, protocol caps.
 
-Facts from NVIDIA/nccl src/graph/tuning.cc (ncclTopoTuneModel; read at commit b6475625, NCCL 2.19,
-and the Blackwell / PAT rows of NCCL 2.23-2.25): latencies in microseconds, bandwidths in GB/s.
-Our own code in nccl_model.py combines them; nothing here is fitted.
+Facts from ONE NCCL release: NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc (`git show v2.27.7-1:src/graph/tuning.cc`;
+line numbers below are that file's), latencies in microseconds, bandwidths in GB/s. v2.27.7-1 is the last release
+whose NVLS model is the one nccl_model.py implements (algBw = 5/6 of busBw, tuning.cc:324); v2.28 changed NVLS
+bandwidth (nRanks/nsteps, nvlsEfficiency) and the Blackwell tree caps, which are not modelled. Values NCCL changed
+between releases, at this tag: tree/Simple base 8.4 and NVLink hop 4.0 (<= 2.22: base 0 and hop 28), NVLS NVLink
+hop 25 (<= 2.22: 23), ring LL at half the bus bandwidth (<= 2.21: 1/4 or 1/3). Our own code in nccl_model.py combines
+them (nccl_own.py adds ncclTopoGetAlgoTime's size corrections); nothing here is fitted.
 """
 
 from __future__ import annotations
 
 from commbench.comm.nccl_tuning import NCCL_ALGORITHMS_FOR, SIMPLE_ONLY_ALGORITHMS
+
+NCCL_RELEASE = "v2.27.7-1"  # the one NVIDIA/nccl tag every constant of this file is read at
 
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain", "pat")
 PROTOCOLS = ("LL", "LL128", "Simple")
@@ -33,21 +39,22 @@ def canonical_name(name: str, names) -> str:
 ALGORITHMS_FOR = {name: algorithms for name, algorithms in NCCL_ALGORITHMS_FOR.items() if name != "reduce"}
 SIMPLE_ONLY = SIMPLE_ONLY_ALGORITHMS
 
-# baseLat[algorithm][protocol]
+# baseLat[algorithm][protocol] (tuning.cc:134-137; PAT's base 8 is written into its latency, tuning.cc:374)
 BASE_LAT_US = {
-    "tree": {"LL": 6.8, "LL128": 14.0, "Simple": 0.0},
+    "tree": {"LL": 6.8, "LL128": 14.0, "Simple": 8.4},
     "ring": {"LL": 6.6, "LL128": 14.0, "Simple": 8.4},
     "collnet_direct": {"Simple": 0.0}, "collnet_chain": {"Simple": 0.0},
     "nvls": {"Simple": 0.0}, "nvls_tree": {"Simple": 0.0},
     "pat": {"Simple": 8.0},
 }
-# hwLat[link][algorithm][protocol]: latency of one hop over NVLink or the network
+# hwLat[link][algorithm][protocol]: latency of one hop over NVLink or the network (tuning.cc:143-156; PAT has no
+# hwLat row at this tag: its NVLink hop is unused, its network hop is the tree's, tuning.cc:332 with ppn 1)
 HW_LAT_US = {
     "nvlink": {
-        "tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},  # Simple 28 before NCCL 2.23
+        "tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
         "ring": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4},
         "collnet_direct": {"Simple": 3.7}, "collnet_chain": {"Simple": 2.8},
-        "nvls": {"Simple": 23.0}, "nvls_tree": {"Simple": 23.0},
+        "nvls": {"Simple": 25.0}, "nvls_tree": {"Simple": 25.0},
         "pat": {"Simple": 4.0},
     },
     "net": {
@@ -58,21 +65,35 @@ HW_LAT_US = {
         "pat": {"Simple": 14.0},
     },
 }
-# Per-architecture caps, indexed by nodes: (1 node, 2 nodes, 4+ nodes)
-LL_MAX_BW_GBPS = {"hopper": (141.0, 45.0, 35.0), "blackwell": (282.0, 90.0, 70.0)}
-RING_LL128_MAX_PER_CHANNEL_GBPS = {"hopper": (36.7, 36.7, 36.7), "blackwell": (73.4, 73.4, 73.4)}
-TREE_LL128_MAX_PER_CHANNEL_GBPS = {"hopper": (36.7, 36.7, 29.0), "blackwell": (73.4, 73.4, 58.0)}
-TREE_MAX_PER_CHANNEL_GBPS = {"hopper": (38.7, 41.4, 36.0), "blackwell": (77.4, 82.8, 72.0)}
+# Per-architecture caps, indexed by nodes: (1 node, 2 nodes, 3+ nodes) (tuning.cc:165-189, index2 = nNodes <= 2 ?
+# nNodes-1 : 2). llMaxBws is read at the GPU's row on one node only: on several nodes NCCL reads the CPU vendor's row
+# (tuning.cc:234-236), Intel or any non-AMD CPU (Grace) {39.0, 39.0, 20.4}; AMD hosts ({22.5, 19.0}) are not modelled.
+LL_MAX_BW_GBPS = {"hopper": (141.0, 39.0, 20.4), "blackwell": (2 * 141.0, 39.0, 20.4)}
+RING_LL128_MAX_PER_CHANNEL_GBPS = {"hopper": (36.7, 36.7, 36.7), "blackwell": (2 * 36.7, 2 * 36.7, 2 * 36.7)}
+TREE_LL128_MAX_PER_CHANNEL_GBPS = {"hopper": (36.7, 36.7, 29.0), "blackwell": (2 * 36.7, 2 * 36.7, 2 * 29.0)}
+TREE_MAX_PER_CHANNEL_GBPS = {"hopper": (38.7, 41.4, 36.0), "blackwell": (2 * 38.7, 2 * 41.4, 2 * 36.0)}
 ARCHITECTURES = tuple(LL_MAX_BW_GBPS)
 
-# Protocol efficiencies (tuning.cc "model refinements")
-RING_LL_SHARE = (1 / 4, 1 / 3)  # all-reduce or multi-node; single-node reduce-scatter / all-gather
+# Protocol efficiencies (tuning.cc:278-285, "Various model refinements")
+RING_LL_SHARE = 0.5  # every collective, any node count (tuning.cc:279)
 RING_LL128_SHARE = 0.92
 TREE_SHARE = 0.92
 TREE_LL_SHARE = 1 / 3.8
 TREE_LL128_SHARE = (7 / 9, 120 / 128)  # one node, several nodes
 PAT_SHARE = 0.75
-# Bus bandwidth -> algorithm bandwidth of non-ring algorithms ("Convert bus BW to algorithm BW")
+# Bus bandwidth -> algorithm bandwidth of non-ring algorithms ("Convert bus BW to algorithm BW", tuning.cc:320-327)
 NVLS_ALGBW_RATIO = 5 / 6
 TREE_ALGBW_RATIO = 0.5
-NET_OVERHEAD_US = 1.0  # getNetOverhead (x3 for Simple), inter-node rings
+NET_OVERHEAD_US = 1.0  # getNetOverhead (x3 for Simple), inter-node rings (tuning.cc:204-209, 347-353)
+
+# ncclTopoGetAlgoTime (tuning.cc:555-577): all-reduce trees' bandwidth x treeCorrectionFactor[protocol][log2(bytes/64)]
+# for 64 B to 256 MiB ("trees are not perfectly sticking to the model for medium sizes"), and an inter-node Simple
+# ring all-reduce's latency x 1.4 ("plateau effect of ring", compute capability >= 8.0) once bytes / (channels x
+# ranks) >= 64.
+TREE_CORRECTION = {
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9),
+}
+RING_PLATEAU_FACTOR = 1.4
+RING_PLATEAU_BYTES_PER_CHANNEL_RANK = 64

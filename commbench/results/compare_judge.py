@@ -13,7 +13,7 @@ from commbench.results.compare import (GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TA
                                        CollectiveShift, PointComparison, bad_reason, choose_statistic, gate_time_us,
                                        is_bad, is_unchecked, log_table, point_label, record_within_sd)
 from commbench.results.alpha_split import AlphaSplit
-from commbench.results.noise import RunToRun, estimate_run_to_run, pair_scatter, t_quantile
+from commbench.results.noise import RunToRun, assumed_scatter, estimate_run_to_run, pair_scatter, t_quantile
 
 _MEDIAN_EFFICIENCY = math.pi / 2  # var(median of K normals) ~ (pi/2) sigma^2 / K
 
@@ -46,7 +46,7 @@ def _df(r2r: RunToRun | None, source: str, run_to_run_df: float) -> float:
     no history): then that estimate's df whichever is larger, since a run-to-run scatter read from three points can
     fall far below its true value (a point's min moved 12% sd between runs where the pair's points said 0.5% and
     its within-run interval 5%: a third of unchanged 5-point sweeps failed; found from outside)."""
-    if source == "run to run" or (r2r is not None and r2r.scatter_from == "the pair"):
+    if source == "run to run" or (r2r is not None and r2r.scatter_from in ("the pair", "assumed")):
         return run_to_run_df
     return math.inf
 
@@ -223,7 +223,10 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     # the run shift from baseline runs only (a slow run of NEW is the news); the points' scatter from NEW's too.
     # One BASE run and one --history run are one set of two baseline runs: apart, neither measures a shift.
     shift_sets = [bt + ht] if len(bt) < 2 and len(ht) < 2 else [bt, ht]
-    r2r = estimate_run_to_run(shift_sets, scatter_sets=[nt]) or _pair_scatter(bt, nt, collective_of)
+    # nothing to measure the points' scatter with (one run a side, no collective of 3 points): assumed, never the
+    # within-run intervals alone (README: such a point "carries that assumed shift and the points' scatter")
+    r2r = (estimate_run_to_run(shift_sets, scatter_sets=[nt]) or _pair_scatter(bt, nt, collective_of)
+           or (assumed_scatter() if stats else None))
     within = [[{k: record_within_sd(m, stats[k]) for k, m in run.items() if k in stats} for run in runs]
               for runs in (base_runs, new_runs)]
     num_new = len(new_runs)

@@ -115,6 +115,9 @@ class Cell:
     fallback_run_ids: tuple[str, ...] = ()
     # a fill-in (filled): why its choice is no winner, as judged (results.nccl_tuner_targets._fill_in)
     fill_in_reason: str = ""
+    # a predicted choice dropped because NCCL's own model rates it slower than NCCL's own pick (workflows.nccl_tuner.
+    # drop_slower_than_nccl): why NCCL's default is kept here
+    dropped_reason: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

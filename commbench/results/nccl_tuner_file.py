@@ -149,6 +149,8 @@ def kept_comment(cell: Cell, statistic: str) -> str:
     scale = f"{cell.collective} nodes={cell.nodes} ranks={cell.ranks} [{cell.min_bytes}-{cell.max_bytes}]"
     if cell.best is None:
         why = "no combination naming an algorithm, a protocol and a channel count was measured"
+    elif cell.dropped_reason:
+        why = cell.dropped_reason
     elif cell.predicted:
         why = (f"best {cell.best.label} leads the next by {cell.speedup:.2f}x, within the cost model's "
                f"{100 * cell.noise_rel:g}% error")

@@ -72,6 +72,12 @@ NU0 = 16.0
 # min: 0.61 and 1.03 over the two sets of 20, 0.58 without the first set's one x1.5 run). Said in the
 # output; append repeated runs to BASE or pass --history for a measured one.
 ASSUMED_SHIFT_PER_POINT_SD = 0.5
+# With no estimate of the points' scatter at all (one run a side, no history, and no collective of PAIR_MIN_POINTS
+# points to read it from the pair: a 1- or 2-point sweep) it is assumed: the largest point sd of the min measured on
+# repeated runs here (README gate table, set D: 0.18 log sd), worth NU0 degrees of freedom, and the run shift assumed
+# from it as above. Within-run intervals alone (no run-to-run part) failed 6 of 30 pairs of unchanged 2-point gloo
+# sweeps and 3 of 20 of 1-point ones (probe BI: x1.15-x1.64 between unchanged runs).
+ASSUMED_POINT_SD = 0.18
 # With repeated baseline runs the measured run shift is shrunk towards a prior (module docstring): sd SHIFT_PRIOR_RATIO
 # x the points' scatter, the top of the ratios measured here (1.03, above), so that a few runs are not assumed
 # steadier than this host has been, worth SHIFT_PRIOR_DF degrees of freedom, so that from 5 baseline runs (4 shifts)
@@ -203,7 +209,7 @@ class RunToRun:
     df_run: float = 0.0  # degrees of freedom of sigma_run: the measured shifts' + shift_prior_df
     shift_prior_df: float = 0.0  # the weight (df) of the assumed shift sigma_run was shrunk towards
     num_shifts: float = 0.0  # the measured shifts' df (sum of runs - 1 over the baseline sets)
-    scatter_from: str = "repeated runs"  # where the points' scatter came from ("repeated runs", "the pair")
+    scatter_from: str = "repeated runs"  # where the points' scatter came from ("repeated runs", "the pair", "assumed")
 
     @property
     def shift_known(self) -> bool:
@@ -230,7 +236,7 @@ class RunToRun:
         return self.sigma_by_point.get(key, self.sigma_pooled)
 
     def point_df(self, key) -> float:
-        return self.df_by_point.get(key, self.df if self.scatter_from == "the pair" else NU0)
+        return self.df_by_point.get(key, self.df if self.scatter_from in ("the pair", "assumed") else NU0)
 
 
 def _blocks(run_sets: list[list[dict]]) -> list[tuple[list, np.ndarray]]:
@@ -357,3 +363,9 @@ def pair_scatter(diffs: dict, collective_of: dict, inverse_runs: dict) -> RunToR
         return None
     return RunToRun(sigma_run=None, sigma_pooled=math.sqrt(ss / df_sum), df=max(df_sum, 1.0), num_runs=2,
                     scatter_from="the pair")
+
+
+def assumed_scatter() -> RunToRun:
+    """The run-to-run noise where nothing measures it (ASSUMED_POINT_SD): the points' scatter assumed, the run shift
+    assumed from it (RunToRun.shift_sd), so that a point judged against BASE carries both, as with a pair scatter."""
+    return RunToRun(sigma_run=None, sigma_pooled=ASSUMED_POINT_SD, df=NU0, num_runs=2, scatter_from="assumed")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.comm.nccl_tuning import TuningCombo
+from commbench.costmodel.nccl_tables import NCCL_RELEASE
 from commbench.errors import CommbenchError
 from commbench.results.nccl_tuner_targets import RULE_PIPE_OPS
 from commbench.results.nccl_tuner import (PLUGIN_COLLECTIVES, Cell, Rule, TunedPoint, choose_cells, expressible,
@@ -334,6 +335,70 @@ def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
     return points, sources
 
 
+def drop_slower_than_nccl(cells: list[Cell], fabric, domains: int, target: str) -> tuple[list[Cell], list[str]]:
+    """The predicted cells with no choice that NCCL's own model (costmodel.nccl_own: NCCL's tables and size corrections,
+    nothing of commbench's) rates slower than NCCL's own pick anywhere in the cell's sizes: such a rule could only make
+    NCCL slower by its own reckoning, so the choice goes back to NCCL's default. NCCL's example plugin runs a size
+    without a rule on one channel, so there a fill-in (Cell.filled, added after this check by
+    nccl_tuner_targets.cover_for_example_plugin) names NCCL's own pick instead (its pick at the size of the largest
+    loss, where that pick changes inside the cell's sizes). A FALLBACK (Cell.fallback) is not checked: it applies
+    only to calls NCCL left the rule's pair out of, where NCCL picks among the others. Cells of collectives the fabric
+    has no NCCL parameters for are kept (not checkable). Returns (cells, one line per dropped or replaced choice)."""
+    from commbench.costmodel.choice import uses_nccl_model
+    from commbench.costmodel.nccl_own import slower_than_nccl_pick
+    from commbench.costmodel.nccl_tables import PROTOCOLS, canonical_name
+
+    plugin_to_name = {plugin: name for name, plugin in PLUGIN_COLLECTIVES.items()}
+    out, dropped = [], []
+
+    def losing(cell: Cell, combo: TuningCombo):
+        name = plugin_to_name[cell.collective]
+        return slower_than_nccl_pick(fabric, name, (combo.algo, canonical_name(combo.proto, PROTOCOLS)),
+                                     cell.min_bytes, cell.max_bytes, cell.ranks, domains)
+
+    for cell in cells:
+        name = plugin_to_name.get(cell.collective)
+        if not cell.predicted or cell.choice is None or name is None or not uses_nccl_model(fabric, name):
+            out.append(cell)
+            continue
+        loss = losing(cell, cell.choice)
+        if loss is None:
+            out.append(cell)
+            continue
+        size, mine_us, pick, pick_us = loss
+        why = (f"predicted {cell.choice.algo}/{cell.choice.proto} dropped: NCCL's own model rates it {mine_us:.1f} us at "
+               f"{size} B against its pick {pick[0]}/{pick[1].lower()} {pick_us:.1f} us")
+        if target == "example-plugin" and cell.filled:
+            pick_combo = dataclasses.replace(cell.choice, algo=pick[0], proto=pick[1].lower())
+            out.append(dataclasses.replace(cell, choice=pick_combo, best=pick_combo, fallback=None,
+                                           fallback_run_ids=()))
+            what = (f"the fill-in names NCCL's own pick {pick[0]}/{pick[1].lower()} instead"
+                    + ("" if losing(cell, pick_combo) is None else " (NCCL's pick changes inside these sizes)"))
+        else:
+            out.append(dataclasses.replace(cell, choice=None, fallback=None, fallback_run_ids=(), filled=False,
+                                           dropped_reason=why))
+            what = "left to NCCL"
+        dropped.append(f"{cell.collective} nNodes={cell.nodes} nRanks={cell.ranks} [{cell.min_bytes}-{cell.max_bytes}] "
+                       f"{why}; {what}")
+    return out, dropped
+
+
+def nccl_check_notes(dropped: list[str], checked: bool, unchecked: bool) -> list[str]:
+    """The header lines saying how many predicted choices NCCL's own model dropped, and why."""
+    notes = []
+    if checked:
+        notes.append(f"checked against NCCL's own model (NVIDIA/nccl {NCCL_RELEASE} tuning.cc: its tables, tree "
+                     f"correction factor and ring plateau, no commbench term): dropped {len(dropped)} predicted "
+                     "choice(s) it rates slower than NCCL's own pick (a rule there could only make NCCL slower by its "
+                     "own reckoning); FALLBACK rules (calls NCCL left a rule's pair out of) are not checked"
+                     + (":" if dropped else ""))
+        notes += [f"  dropped: {line}" for line in dropped]
+    if unchecked:
+        notes.append("rules from per-algorithm curves are NOT checked against NCCL's own model: the fabric has no "
+                     "NCCL parameters (use a preset, commbench systems)")
+    return notes
+
+
 def node_domains(fabric, *, ranks: int, nodes: int):
     """(fabric, scale-up domains) for `ranks` ranks over `nodes` NCCL nodes: NCCL counts one node per scale-up domain
     (results.nccl_nodes: a host, or a multi-node NVLink rack), and the cost model takes the domains a group spans,
@@ -366,18 +431,29 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
     if not points:
         raise CommbenchError(f"fabric {fabric.name!r} predicts none of {', '.join(PLUGIN_COLLECTIVES)} "
                              f"with algorithms {', '.join(COST_MODEL_COMBOS)}")
-    cells, _, switches = for_target(choose_cells(points, need_baseline=False, any_channels=True,
-                                                 predicted_margin=PREDICTED_MARGIN), points, target, "time")
+    chosen = choose_cells(points, need_baseline=False, any_channels=True, predicted_margin=PREDICTED_MARGIN)
+    checked_fabric, domains = node_domains(fabric, ranks=ranks, nodes=nodes)
+    chosen, dropped = drop_slower_than_nccl(chosen, checked_fabric, domains, target)
+    cells, _, switches = for_target(chosen, points, target, "time")
+    cells, replaced = drop_slower_than_nccl(cells, checked_fabric, domains, target)   # the example plugin's fill-ins
+    if replaced:
+        from commbench.results.nccl_tuner_targets import add_fallbacks, switch_backs
+
+        cells, _ = add_fallbacks(cells, points)   # a fill-in now naming NVLS or LL128 needs its fallback
+        switches = switch_backs(cells, points, "time")
+    dropped += replaced
     notes = ["PREDICTED from the cost model: measure before trusting (commbench bench --nccl-algo ... then nccl-tuner)",
              f"a rule only where the fastest predicted pair leads every other by more than {100 * PREDICTED_MARGIN:g}% "
              "(the cost model's held-out median error); elsewhere NCCL decides"]
     if "nccl" in sources:
         notes.append("per (algorithm, protocol) times from the cost model's NCCL structure (costmodel/nccl_model.py, "
-                     "after NCCL's tuning.cc): the fastest pair, i.e. what NCCL's own model would pick")
+                     f"NVIDIA/nccl {NCCL_RELEASE} tuning.cc's tables) with commbench's small-size and pipeline terms: "
+                     "the fastest pair by that model")
     if "curves" in sources:
         notes.append(PAIRING_NOTE)
     if channels is None:
         notes.append("the cost model has no channel count: rules say 0, NCCL's own count (set one with --channels)")
+    notes += nccl_check_notes(dropped, "nccl" in sources, "curves" in sources)
     rules = rules_for(cells, target, {})
     return TunerResult(points=points, cells=cells, rules=rules, notes=notes, csv_cells=cells, csv_rules=rules,
                        switch_backs=switches, sources=[fabric.name])
