@@ -181,6 +181,36 @@ Terms (why each exists):
   Qwen3-235B H100 gap is the efficiency, held down by the intra-node rows; what overlapped compute loses to the
   concurrent all-to-all (SMs, HBM, host launches once the chains interleave) is where to look, and no source prices
   it for the NCCL dispatcher.
+  Checked (session 37, fix-BM): the HGX Blackwell MoE rows at 8-bit predicted fast, against their twins. Per layer per
+  micro-batch (fwd + bwd, busiest rank), published vs charged (GPU / host exposed / EP exposed), Qwen3-235B-A22B EP8
+  inside a B200/B300 node, alltoall (NCCL) dispatcher, mbs1, no graphs: without EP overlap 10.2-11.5 ms (rows 89, 90,
+  45; 26.04.01 B200) against 7.8 / 1.1 / 1.4 (-5.7% to +6.9%); with it 13.3 ms (row 63, B200 vp2, 25.11) and 16.2-16.5
+  ms (44, 19: B300 vp4) against 7.6-7.8 / 1.1-1.2 / 0.85 (+30%, +64%, +58%); the H100 EP32 rows with it (20, 46, 69)
+  13.3-13.8 ms against 7.1 / 1.4 / 6.25 (-10% to -12%); the NVL72 twins (18, 43: flex/HybridEP, partial graphs, no
+  overlap) -2.1% / -0.7%. Ruled out, each with its twins: the clock under the power cap (B200 1000 W charged at the
+  datasheet rate, GB200 at 0.956: a clock change moves every row of the GPU alike, and its other MXFP8 rows are -9%
+  to +7%, DeepSeek-V3 B200 25.11 +14%); the NVLink all-to-all (1.39 ms per layer-mb, the same bytes, dispatcher and domain as the
+  accurate rows 45, 89, 90); PP p2p over the NIC (row 44: 0.78 s total, 0.54 s exposed of a 48.7 s published step) and
+  DP/EDP (0.08 s); memory-bound kernels (charged alike on the twins). Recipe fact (not implemented, it changes no
+  error's sign): row 19 (26.02.01) states vp4, which its release's recipe does not run (Megatron-Bridge 592711afc /
+  6f5e31aab, v0.3.0 -> v0.3.1, "Update Qwen3 235B B300 Configs to match Qwen3 B200 Configs": B300 V1 drops vp4 and
+  sets moe_a2a_overlap False, V2 inherits), and its 2,644 tokens/s/GPU is within 2% of 26.02's vp4 run with EP overlap
+  (row 44, 2,691): it is 26.02's configuration, EP overlap on, so it belongs with row 44 (its flags are assumed now).
+  Tried (not kept): (1) a larger host time per layer, layer_overhead_s 6.9 -> 9 / 11 ms (no refit): Qwen3-30B-A3B B200
+  mbs1 (41, 62: alltoall, moe_router+moe_preprocess graphs; the 26.02.01 mbs4 HybridEP twin 16 is -1.7%) +22.6 / +27.8%
+  -> -0.9 / +3.3% (at 11 ms -16.8 / -13.3%), but the Qwen3-235B B200 twins (45, 89, 90: same dispatcher, 16 local
+  experts, eager) +6.1 / -1.4 / -5.7% -> -6.2 / -12.9 / -16.6% and Qwen3-30B H100 (17) -5.3% -> -17.5%: not a host time
+  of these rows alone. (2) The combined 1F1B schedule's host time (Megatron-Core drives each node's backward through its
+  own torch.autograd.backward, pipeline_parallel/utils.py ScheduleNode._backward at b0cc2706, and the alltoall
+  dispatcher blocks the host once per MoE layer in the forward node, token_dispatcher.py cuda_sync_point
+  before_ep_alltoall, so the host cannot run ahead of the paired chains): EP-overlap rows' host time x F, charged
+  against their GPU time plus exposed EP (smooth max). F = 2: rows 44 / 63 / 42 +63.9 / +29.8 / +73.0% -> +8.4 / -12.8 /
+  +11.2%, but the H100 EP32 rows 20 / 46 / 69 -10.9 / -12.1 / -9.9% -> -19.9 / -21.0 / -19.0% and the newer-release
+  H100 ones -16.2 / -14.9% -> -24.7 / -23.5%; F = 1.5: 44 +36.5%, 63 +9.1%, H100 rows about 1 point closer. No source
+  gives the schedule's host cost, so F would be one more fitted catch-all, and the H100 EP32 rows (already slow) say
+  what they lack is device-side, not host: not kept. Unresolved: what slows EP overlap inside an 8-GPU node (the search
+  keeps not proposing it there: recipes.ep_overlap_measured_slower) and the ~1.6-2.0 ms per layer-mb rows 41 / 62 have
+  beyond the charged host and GPU time at mbs1 with the alltoall dispatcher.
 - expert_gemm_kernel_s: GPU time per expert GEMM kernel beyond its FLOPs (launch gap and the last
   partial wave of a small GEMM), 6 kernels per local expert per MoE layer per micro-batch (fc1 and
   fc2 x fprop, dgrad, wgrad): without the fused grouped MLP, Transformer Engine's GroupedLinear
