@@ -179,3 +179,24 @@ def test_a_refusal_advises_only_what_is_accepted():
             check_precision_runs("torchtitan", model, "nvfp4")
         advised = str(refused.value).split("plan it in ")[1].split(")")[0].split(",")[0]
         check_precision_runs("torchtitan", model, advised)   # accepted
+
+
+def test_torchtitans_schedule_rule_is_torchs_own_check_and_no_stricter():
+    """Probe BN (2026-12-06): --framework torchtitan refused PP4 VP2 with 6 micro-batches, which torch's
+    ScheduleInterleaved1F1B takes (6 % max(1, 6 // 4) == 0) and TorchTitan 0.3.0 only warns about."""
+    from commbench.planner.layout.spec import LayoutArrays, schedule_bad
+
+    for pp in (2, 3, 4, 8):
+        for vp in (1, 2, 3):
+            for n_mb in range(1, 4 * pp + 2):
+                arr = LayoutArrays.from_columns(pp=np.array([pp]), vp=np.array([vp]), dp=np.array([1]),
+                                                mbs=np.array([1]), gbs=np.array([n_mb]))
+                refused = n_mb % max(1, n_mb // pp) != 0 if vp > 1 else n_mb < pp
+                assert bool(schedule_bad(arr, "torchtitan")[0]) == refused, (pp, vp, n_mb)
+
+
+def test_the_probes_interleaved_torchtitan_layout_is_planned():
+    res = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "16",
+                                   "--framework", "torchtitan", "--top", "1", "--layout",
+                                   "tp=1,pp=4,vp=2,cp=1,mbs=1,gbs=24"], env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output

@@ -275,10 +275,11 @@ RULES: tuple[tuple[str, str], ...] = (
                  "layer, the embedding, the MTP or the loss), and vp>1 needs pp>1 (and a model that is not hybrid: "
                  "megatron-core's MambaStack builds no virtual stages)"),
     ("batch", "gbs must be a multiple of mbs*dp"),
-    ("schedule", "the pipeline schedule must take the step's gbs/(mbs*dp) micro-batches: with vp>1 a multiple of pp "
-                 "and at least pp (megatron-core 0.16.1 schedules.py groups pp micro-batches per virtual stage, "
-                 "microbatch_group_size_per_vp_stage = pp, and raises otherwise; TorchTitan's Interleaved1F1B takes "
-                 "the same), and under TorchTitan at least pp with pp>1 (torch's Schedule1F1B)"),
+    ("schedule", "the pipeline schedule must take the step's gbs/(mbs*dp) micro-batches: under Megatron, with vp>1 "
+                 "a multiple of pp and at least pp (megatron-core 0.16.1 schedules.py groups pp micro-batches per "
+                 "virtual stage, microbatch_group_size_per_vp_stage = pp, and raises otherwise); under TorchTitan, "
+                 "with vp>1 a multiple of its rounds max(1, n // pp) (torch's ScheduleInterleaved1F1B), and with "
+                 "vp=1 and pp>1 at least pp (torch's Schedule1F1B)"),
     ("context", "seq_len must be divisible by 2*cp when cp>1 (load-balanced causal CP)"),
     ("sequence", "with sequence parallelism (tp>1) each CP rank's seq_len/cp tokens must split over tp (Megatron-Core "
                  "scatters the sequence over TP ranks); TorchTitan 0.3.0 needs seq_len divisible by tp*2*cp (cp>1) or "
@@ -338,10 +339,13 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
 def schedule_bad(arr, framework: str = "megatron") -> np.ndarray:
     """Layouts whose micro-batch count the pipeline schedule refuses (rule schedule)."""
     n_mb = arr.num_microbatches
-    bad = (arr.vp > 1) & ((n_mb % arr.pp != 0) | (n_mb < arr.pp))
     if framework == "torchtitan":
-        bad |= (arr.pp > 1) & (n_mb < arr.pp)
-    return bad
+        # torch 2.13 schedules.py: ScheduleInterleaved1F1B raises unless n % number_of_rounds == 0, number_of_rounds
+        # = max(1, n // pp); Schedule1F1B raises for n < its stages. TorchTitan 0.3.0's build_pipeline_schedule
+        # only warns for fewer micro-batches than stages.
+        rounds = np.maximum(1, n_mb // np.maximum(arr.pp, 1))
+        return np.where(arr.vp > 1, n_mb % rounds != 0, (arr.pp > 1) & (n_mb < arr.pp))
+    return (arr.vp > 1) & ((n_mb % arr.pp != 0) | (n_mb < arr.pp))
 
 
 def sequence_divisor(arr, framework: str = "megatron") -> np.ndarray:
