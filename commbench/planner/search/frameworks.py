@@ -33,6 +33,8 @@ TorchTitan 0.3.0 (its Trainer.Config and config_registry functions):
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from commbench.errors import CommbenchError
@@ -185,12 +187,17 @@ def _sizes(model: ModelSpec) -> dict:
     return {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.name not in SIZE_FIELDS_IGNORED}
 
 
+@functools.lru_cache(maxsize=None)
+def _zoo_sizes(name: str) -> dict:
+    """_sizes of the zoo model `name` (the package's data/models.toml: read once per process)."""
+    from commbench.planner.models.zoo import load_model
+    return _sizes(load_model(name))
+
+
 def titan_sized_flavor(model: ModelSpec) -> str | None:
     """The TITAN_ZOO_FLAVORS model whose sizes `model` has exactly, whatever its architecture; None if none."""
-    from commbench.planner.models.zoo import load_model
     sizes = _sizes(model)
-    return next((name for name in TITAN_ZOO_FLAVORS if sizes == {k: getattr(load_model(name), k) for k in sizes}),
-                None)
+    return next((name for name in TITAN_ZOO_FLAVORS if sizes == _zoo_sizes(name)), None)
 
 
 def _dense_sizes(flavor: dict) -> dict:
