@@ -142,34 +142,77 @@ def test_fit_says_it_fitted_points_measured_without_the_data_check(tmp_path):
 
 @pytest.mark.timeout(180)
 def test_a_sweep_resumed_on_another_setup_says_so(tmp_path):
-    # a sweep killed on host a, resumed on host b with NCCL_P2P_DISABLE=1: 'done: 4 point(s) measured', exit 0, and no
-    # word that one file now holds two setups' points (fit then refuses it; compare judges it as one run)
+    # a sweep killed on host a, resumed on host b: 'done: 4 point(s) measured', exit 0, and no word that one file now
+    # holds points of two hosts (compare judges it as one run, report draws two curves): a note
     sweep, out = _sweep_file(tmp_path), tmp_path / "out.jsonl"
     assert _invoke("sweep", str(sweep), "-O", str(out)).exit_code == 0
     whole = _records(out)
+    assert whole[0]["torch_threads"] == [1, 1]  # the local launch's default (OMP_NUM_THREADS=1 unless set), per rank
     records = whole[:3]
-    records[0] = dict(records[0], hostnames=["elsewhere", "elsewhere"], nccl_env={"NCCL_P2P_DISABLE": "1"})
+    records[0] = dict(records[0], hostnames=["elsewhere", "elsewhere"], nccl_env={"NCCL_DEBUG": "INFO"})
     _write(out, records)
     said = _resume(sweep, out)
     assert f"note: resuming run {records[0]['run_id']} of {out} on another setup: hosts (" in said
-    assert "NCCL_* settings (NCCL_P2P_DISABLE=1 -> none)" in said
+    assert "NCCL_* settings (NCCL_DEBUG=INFO -> none)" in said
     # the same setup: nothing said
     _write(out, whole[:3])
     assert "another setup" not in _resume(sweep, out)
 
 
-def _resume(sweep: Path, out: Path) -> str:
+@pytest.mark.timeout(240)
+def test_a_sweep_resumed_with_other_threads_or_nccl_settings_is_refused(tmp_path):
+    # probe BL: a gloo sweep cut short with 1 torch thread per rank, resumed with OMP_NUM_THREADS=2: exit 0, no word,
+    # the threads only in the headers' free-text notes; the file then held 511-3106 us points beside 51779-66504 us
+    # ones, `fit` fitted one curve and `compare` passed a 26x slowdown. The threads are now a field of the header
+    # (torch_threads) and, like the NCCL_* settings that change the fabric, a resume with another value is refused in
+    # one line naming the field, the file's value and the launch's, writing nothing
+    sweep, out = _sweep_file(tmp_path), tmp_path / "out.jsonl"
+    assert _invoke("sweep", str(sweep), "-O", str(out)).exit_code == 0
+    whole = _records(out)
+    _write(out, whole[:3])
+    before = out.read_text()
+    said = _resume(sweep, out, env={"OMP_NUM_THREADS": "2"}, code=2)
+    assert (f"--resume into {str(out)!r} is refused: its run {whole[0]['run_id']} was measured with another setup "
+            "(torch threads on gloo: 1 torch thread(s) per rank -> 2 torch thread(s) per rank") in said, said
+    assert "Traceback" not in said and out.read_text() == before
+    _write(out, [dict(whole[0], nccl_env={"NCCL_P2P_DISABLE": "1"}), *whole[1:3]])
+    said = _resume(sweep, out, code=2)
+    assert "is refused" in said and "NCCL_* settings: NCCL_P2P_DISABLE=1 -> no NCCL_* settings" in said, said
+    # a file written before the field: unknown is no change, the resume goes on
+    _write(out, [{k: v for k, v in whole[0].items() if k != "torch_threads"}, *whole[1:3]])
+    assert "refused" not in _resume(sweep, out)
+
+
+def test_compare_and_fit_see_a_file_mixing_thread_counts(tmp_path):
+    # a file that already mixes them (written before the refusal, or appended by hand): `compare` against a 1-thread
+    # base refuses the 2-thread run as another setup, and `fit` refuses the mix, each naming the runs
+    records = _records(COMPARE / "gloo_all_reduce_a.jsonl")
+    run = records[0]["run_id"]
+    one = _write(tmp_path / "one.jsonl", [dict(r, torch_threads=[1, 1]) if r["record_type"] == "header" else r
+                                          for r in records])
+    other = [dict(r, torch_threads=[2, 2]) if r["record_type"] == "header" else r
+             for r in _records(COMPARE / "gloo_all_reduce_b.jsonl")]
+    mixed = _write(tmp_path / "mixed.jsonl", _records(Path(one)) + other)
+    result = _invoke("compare", one, _write(tmp_path / "two.jsonl", other))
+    assert result.exit_code == 2 and "torch threads on gloo" in result.output, result.output
+    result = _invoke("fit", mixed)
+    assert result.exit_code == 2, result.output
+    assert "the results mix torch threads on gloo (1 torch thread(s) per rank: run " + run in " ".join(result.output.split())
+
+
+def _resume(sweep: Path, out: Path, *, env: dict | None = None, code: int = 0) -> str:
     """`sweep --resume` in a process of its own (rank 0 prints from a forked process, past CliRunner's capture)."""
     import os
     import subprocess
     import sys
 
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1]), COLUMNS="400")
-    env.pop("NCCL_P2P_DISABLE", None)
+    run_env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1]), COLUMNS="400")
+    for key in ("NCCL_P2P_DISABLE", "OMP_NUM_THREADS", "NCCL_DEBUG"):
+        run_env.pop(key, None)
     done = subprocess.run([sys.executable, "-m", "commbench", "sweep", str(sweep), "-O", str(out), "--resume"],
-                          capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return " ".join(done.stdout.split())
+                          capture_output=True, text=True, env={**run_env, **(env or {})}, timeout=120)
+    assert done.returncode == code, done.stdout + done.stderr
+    return " ".join((done.stdout + done.stderr).split())
 
 
 @pytest.mark.timeout(180)

@@ -223,7 +223,7 @@ def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_
     from commbench.results.run_setup import GATE_FIELDS, SETUP_FIELDS, _known
     from commbench.results.records import mixed_runs_text
 
-    from commbench.costmodel.profile import _fabric_env
+    from commbench.results.run_setup import fabric_env as _fabric_env
 
     runs = [h for h in base_headers if h.run_id not in continuations]
     texts = [f"{what} ({named})" for what in GATE_FIELDS

@@ -429,19 +429,9 @@ def check_on_base(points: list, runs: dict, base: Fabric) -> None:
                       "--system (plan with --gpu), or measure with NCCL on that GPU")
 
 
-def _fabric_env(header) -> str:
-    """A run's NCCL_* settings that change the fabric NCCL uses (NCCL_P2P_DISABLE, NCCL_IB_HCA, ...): not the
-    tuned ones (NCCL_ALGO/NCCL_PROTO are fitted apart, forced channel counts skipped: fit_records) nor NCCL_DEBUG*."""
-    from commbench.comm.nccl_tuning import TUNED_ENV_KEYS
-
-    kept = {k: v for k, v in sorted(header.nccl_settings().items())  # with NCCL's configuration files'
-            if k not in TUNED_ENV_KEYS and not k.startswith("NCCL_DEBUG")}
-    return " ".join(f"{k}={v}" for k, v in kept.items()) or "no NCCL_* settings"
-
-
 def check_one_fabric(points: list, runs: dict) -> list[str]:
     """Refuse points whose runs differ in NCCL version, devices, emulation (real vs `commbench emulate`, or two
-    emulated fabrics) or NCCL_* settings (_fabric_env): their medians per size would be merged into one curve of
+    emulated fabrics), on gloo the torch version or threads per rank, or NCCL_* settings (run_setup.fabric_env): their medians per size would be merged into one curve of
     no real fabric.
     Returns a note per run used (its provenance), for the profile."""
     from commbench.errors import CommbenchError
@@ -450,14 +440,16 @@ def check_one_fabric(points: list, runs: dict) -> list[str]:
     used = {m.run_id for m in points if m.status == "ok"}
     known = {r: runs[r] for r in sorted(used) if r in runs}
 
-    from commbench.results.run_setup import SETUP_FIELDS
+    from commbench.results.run_setup import _UNKNOWN_IS_NO_CHANGE, GATE_FIELDS, SETUP_FIELDS, _known, fabric_env
 
-    checks = (("NCCL versions", lambda h: f"NCCL {h.nccl_version or 'none'}"),
-              ("devices", lambda h: ", ".join(sorted(set(h.devices))) or "devices unknown"),
-              ("fabrics", SETUP_FIELDS["fabrics"]),   # real or emulated, and which emulated one: compare's rule
-              ("NCCL_* settings", _fabric_env))
+    # compare's rule (run_setup.GATE_FIELDS: NCCL version, devices, real or emulated fabric and which, on gloo the torch
+    # version and its threads per rank), plus the NCCL_* settings that change the fabric; a field a header does not
+    # record (torch threads before it was recorded) is no value of its own
+    checks = tuple((what, lambda h, what=what: SETUP_FIELDS[what](h)
+                    if what not in _UNKNOWN_IS_NO_CHANGE or _known(h, what) else "")
+                   for what in GATE_FIELDS) + (("NCCL_* settings", fabric_env),)
     for what, value in checks:
-        named = mixed_runs_text({run_id: value(h) for run_id, h in known.items()})
+        named = mixed_runs_text({run_id: v for run_id, h in known.items() if (v := value(h))})
         if named:
             raise CommbenchError(f"the results mix {what} ({named}): one fit would merge them into curves of no "
                                  "real fabric; fit each from the results measured with it (one fabric profile per "

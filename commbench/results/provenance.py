@@ -64,6 +64,18 @@ LOCAL_LAUNCH_NOTE = ("local launch: ranks meet through a file store in a private
                      "for it) and gloo binds 127.0.0.1 (GLOO_SOCKET_IFNAME=lo unless set): nothing listens beyond loopback")
 
 
+def torch_threads(backend: Backend) -> list[int] | None:
+    """Every rank's torch intra-op thread count (torch.get_num_threads()), in rank order (collective: every rank
+    calls it, with or without torch); None where a rank has no torch."""
+    try:
+        import torch
+        mine = str(torch.get_num_threads())
+    except ImportError:
+        mine = ""
+    every = gather_strings(backend, mine)
+    return [int(n) for n in every] if all(n.isdigit() for n in every) else None
+
+
 def _threads_note() -> str:
     import torch
 
@@ -89,6 +101,7 @@ def collect_header(backend: Backend, *, run_id: str, argv: list[str], launcher: 
         nccl_conf=read_conf_files(os.environ),
         launcher=launcher, topology=topology,
         emulated=_emulated_record(emulated), nccl_tuning=tuning_from_env(os.environ),
+        torch_threads=torch_threads(backend),
         notes=list(notes or []) + ([LOCAL_LAUNCH_NOTE, _threads_note()] if launcher in ("local", "single") else []),
     )
 

@@ -63,6 +63,10 @@ class RunHeader:
     run_cycles: dict[str, Any] | None = None
     # NCCL's configuration files read on this host, in NCCL's order -> their NCCL_* settings (comm.nccl_conf)
     nccl_conf: dict[str, dict[str, str]] = field(default_factory=dict)
+    # each rank's torch intra-op threads (torch.get_num_threads(): OMP_NUM_THREADS, 1 unless set under a local launch),
+    # in rank order: on gloo they decide a collective's time (README: 2 ms vs 20-80 ms per 512 KiB reduce_scatter);
+    # None where torch is absent or the file predates the field (its notes then say it in words, if at all)
+    torch_threads: list[int] | None = None
 
     def nccl_settings(self) -> dict[str, str]:
         """The NCCL_* settings NCCL ran with: `nccl_env`, then the files' where the environment leaves a key unset

@@ -30,6 +30,27 @@ def _gloo_torch(h: RunHeader) -> str:
     return f"torch {h.torch_version or 'unknown'} (gloo)" if h.backend == "gloo" else ""
 
 
+def _gloo_threads(h: RunHeader) -> str:
+    """On gloo the ranks' torch intra-op threads (torch_threads) decide a collective's time (README: 2 ms against
+    20-80 ms per 512 KiB reduce_scatter with one thread per core): part of the run's setup; "" for other backends
+    (their collectives run on the device) and where the header does not record it (_known)."""
+    if h.backend != "gloo" or not h.torch_threads:
+        return ""
+    counts = sorted(set(h.torch_threads))
+    return f"{counts[0]} torch thread(s) per rank" if len(counts) == 1 else \
+        f"torch threads per rank {','.join(map(str, h.torch_threads))}"
+
+
+def fabric_env(header: RunHeader) -> str:
+    """A run's NCCL_* settings that change the fabric NCCL uses (NCCL_P2P_DISABLE, NCCL_IB_HCA, ...): not the
+    tuned ones (NCCL_ALGO/NCCL_PROTO are fitted apart, forced channel counts skipped: fit_records) nor NCCL_DEBUG*."""
+    from commbench.comm.nccl_tuning import TUNED_ENV_KEYS
+
+    kept = {k: v for k, v in sorted(header.nccl_settings().items())  # with NCCL's configuration files'
+            if k not in TUNED_ENV_KEYS and not k.startswith("NCCL_DEBUG")}
+    return " ".join(f"{k}={v}" for k, v in kept.items()) or "no NCCL_* settings"
+
+
 # what (plural, as the mixed-runs text names it) -> the value a label shows
 SETUP_FIELDS: dict[str, Callable[[RunHeader], str]] = {
     "NCCL versions": lambda h: f"NCCL {h.nccl_version or 'none'}",
@@ -38,10 +59,13 @@ SETUP_FIELDS: dict[str, Callable[[RunHeader], str]] = {
     "world sizes": lambda h: f"world size {h.world_size}",
     "fabrics": _fabric,
     "torch versions on gloo": _gloo_torch,
+    "torch threads on gloo": _gloo_threads,
 }
 SYSTEM_FIELDS = ("NCCL versions", "devices", "hosts")  # what makes an NCCL tuning result another system's
 # what makes `compare`'s NEW another measurement than BASE
-GATE_FIELDS = ("NCCL versions", "devices", "fabrics", "torch versions on gloo")
+# (and what `sweep --resume` refuses to add to a file, with the NCCL_* settings: resume_setup_changes) and `fit`
+# refuses to merge (costmodel.profile.check_one_fabric)
+GATE_FIELDS = ("NCCL versions", "devices", "fabrics", "torch versions on gloo", "torch threads on gloo")
 # what `compare` notes where NEW differs from BASE but judges it: the torch that launched NCCL's collectives, the
 # commbench that measured them (a harness change may move times: said, never refused)
 NOTED_FIELDS: dict[str, Callable[[RunHeader], str]] = {
@@ -60,7 +84,27 @@ def setup_of(header: RunHeader, fields=tuple(SETUP_FIELDS)) -> tuple:
 def same_setup(a: RunHeader | None, b: RunHeader | None) -> bool:
     """Both headers known, their setups equal and their NCCL_* environments too (a combination of an NCCL
     tuning sweep is a launch with its own NCCL_ALGO/NCCL_PROTO: not a continuation of NCCL's default)."""
-    return a is not None and b is not None and setup_of(a) == setup_of(b) and a.nccl_settings() == b.nccl_settings()
+    if a is None or b is None:
+        return False
+    known = [what for what in SETUP_FIELDS if what not in _UNKNOWN_IS_NO_CHANGE or (_known(a, what) and _known(b, what))]
+    return setup_of(a, known) == setup_of(b, known) and a.nccl_settings() == b.nccl_settings()
+
+
+# fields a header written before they were recorded does not hold: unknown on either side is no change
+_UNKNOWN_IS_NO_CHANGE = ("torch threads on gloo",)
+
+
+def resume_setup_changes(earlier: RunHeader, header: RunHeader) -> list[str]:
+    """"torch threads on gloo: 1 torch thread(s) per rank -> 2 torch thread(s) per rank" per field of GATE_FIELDS,
+    and the NCCL_* settings (fabric_env), in which a launch (`header`) differs from the run its file already holds
+    (`earlier`): what `compare` would refuse as another setup and `fit` as a mix, so `sweep --resume` refuses to put
+    both in one file. A field either header does not record is no change."""
+    changes = [f"{what}: {SETUP_FIELDS[what](earlier) or 'none'} -> {SETUP_FIELDS[what](header) or 'none'}"
+               for what in GATE_FIELDS if _known(earlier, what) and _known(header, what)
+               and SETUP_FIELDS[what](earlier) != SETUP_FIELDS[what](header)]
+    if fabric_env(earlier) != fabric_env(header):
+        changes.append(f"NCCL_* settings: {fabric_env(earlier)} -> {fabric_env(header)}")
+    return changes
 
 
 def labels_by_what_differs(runs: dict[str, RunHeader | None], fields=tuple(SETUP_FIELDS), *,
@@ -94,6 +138,7 @@ def _known(header: RunHeader, what: str) -> bool:
             "NCCL versions": header.nccl_version is not None or header.backend == "gloo",
             "torch versions on gloo": header.backend == "gloo" and torch_known,
             "torch versions on NCCL": header.backend != "gloo" and torch_known,
+            "torch threads on gloo": header.backend == "gloo" and bool(header.torch_threads),
             "commbench versions": bool(header.commbench_version) and header.launcher != "nccl-tests"}.get(what, True)
 
 

@@ -122,6 +122,11 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
                             notes=[f"sweep {job.sweep.name} ({job.sweep.path})", *notes])
     header = dataclasses.replace(header, sweep_identity=sweep_identity(job.sweep, backend.world_size, backend.name),
                                  planned_points=len(points))
+    refused = coord.share("resume-setup", resumed_on_another_setup(job.output_path, header)
+                          if job.resume and is_writer else None, SHARE_TIMEOUT_S)
+    if refused:  # every rank: nothing written, the group torn down together (as check_same_config's refusal)
+        backend.shutdown()
+        raise CommbenchError(refused)
     writer = JsonlWriter(job.output_path) if is_writer else None
     view = (SweepView(title=f"sweep {job.sweep.name} on {backend.name}, {backend.world_size} rank(s)",
                       num_points=len(pending), num_skipped=len(points) - len(pending), output_path=job.output_path,
@@ -197,14 +202,36 @@ def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoin
     return record, stopped
 
 
-def resumed_elsewhere(path, header) -> list[str]:
-    """A note when this launch resumes a run of `path` measured on another setup (hosts, NCCL version, devices,
-    fabric, NCCL_* environment): its points join that run in one file, which `compare` judges as one run, `report`
-    draws as two curves and `fit` refuses as a mix (results.run_setup)."""
+def _earlier_headers(path) -> list:
     from commbench.results.records import RunHeader, iter_records
+
+    return [r for r in iter_records(path, drop_samples=True) if isinstance(r, RunHeader)] if Path(path).exists() else []
+
+
+def resumed_on_another_setup(path, header) -> str | None:
+    """One line refusing a launch that would resume a run of `path` measured on another setup in what makes two runs
+    other measurements (results.run_setup.resume_setup_changes: NCCL version, devices, fabric, on gloo the torch
+    version and threads per rank, the NCCL_* settings that change the fabric), naming the field, the file's value and
+    this launch's, as --resume refuses a changed sweep (resume.check_resume_identity): the file would hold two setups'
+    points under one sweep, which `compare` judges as one run and `fit` refuses as a mix. None where they agree."""
+    from commbench.results.run_setup import resume_setup_changes
+
+    earlier = _earlier_headers(path)
+    changes = resume_setup_changes(earlier[-1], header) if earlier else []
+    if not changes:
+        return None
+    return (f"--resume into {str(path)!r} is refused: its run {earlier[-1].run_id} was measured with another setup "
+            f"({'; '.join(changes)}, file -> this launch): one file would hold two setups' points; launch with the "
+            "file's setting, or sweep into another -O")
+
+
+def resumed_elsewhere(path, header) -> list[str]:
+    """A note when this launch resumes a run of `path` on other hosts (or with other NCCL_* settings that do not
+    change the fabric, NCCL_DEBUG say): its points join that run in one file, which `compare` judges as one run and
+    `report` draws as two curves; what makes another measurement is refused before (resumed_on_another_setup)."""
     from commbench.results.run_setup import mixed_setup_texts, same_setup
 
-    earlier = [r for r in iter_records(path, drop_samples=True) if isinstance(r, RunHeader)] if Path(path).exists() else []
+    earlier = _earlier_headers(path)
     if not earlier or same_setup(earlier[-1], header):
         return []
     last = earlier[-1]
@@ -213,8 +240,7 @@ def resumed_elsewhere(path, header) -> list[str]:
     differs = "; ".join(mixed_setup_texts({last.run_id: last, header.run_id: header})
                         + ([f"NCCL_* settings ({env(last)} -> {env(header)})"] * (env(last) != env(header))))
     return [f"note: resuming run {last.run_id} of {path} on another setup: {differs}. Its points and this launch's "
-            "share one file: `compare` judges them as one run, `report` draws them apart, `fit` refuses results of "
-            "two NCCL versions, devices, fabrics or NCCL_* settings; for one setup's results, sweep into another -O"]
+            "share one file: `compare` judges them as one run, `report` draws them apart"]
 
 
 def run_sweep_rank(rank_env: RankEnv, job: SweepJob) -> SweepOutcome:
