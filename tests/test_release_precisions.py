@@ -72,3 +72,31 @@ def test_the_library_check_refuses_it_too():
     recipes.check_precision_in_release("mxfp8", "25.09")
     with pytest.raises(CommbenchError, match=r"--precision='nvfp4' is invalid: .*--software 25.09"):
         recipes.check_precision_in_release("nvfp4", "25.09")
+
+
+def test_calibrate_refuses_a_row_whose_release_cannot_run_its_precision(tmp_path):
+    # probe BL 2: a Qwen3-30B row given as 25.09 + NVFP4 was fitted (exit 0, fp4_gemm_ratio moved 0.7556 -> 0.8137)
+    # while plan refuses --software 25.09 --precision nvfp4: the same rule (check_precision_in_release) now refuses the
+    # row, naming its fields; a release the table lacks reads its stand-in's (26.03 -> 26.02.01: runs it)
+    import json
+
+    from importlib import resources
+
+    from commbench.planner.calibrate.published import check_row
+
+    shipped = json.loads(resources.files("commbench.data").joinpath("calibration-runs.json").read_text())
+    rows = [shipped[i] for i in (14, 16, 17, 39, 42)]   # Qwen3-30B-A3B rows, the probe's
+    one = rows[0]
+    rows[0] = dict(one, release="25.09", precision="NVFP4")
+    path = tmp_path / "runs.json"
+    path.write_text(json.dumps(rows))
+    for args in (["--evaluate", str(path)], [str(path), "-O", str(tmp_path / "cal.json"), "--no-loo"]):
+        result = runner.invoke(app, ["calibrate", *args])
+        assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+        text = " ".join(result.output.split())
+        assert "row 1: field 'precision'='nvfp4' is invalid: field 'release' 25.09 runs megatron-core 0.14" in text
+        assert "the releases that run nvfp4: 25.11" in text
+    assert not (tmp_path / "cal.json").exists()
+    check_row(dict(one, release="26.03", precision="NVFP4"), "row 1")
+    check_row(dict(one, release="25.09", precision="MXFP8"), "row 1")
+    check_row(dict(one, release="user", precision="NVFP4"), "row 1")

@@ -172,6 +172,28 @@ def _check_gpu_runs(row: dict, where: str) -> None:
                                  f"{', '.join(spec.precisions)} (commbench/data/hardware.toml)")
 
 
+def _check_release_runs(row: dict, where: str) -> None:
+    """A run in a precision its release's megatron-core cannot run (25.09, megatron-core 0.14, has no NVFP4 flag) is
+    refused by the rule plan's --software --precision is (recipes.check_precision_in_release), naming the row's
+    fields: such a row is no run that happened, and its throughput would fit the kernel terms of that precision.
+    A release the table lacks reads its stand-in's, as its recipes do; one older than the table, "user" or none is
+    not checked (no megatron-core known)."""
+    from commbench.errors import CommbenchError
+    from commbench.planner.layout.recipes import check_precision_in_release, resolve_release
+    release = row.get("release")
+    if release in (None, "", "user") or unmodelled_precision(row.get("precision")) or \
+            row.get("precision") in (None, ""):
+        return
+    stand, _ = resolve_release(str(release))
+    if stand is None:
+        return
+    try:
+        check_precision_in_release(precision_of(row.get("precision")), stand, str(release),
+                                   fields=("field 'precision'", "field 'release'"))
+    except CommbenchError as exc:
+        raise CommbenchError(f"{where}: {exc}") from None
+
+
 def precision_of(label: str | None) -> str:
     """The step model's precision for a table's label (see the module docstring); ValueError for a label it
     cannot read, text or not (a bare 8 in a JSON row is no precision name)."""
@@ -416,6 +438,7 @@ def check_row(row: dict[str, Any], where: str) -> None:
         raise CommbenchError(f"{where}: field 'precision' = {row.get('precision')!r}; allowed: "
                              "BF16, FP8, MXFP8, NVFP4") from None
     _check_gpu_runs(row, where)
+    _check_release_runs(row, where)
     recipe = row.get("recipe")
     if recipe is not None and not isinstance(recipe, dict):
         raise CommbenchError(f"{where}: field 'recipe' = {recipe!r}; allowed: an object of {', '.join(RECIPE_FIELDS)}")

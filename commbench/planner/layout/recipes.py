@@ -476,10 +476,12 @@ def release_runs_precision(release: str, precision: str) -> bool:
     return core_version(release) >= CORE_PRECISION_FLAGS[str(precision).lower()][0]
 
 
-def check_precision_in_release(precision: str, release: str, asked: str | None = None) -> None:
+def check_precision_in_release(precision: str, release: str, asked: str | None = None, *,
+                               fields: tuple[str, str] = ("--precision", "--software")) -> None:
     """Refuse, in one line naming --precision, --software and the releases that run it, a precision the table
     release `release` (resolved: a release the table lacks reads its stand-in's; `asked`: the --software given)
-    cannot run."""
+    cannot run. `fields`: what the precision and the release are called where they were given (a calibrate row's
+    fields: published.check_row)."""
     value = str(precision).lower()
     if value not in CORE_PRECISION_FLAGS or release_runs_precision(release, value):
         return
@@ -488,8 +490,8 @@ def check_precision_in_release(precision: str, release: str, asked: str | None =
     running = [r for r in releases() if release_runs_precision(r, value)]
     name = normalised_release(asked) if asked is not None else release
     read = "" if name == release else f" (read as {release}, the newest table release before it)"
-    raise invalid("--precision", value,
-                  f"--software {name}{read} runs megatron-core {info['megatron_core']['version']} (Megatron-Bridge "
+    raise invalid(fields[0], value,
+                  f"{fields[1]} {name}{read} runs megatron-core {info['megatron_core']['version']} (Megatron-Bridge "
                   f"{info['megatron_bridge']}: {info['megatron_core']['source']}), which has no {flags} "
                   f"(first in {where}); the releases that run {value}: {', '.join(running)} (or newer)")
 
