@@ -53,6 +53,42 @@ def test_a_file_without_a_step_model_reads_with_a_note_that_it_is_unknown(tmp_pa
     assert "is unknown" in lines[0] and f"has step model {STEP_MODEL}" in lines[0]
 
 
+def _plan_doc(tmp_path, **fields) -> dict:
+    data = dict(calibration_json(CALIBRATED, fitted_on=["x.log"]), commbench_version=__version__)
+    data.update(fields)
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps({k: v for k, v in data.items() if v is not None}))
+    result = CliRunner().invoke(app, [*PLAN, "--calibration", str(path), "-O", str(tmp_path / "p")],
+                                env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    return json.loads((tmp_path / "p" / "plan.json").read_text())
+
+
+def test_plan_json_records_the_step_models_and_verify_plan_flags_another(tmp_path):
+    # probe BL 3: a calibration of another step model was warned about on the terminal only; plan.json recorded
+    # neither step model nor commbench's version, so verify-plan (and anyone reading the plan) could not tell
+    from commbench.workflows.verify import plan_context
+
+    doc = _plan_doc(tmp_path, step_model="2025-01-01.1")
+    inputs = doc["inputs"]
+    assert (inputs["step_model"], inputs["commbench_version"]) == (STEP_MODEL, __version__)
+    assert (inputs["calibration_step_model"], inputs["calibration_commbench_version"]) == ("2025-01-01.1", __version__)
+    said = [a for a in doc["assumptions"] if a.startswith("step model: ")]
+    assert len(said) == 1 and "fitted to step model 2025-01-01.1" in said[0] and STEP_MODEL in said[0]
+    flags = plan_context(doc).flags
+    assert any("was fitted to step model 2025-01-01.1, the plan predicted by " + STEP_MODEL in f for f in flags), flags
+    # a plan written under another step model (a newer commbench reading an older plan, or the reverse)
+    doc["inputs"] = dict(inputs, step_model="2025-01-01.1")
+    flags = plan_context(doc).flags
+    assert any(f.startswith("the plan was predicted by step model 2025-01-01.1 (commbench " + __version__) and
+               f"this commbench has step model {STEP_MODEL}" in f for f in flags), flags
+    # a current file: recorded, nothing said or flagged
+    doc = _plan_doc(tmp_path)
+    assert doc["inputs"]["calibration_step_model"] == STEP_MODEL
+    assert not [a for a in doc["assumptions"] if a.startswith("step model: ")]
+    assert not [f for f in plan_context(doc).flags if "step model" in f]
+
+
 # Fixed terms (not CALIBRATED, which moves with a refit) so only the step model's physics moves these figures.
 TERMS = dict(gemm_efficiency_hopper=0.7, gemm_efficiency_blackwell=0.55, fp4_gemm_ratio=0.8,
              grouped_gemm_efficiency=0.4, attention_efficiency=0.4, hbm_efficiency=0.4, layer_overhead_s=0.005,

@@ -134,6 +134,27 @@ def model_spec_flag(inputs: dict) -> str:
             "model_spec's")
 
 
+def step_model_flags(inputs: dict) -> list[str]:
+    """A line where the plan was predicted by another step model than this commbench's (inputs.step_model: its
+    predicted figures are not what this commbench gives for the same layout) and one where its calibration file was
+    fitted to another step model than the plan's (inputs.calibration_step_model: the file's terms were read as another
+    physics'); none for a plan written before they were recorded."""
+    from commbench.planner.step.terms import STEP_MODEL
+    flags = []
+    planned = inputs.get("step_model")
+    if planned is not None and planned != STEP_MODEL:
+        flags.append(f"the plan was predicted by step model {planned} (commbench "
+                     f"{inputs.get('commbench_version') or 'unknown'}); this commbench has step model {STEP_MODEL}: its "
+                     "predicted figures are not what this one gives (plan it again)")
+    if "calibration_step_model" in inputs and inputs.get("calibration") not in (None, "shipped"):
+        fitted = inputs.get("calibration_step_model")
+        if fitted != (planned or STEP_MODEL):
+            flags.append(f"the plan's calibration file {inputs['calibration']} was fitted to step model "
+                         f"{fitted or 'unknown (it records none)'}, the plan predicted by {planned or STEP_MODEL}: its "
+                         "terms were read as another step model's (refit with `commbench calibrate -O`)")
+    return flags
+
+
 def _other_gpu_terms(inputs: dict) -> set[str]:
     """The kernel terms a plan of a GPU its calibration file was not fitted on took from the shipped calibration
     (inputs.calibration_other_gpu_terms; CalibrationFile.for_gpu): not the file's, so not "changed" when they differ
@@ -194,7 +215,7 @@ def plan_context(doc: dict) -> PlanContext:
             except ValueError as exc:
                 raise CommbenchError(f"plan field 'inputs.calibration_terms' is invalid: {exc} (write the plan "
                                      "again with `commbench plan`)") from None
-    flags.extend(filter(None, [model_spec_flag(inputs)]))
+    flags.extend(filter(None, [model_spec_flag(inputs), *step_model_flags(inputs)]))
     framework = doc.get("framework")
     return PlanContext(model=model, layout=lay, seq_len=int(inputs.get("seq_len", model.seq_len)),
                        gpus=int(inputs["gpus"]), per_rack=int(doc["placement"]["gpus_per_rack"]),

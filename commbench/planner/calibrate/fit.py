@@ -57,23 +57,8 @@ class CalibrationFile:
     step_model: str | None = None   # its "step_model": the step model (step.terms.STEP_MODEL) its terms were fitted to
 
     def version_note(self) -> str:
-        """'' for a file fitted to this commbench's step model (step.terms.STEP_MODEL); else one line naming the file
-        and both step models: its terms were fitted to another one (or to one it does not record: a file written
-        before step models were recorded, whose release string says nothing, commbench being 0.1.0 throughout), and
-        are read as this one's."""
-        from commbench import __version__
-        from commbench.planner.step.terms import STEP_MODEL
-        if self.step_model == STEP_MODEL:
-            return ""
-        by = f"was written by commbench {self.written_by}" if self.written_by else "records no commbench version"
-        if self.step_model is not None:
-            return (f"calibration file {self.path} was fitted to step model {self.step_model} ({by.replace('was ', '')}"
-                    f"); this commbench ({__version__}) has step model {STEP_MODEL}: its terms are read as this one's "
-                    "(refit with `commbench calibrate -O`)")
-        return (f"calibration file {self.path} {by} and records no step model (written before step models were "
-                f"recorded), so the step model its terms were fitted to is unknown; this commbench ({__version__}) has "
-                f"step model {STEP_MODEL}: its terms are read as this one's (refit with `commbench calibrate -O` to be "
-                "sure)")
+        """'' for a file fitted to this commbench's step model (step.terms.STEP_MODEL); else step_model_note's line."""
+        return step_model_note(self.path, self.step_model, self.written_by)
 
     def bounds_note(self) -> str:
         """'' when every term lies in its BOUNDS (where `commbench calibrate` fits it); else one line naming those
@@ -196,6 +181,31 @@ def gpus_of_runs(runs: list[str]) -> tuple[str, ...]:
 def preset_gpu(preset: str | None) -> str | None:
     """The GPU of a system preset name ("gb300-nvl72" -> "gb300"), as a calibration file's runs name it."""
     return preset.split("-")[0] if preset else None
+
+
+def step_model_note(path: str, step_model: str | None, written_by: str | None) -> str:
+    """'' for a calibration file fitted to this commbench's step model (step.terms.STEP_MODEL); else one line naming
+    the file and both step models: its terms were fitted to another one (or to one it does not record: a file written
+    before step models were recorded, whose release string says nothing, commbench being 0.1.0 throughout), and are
+    read as this one's. `plan` prints it and keeps it among plan.json's assumptions (emit.plan.calibration_inputs)."""
+    from commbench import __version__
+    from commbench.planner.step.terms import STEP_MODEL
+    if step_model == STEP_MODEL:
+        return ""
+    by = f"was written by commbench {written_by}" if written_by else "records no commbench version"
+    if step_model is not None:
+        return (f"calibration file {path} was fitted to step model {step_model} ({by.replace('was ', '')}"
+                f"); this commbench ({__version__}) has step model {STEP_MODEL}: its terms are read as this one's "
+                "(refit with `commbench calibrate -O`)")
+    return (f"calibration file {path} {by} and records no step model (written before step models were "
+            f"recorded), so the step model its terms were fitted to is unknown; this commbench ({__version__}) has "
+            f"step model {STEP_MODEL}: its terms are read as this one's (refit with `commbench calibrate -O` to be "
+            "sure)")
+
+
+def calibration_provenance(path: str) -> dict[str, str | None]:
+    """A calibration file's {"step_model", "commbench_version"} as it records them (None where it does not)."""
+    return _recorded(path, step_model="step_model", commbench_version="commbench_version")
 
 
 def read_calibration_file(path: str) -> CalibrationFile:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, efficiency_terms, fabric_lines, flops_count_line,
-                                         framework_assumptions, framework_record, layout_dict, megatron_section,
+from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, calibration_step_model_line, efficiency_terms,
+                                         fabric_lines, flops_count_line, framework_assumptions, framework_record, layout_dict, megatron_section,
                                          plan_inputs, predicted_section, release_core_note)
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
 from commbench.planner.layout.precision import checkpoint_note
@@ -47,6 +47,7 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
                         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
+                        *calibration_step_model_line(calibration_file),
                         software_line(req)]
                        + fabric_lines(fabric)
                        + list(megatron["notes"]) + ([] if req.software_asked else release_core_note(req.software))

@@ -452,16 +452,35 @@ def calibration_inputs(calibration_file: str | None, shipped_terms: tuple[str, .
     was predicted with (`calibration`, as read when planning, not the file read again: "calibration_terms";
     verify-plan predicts with them, and names a file changed since) and, for a plan of a GPU the file was not fitted
     on, its kernel terms taken from the shipped calibration ("calibration_other_gpu_terms")."""
+    from commbench import __version__
+    from commbench.planner.step.terms import STEP_MODEL
+    made_by = {"step_model": STEP_MODEL, "commbench_version": __version__}   # what predicted the plan
     if calibration_file is None:
-        return {"calibration": "shipped"}
+        return {"calibration": "shipped", **made_by}
+    from commbench.planner.calibrate.fit import calibration_provenance
     from commbench.planner.step.terms import FITTED_TERMS
     cal = calibration
     if cal is None:
         from commbench.planner.calibrate.fit import read_calibration_file
         cal = read_calibration_file(calibration_file).calibration
+    fitted = calibration_provenance(calibration_file)
     return {"calibration": calibration_file, "calibration_shipped_terms": list(shipped_terms),
             "calibration_other_gpu_terms": list(other_gpu_terms),
-            "calibration_terms": {t: getattr(cal, t) for t in FITTED_TERMS}}
+            "calibration_terms": {t: getattr(cal, t) for t in FITTED_TERMS}, **made_by,
+            "calibration_step_model": fitted["step_model"],
+            "calibration_commbench_version": fitted["commbench_version"]}
+
+
+def calibration_step_model_line(calibration_file: str | None) -> list[str]:
+    """The plan's assumption where its --calibration file was fitted to another step model than the one that predicted
+    it (or records none: calibrate.fit.step_model_note): [] for the shipped terms or a file of this step model. `plan`
+    printed it as a warning only, so plan.json carried the file's terms read as this model's without a word."""
+    if calibration_file is None:
+        return []
+    from commbench.planner.calibrate.fit import calibration_provenance, step_model_note
+    fitted = calibration_provenance(calibration_file)
+    note = step_model_note(calibration_file, fitted["step_model"], fitted["commbench_version"])
+    return [f"step model: {note}"] if note else []
 
 
 def predicted_section(row: dict[str, Any], layout: Layout, *, gpus_per_rack: int, num_gpus: int) -> dict[str, Any]:
@@ -531,6 +550,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
          "and the EP all-to-all not" if framework == "torchtitan" else
          "overlaps on where Megatron allows them") + " (they never lengthen a step in the model)",
         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
+        *calibration_step_model_line(calibration_file),
         *[n for n in [_framework_note(calibration_file, req.framework)] if n],
         f"layer split ({megatron['layer_split']['method']}): {megatron['layer_split']['layout']}; the busiest "
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
