@@ -149,25 +149,24 @@ def _check_not_repeated(row: dict, where: str, seen: dict[str, str]) -> None:
     seen[key] = where
 
 
-# How far apart two measurements of one layout of one release may be before they are named: the published tables'
+# How far apart two measurements of one layout (of any release: the fit merges them) may be before they are named: the published tables'
 # same layout across Megatron-Bridge releases (other software, so wider than a repeat) differs by a median 2.2%, 80th
 # percentile 6.3% (83 pairs in calibration-runs.json and benchmarks/data/*-runs.json)
 REPEAT_AGREE = 1.10
 
 
 def _warn_repeats_disagree(runs) -> None:
-    """Rows of one layout (model, system, GPUs, sequence length, layout with its precision and recipe, release,
-    framework) are repeat measurements of one run, which the fit takes as one distinct run (regularise.distinct_runs):
-    where their tokens/s/GPU are more than REPEAT_AGREE apart, one warning line names the slowest and the fastest and
-    the ratio (one of them is not the run its fields say, or in other units), as a row equal in every field is
-    refused (_check_not_repeated)."""
-    from commbench.planner.calibrate.published import run_framework
+    """Rows the fit takes as one distinct run (regularise.run_key: model, system, GPUs, sequence length, layout with its
+    precision and recipe, whatever their release) are repeat measurements of one run: where their tokens/s/GPU are more
+    than REPEAT_AGREE apart, one warning line names the slowest and the fastest and the ratio (one of them is not the
+    run its fields say, or in other units), as a row equal in every field is refused (_check_not_repeated). Grouped
+    by release before, so a row 8x its same layout of another release (a total for a per-GPU figure) was merged by the
+    fit without a word."""
+    from commbench.planner.calibrate.regularise import run_key
     groups: dict[tuple, list] = {}
     for r in runs:
         if r.layout is not None:
-            key = (r.model.name, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), r.layout,
-                   r.row.get("release"), run_framework(r.row))
-            groups.setdefault(key, []).append(r)
+            groups.setdefault(run_key(r), []).append(r)
     for group in groups.values():
         slow = min(group, key=lambda r: float(r.row["tokens_per_s_per_gpu"]))
         fast = max(group, key=lambda r: float(r.row["tokens_per_s_per_gpu"]))
@@ -176,7 +175,10 @@ def _warn_repeats_disagree(runs) -> None:
             first, second = sorted((slow, fast), key=lambda r: r.index)
             err_console.print(
                 f"warning: {first.where or f'run {first.index + 1}'} and {second.where or f'run {second.index + 1}'} "
-                f"are one layout ({first.label}, the same sizes, batch, sequence length and recipe) measured "
+                f"are one layout ({first.label}, the same sizes, batch, sequence length and recipe"
+                + (f"; releases {first.row.get('release') or 'none'} and {second.row.get('release') or 'none'}, "
+                   "which the fit takes as one run" if first.row.get("release") != second.row.get("release") else "")
+                + ") measured "
                 f"{float(first.row['tokens_per_s_per_gpu']):,.6g} and {float(second.row['tokens_per_s_per_gpu']):,.6g} "
                 f"tokens/s/GPU, {high / low:.2f}x apart (repeats are taken to agree within "
                 f"{(REPEAT_AGREE - 1) * 100:.0f}%): one of them is probably not the run its fields say (another recipe, "

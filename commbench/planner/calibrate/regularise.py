@@ -43,11 +43,18 @@ class FitReport:
     loo_note: str = ""
 
 
+def run_key(r: PublishedRun) -> tuple:
+    """What makes rows one run to the fit: (model, system, GPUs, sequence length, layout with its precision and
+    recipe), whatever their release: distinct_runs keeps one, leave-one-out holds them out together (_same), and
+    `calibrate` warns where their tokens/s/GPU disagree (cli/calibrate._warn_repeats_disagree)."""
+    return (r.model.name, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), r.layout)
+
+
 def distinct_runs(runs: list[PublishedRun]) -> list[PublishedRun]:
-    """One run per (model, system, GPUs, sequence length, layout): repeats of a run determine no new term."""
+    """One run per run_key (model, system, GPUs, sequence length, layout): repeats of a run determine no new term."""
     seen, out = set(), []
     for r in runs:
-        key = (r.model.name, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), r.layout)
+        key = run_key(r)
         if key not in seen:
             seen.add(key)
             out.append(r)
@@ -166,8 +173,7 @@ def calibrate_report(runs: list[PublishedRun], start: Calibration, *, loo: bool 
 
 
 def _same(a: PublishedRun, b: PublishedRun) -> bool:
-    return (a.model.name, a.preset, int(a.row["num_gpus"]), int(a.row["seq_len"]), a.layout) == \
-        (b.model.name, b.preset, int(b.row["num_gpus"]), int(b.row["seq_len"]), b.layout)
+    return run_key(a) == run_key(b)
 
 
-__all__ = ["FitReport", "calibrate_report", "choose_terms", "distinct_runs", "fit_regularised", "influence"]
+__all__ = ["FitReport", "calibrate_report", "choose_terms", "distinct_runs", "fit_regularised", "influence", "run_key"]
