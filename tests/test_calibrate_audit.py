@@ -422,3 +422,35 @@ def test_a_throughput_far_below_any_published_run_is_named(tmp_path):
     warning = [line for line in result.stderr.splitlines() if "peak" in line]
     assert len(warning) == 1 and "tokens_per_s_per_gpu=6.3 means 2 model TFLOP/s per GPU" in warning[0], warning
     assert "0.0% of the GPU's" in warning[0] and "row 1" in warning[0]
+
+
+def test_published_rows_under_the_shipped_start_are_labelled_in_sample(tmp_path):
+    # probe BL 5: the shipped calibration is fitted on calibration-runs.json, yet its rows given as RUNS printed a
+    # 'before' and a 'leave-one-out' error as if held out (a --calibration FILE's own runs are refused: they would count
+    # twice). Text and JSON now say how many are in the start's fit, and --evaluate marks them in_sample
+    import json as _json
+    from importlib import resources
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    shipped = _json.loads(resources.files("commbench.data").joinpath("calibration-runs.json").read_text())
+    runs = tmp_path / "runs.json"
+    runs.write_text(_json.dumps([shipped[i] for i in (14, 16, 17, 39, 42)]))
+    fit = CliRunner().invoke(app, ["calibrate", str(runs), "-O", str(tmp_path / "c.json"), "--no-loo"],
+                             env={"COLUMNS": "300"})
+    assert fit.exit_code == 0, fit.output
+    said = " ".join(fit.output.split())
+    assert "note: 5 of these 5 run(s) are rows of commbench/data/calibration-runs.json, which the shipped start terms " \
+           "were fitted on" in said and "before (in-sample for 5)" in said, said
+    doc = _json.loads(CliRunner().invoke(app, ["calibrate", str(runs), "-O", str(tmp_path / "d.json"), "--no-loo",
+                                               "--json"]).stdout)
+    assert doc["num_in_start"] == 5
+    ev = _json.loads(CliRunner().invoke(app, ["calibrate", "--evaluate", str(runs), "--json"]).stdout)
+    assert ev["num_in_sample"] == 5 and all(r["in_sample"] for r in ev["rows"])
+    # a user's row (another measured figure) is no row of the shipped fit
+    mine = tmp_path / "mine.json"
+    mine.write_text(_json.dumps([dict(shipped[14], tokens_per_s_per_gpu=20000, source="mine"), shipped[39]]))
+    doc = _json.loads(CliRunner().invoke(app, ["calibrate", str(mine), "-O", str(tmp_path / "e.json"), "--no-loo",
+                                               "--json"]).stdout)
+    assert doc["num_in_start"] == 1

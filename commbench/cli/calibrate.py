@@ -4,6 +4,7 @@ what the user measured."""
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Optional
 
@@ -269,6 +270,19 @@ def listed_in(r, keys: frozenset) -> bool:
     return run_key(r) in keys or run_key(r, r.legacy_label) in keys
 
 
+def shipped_fitted_on() -> frozenset:
+    """The runs the shipped calibration (step.terms.CALIBRATED) was fitted on, as a calibration file lists its runs
+    (run_key): every modelled row of commbench/data/calibration-runs.json (README: its terms are fitted on them). A
+    RUNS row among them is in-sample for the shipped terms, as a --calibration FILE's own runs are for FILE's."""
+    return _shipped_keys()
+
+
+@functools.lru_cache(maxsize=1)
+def _shipped_keys() -> frozenset:
+    from commbench.planner.calibrate.published import published_runs
+    return frozenset(run_key(r) for r in published_runs() if r.layout is not None)
+
+
 def evaluation_rows(runs, calibration, fitted_on: frozenset = frozenset()) -> list[dict]:
     """Each input row plus predicted_tokens_per_s_per_gpu and error_pct (predicted vs measured),
     in_sample (the calibration was fitted on this run: its error is not a held-out one) and layout_note (where
@@ -402,7 +416,7 @@ def calibrate(
     check_units(loaded, start)
     if evaluate:
         from commbench.planner.step.terms import fitted_runs
-        in_file = frozenset(fitted_runs(calibration)) if calibration else frozenset()
+        in_file = frozenset(fitted_runs(calibration)) if calibration else shipped_fitted_on()
         rows, other_gpus = (scoped_evaluation_rows(loaded, start_file, in_file) if start_file
                             else (evaluation_rows(loaded, start, in_file), []))
         in_sample = sum(r["in_sample"] for r in rows)
@@ -423,9 +437,12 @@ def calibrate(
         console.print(f"median |error| {float(np.median(errors)):.1f}% over {len(rows)} runs (predicted); by family: "
                       + ", ".join(f"{k} {m:.1f}% ({n})" for k, (m, n) in by_family.items()), highlight=False)
         if in_sample:
-            err_console.print(f"note: {in_sample} of these {len(rows)} run(s) are ones {calibration} was fitted on: "
-                              "their errors are in-sample, not what to expect on other runs (fit without them to "
-                              "hold them out)", highlight=False, markup=False, soft_wrap=True)
+            err_console.print(f"note: {in_sample} of these {len(rows)} run(s) are ones "
+                              f"{calibration or 'the shipped calibration (commbench/data/calibration-runs.json)'} was "
+                              "fitted on: their errors are in-sample, not what to expect on other runs ("
+                              + ("fit without them to hold them out" if calibration else
+                                 "benchmarks/planner_calibration.py's leave-one-GPU-out and leave-one-release-out "
+                                 "tables hold them out") + ")", highlight=False, markup=False, soft_wrap=True)
         _print_skipped(skipped)
         _print_notes(loaded)
         return
@@ -447,6 +464,10 @@ def calibrate(
         report = calibrate_report(loaded, start, loo=loo)
     fitted = report.fitted
     before = np.abs([r["error_pct"] for r in start_rows])
+    # the shipped start terms were fitted on calibration-runs.json: its rows among RUNS are in-sample "before", and
+    # each leave-one-out refit still starts from and is pulled toward terms fitted on the held-out row (a --calibration
+    # FILE's own runs are refused above for the same reason: they would count twice)
+    in_start = 0 if calibration else sum(listed_in(r, shipped_fitted_on()) for r in loaded)
     rows = evaluation_rows(loaded, fitted, frozenset(run_key(r) for r in loaded))   # all in-sample
     after = np.abs([r["error_pct"] for r in rows])
     from commbench.planner.step.terms import save_calibration
@@ -472,6 +493,7 @@ def calibrate(
                     "terms_held": [{"term": t, "why": w} for t, w in report.terms_held.items()],
                     "moved": report.moved, "at_bound": report.at_bound,
                     "median_abs_error_pct_before": float(np.median(before)),
+                    "num_in_start": in_start,
                     "median_abs_error_pct_in_sample": float(np.median(after)),
                     "median_abs_error_pct_leave_one_out": loo_median,
                     "leave_one_out_abs_error_pct": report.loo_abs_error_pct,
@@ -506,10 +528,18 @@ def calibrate(
                                  "".join(f"; {b['term']} at its {b['bound']} bound" for b in report.at_bound)),
                           highlight=False, soft_wrap=True)
     loo_text = (f"{loo_median:.1f}% leave-one-out over {len(report.loo_abs_error_pct)} distinct runs"
+                + (" (not held out of the shipped start terms)" if in_start else "")
                 if loo_median is not None else f"leave-one-out {report.loo_note}")
     why = (" (the fit minimises a weighted Huber loss pulled toward the start terms, not this median)"
            if float(np.median(after)) > float(np.median(before)) else "")
-    console.print(f"median |error| {float(np.median(before)):.1f}% before, {float(np.median(after)):.1f}% after "
+    if in_start:
+        err_console.print(f"note: {in_start} of these {len(loaded)} run(s) are rows of commbench/data/calibration-runs"
+                          ".json, which the shipped start terms were fitted on: the 'before' error is in-sample for "
+                          "them, and leave-one-out holds them out of each refit but not of its start terms and prior "
+                          "(fitted on them), so it is not a held-out error for them", highlight=False, markup=False,
+                          soft_wrap=True)
+    console.print(f"median |error| {float(np.median(before)):.1f}% before"
+                  + (f" (in-sample for {in_start})" if in_start else "") + f", {float(np.median(after)):.1f}% after "
                   f"in-sample{why}, {loo_text} (use it with --calibration {out})", highlight=False, markup=False)
     _print_skipped(skipped)
     _print_notes(loaded)
