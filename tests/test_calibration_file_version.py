@@ -136,3 +136,15 @@ def test_a_kernel_term_the_file_does_not_set_is_named_once():
     _, other = cal_file.for_gpu("h100")
     assert "grouped_gemm_8bit_efficiency" not in other and set(other) | {"grouped_gemm_8bit_efficiency"} == set(KERNEL_TERMS)
     assert cal_file.for_gpu("gb300") == (CALIBRATED, ())
+
+
+def test_a_newer_format_from_this_same_version_is_not_called_newer(tmp_path):
+    # probe BL 8: a file saying version 2 and commbench_version 0.1.0 (this one) was called "written by a newer
+    # commbench (0.1.0)"
+    from commbench import __version__
+    path = _write(tmp_path / "cal.json", {"kind": "commbench-calibration", "version": CALIBRATION_VERSION + 1,
+                                          "commbench_version": __version__, "terms": {"grouped_gemm_efficiency": 0.4}})
+    result = CliRunner().invoke(app, [*PLAN, "--calibration", path], env={"COLUMNS": "80"})
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    text = " ".join(result.output.split())
+    assert "newer commbench" not in text and f"written by commbench {__version__}, this very version" in text, text

@@ -459,10 +459,14 @@ def read_calibration(path: str) -> tuple[Calibration, tuple[str, ...]]:
                              f"to {CALIBRATION_VERSION}")
     if version > CALIBRATION_VERSION:
         by = data.get("commbench_version")
+        # the file's format is newer than this commbench reads: written by a newer commbench, unless its own
+        # commbench_version is this one's (a hand edit, or a development build): then not called newer
+        writer = (f"it says it was written by commbench {by}, this very version: a hand edit or another build of it?"
+                  if by == __version__ else
+                  f"it was written by a newer commbench{f' ({by})' if isinstance(by, str) else ''}")
         raise CommbenchError(f"calibration file {path}: field 'version' = {version}; this commbench ({__version__}) "
-                             f"reads calibration files of version 1 to {CALIBRATION_VERSION}: it was written by a newer "
-                             f"commbench{f' ({by})' if isinstance(by, str) else ''}; upgrade, or refit with this one's "
-                             "`commbench calibrate -O`")
+                             f"reads calibration files of version 1 to {CALIBRATION_VERSION}: {writer}; upgrade, or "
+                             "refit with this one's `commbench calibrate -O`")
     terms = data["terms"]
     unknown = sorted(set(terms) - set(FITTED_TERMS))
     if unknown:  # a term of another release's step model: its other terms were fitted beside it, so none is used
