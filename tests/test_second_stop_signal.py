@@ -55,3 +55,23 @@ def _zombie(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
     except OSError:
         return True
+
+
+def test_an_interrupted_resume_says_what_the_file_still_holds(tmp_path):
+    # probe BL 7: a --resume stopped before its first new point said '0 point(s) kept in FILE' while FILE held the 6
+    # points of the earlier launch (kept counts this launch's): it read as if the file had been emptied
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    output = tmp_path / "resumed.jsonl"
+    output.write_text('{"record_type":"header","run_id":"a"}\n' + '{"record_type":"measurement","run_id":"a"}\n' * 6)
+    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        local_ranks.launch_local(2, _sleep, None, backend="gloo", output_path=str(output), timeout_s=10)
+    except Interrupted as exc:
+        message = str(exc)
+    else:
+        message = "not interrupted"
+    finally:
+        timer.cancel()
+    assert message == f"interrupted (SIGINT): 0 point(s) recorded by this launch; {output} holds 6"

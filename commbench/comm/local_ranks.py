@@ -218,8 +218,12 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
                 for r in ranks:   # the progress messages the ranks sent before they stopped: every recorded point counts
                     r.drain()
                 kept = ranks[0].num_recorded if ranks else 0
+                held = _points_held(output_path)
                 where = (str(output_path).strip("()") if str(output_path).startswith("(")  # verify-plan: no file
-                         else f"{kept} point(s) kept in {output_path}")
+                         else f"{kept} point(s) kept in {output_path}" if held <= kept else
+                         # a --resume (or a file appended to): the file holds the earlier points too, and
+                         # '0 point(s) kept' read as if it had been emptied
+                         f"{kept} point(s) recorded by this launch; {output_path} holds {held}")
                 raise Interrupted(f"interrupted ({signal_name(exc)}): {where}", signal=signal_name(exc)) from None
         finally:
             with stops_ignored():
@@ -270,6 +274,16 @@ def _stuck_message(ranks: list[_Rank], stuck: list[_Rank], failed: list[_Rank], 
     return RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded, num_ok=writer.num_recorded_ok,
                      num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
                                                                                writer.recorded_steps))
+
+
+def _points_held(output_path) -> int:
+    """The measurement records in the results file (0 where there is none or it cannot be read): the lines rank 0
+    writes (append_record, records.JsonlWriter: compact JSON, record_type first)."""
+    try:
+        with open(output_path, encoding="utf-8", errors="replace") as handle:
+            return sum(line.startswith('{"record_type":"measurement"') for line in handle)
+    except (OSError, TypeError):
+        return 0
 
 
 def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, Any]:
