@@ -454,3 +454,26 @@ def test_published_rows_under_the_shipped_start_are_labelled_in_sample(tmp_path)
     doc = _json.loads(CliRunner().invoke(app, ["calibrate", str(mine), "-O", str(tmp_path / "e.json"), "--no-loo",
                                                "--json"]).stdout)
     assert doc["num_in_start"] == 1
+
+
+def test_a_row_repeated_with_other_notes_only_is_the_same_run(tmp_path):
+    # probe BL 6: a copy of a row whose notes say "copy" was accepted and counted twice (median over 6 runs of 5
+    # distinct rows); notes calibrate does not read are information, so it is refused as an exact copy is. Notes it
+    # does read (FSDP=N, GA=N, w/o MTP) still make another run
+    import json as _json
+    from importlib import resources
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    shipped = _json.loads(resources.files("commbench.data").joinpath("calibration-runs.json").read_text())
+    rows = [shipped[i] for i in (14, 16, 17, 39, 42)]
+    path = tmp_path / "dup.json"
+    path.write_text(_json.dumps([*rows, dict(rows[0], notes="copy")]))
+    result = CliRunner().invoke(app, ["calibrate", "--evaluate", str(path)], env={"COLUMNS": "300"})
+    assert result.exit_code == 2, result.output
+    assert f"{path} row 6 is {path} row 1 again" in " ".join(result.output.split()), result.output
+    from commbench.cli.calibrate import _check_not_repeated
+    seen: dict = {}
+    _check_not_repeated(dict(rows[0], notes="GA=4"), "row 1", seen)
+    _check_not_repeated(dict(rows[0], notes="GA=8"), "row 2", seen)   # read: another run

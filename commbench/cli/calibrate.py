@@ -139,12 +139,26 @@ def _check_distinct_files(paths: list[str]) -> None:
             seen[key] = i
 
 
+def _notes_read(row: dict) -> tuple:
+    """What calibrate reads of a row's notes (published.py: FSDP=N, GA=N, 'w/o MTP', a log's framework prefix): the
+    rest is information, so two rows that differ only there are one run (probe BL 6: a copy with notes "copy" was
+    counted twice)."""
+    import re
+
+    from commbench.planner.calibrate.published import _fsdp, run_framework
+    notes = row.get("notes") if isinstance(row.get("notes"), str) else ""
+    ga = re.search(r"GA=(\d+)", notes)
+    return (_fsdp(notes), ga.group(1) if ga else None, "w/o mtp" in notes.lower(), run_framework(row))
+
+
 def _check_not_repeated(row: dict, where: str, seen: dict[str, str]) -> None:
     """A row equal to an earlier one in every field but its source (its measured figure too) is the same run again, not a repeat
     measurement: refused in one line naming both. `seen`: each earlier row's canonical JSON -> its place."""
-    key = json.dumps({k: v for k, v in row.items() if k != "source"}, sort_keys=True, default=repr)
+    key = json.dumps({**{k: v for k, v in row.items() if k not in ("source", "notes")},
+                      "notes read": _notes_read(row)}, sort_keys=True, default=repr)
     if key in seen:   # a log's row names its file (source): a copy of the log with a line more is the same run
-        raise CommbenchError(f"{where} is {seen[key]} again (every field but its source, the measured figure too): "
+        raise CommbenchError(f"{where} is {seen[key]} again (every field but its source and the notes calibrate does not "
+                             "read, the measured figure too): "
                              "the same run "
                              "would be fitted twice; give each run once (a repeat measurement has its own figure)")
     seen[key] = where
