@@ -33,20 +33,25 @@ def test_a_second_sigint_during_the_ranks_kill_keeps_the_kept_points_line(tmp_pa
 
     monkeypatch.setattr(local_ranks, "kill_groups", kill_groups_signalled_again)
     output = tmp_path / "twice.jsonl"
+    message = _interrupted_launch(output)
+    assert message == f"interrupted (SIGINT): 0 point(s) kept in {output}"
+    assert calls and all(not os.path.exists(f"/proc/{pid}/stat") or _zombie(pid) for pid in calls[0])
+
+
+def _interrupted_launch(output) -> str:
+    """What a 2-rank gloo launch writing `output` says when SIGINT reaches it 2 s in (its ranks sleep)."""
     timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
         local_ranks.launch_local(2, _sleep, None, backend="gloo", output_path=str(output), timeout_s=10)
     except Interrupted as exc:
-        message = str(exc)
+        return str(exc)
     except KeyboardInterrupt as exc:  # what escaped before: the CLI then printed no count and no path
-        message = f"{type(exc).__name__}({exc}) escaped the launcher"
+        return f"{type(exc).__name__}({exc}) escaped the launcher"
     else:
-        message = "not interrupted"
+        return "not interrupted"
     finally:
         timer.cancel()
-    assert message == f"interrupted (SIGINT): 0 point(s) kept in {output}"
-    assert calls and all(not os.path.exists(f"/proc/{pid}/stat") or _zombie(pid) for pid in calls[0])
 
 
 def _zombie(pid: int) -> bool:
@@ -64,14 +69,4 @@ def test_an_interrupted_resume_says_what_the_file_still_holds(tmp_path):
         pytest.skip("signals reach the main thread only")
     output = tmp_path / "resumed.jsonl"
     output.write_text('{"record_type":"header","run_id":"a"}\n' + '{"record_type":"measurement","run_id":"a"}\n' * 6)
-    timer = threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        local_ranks.launch_local(2, _sleep, None, backend="gloo", output_path=str(output), timeout_s=10)
-    except Interrupted as exc:
-        message = str(exc)
-    else:
-        message = "not interrupted"
-    finally:
-        timer.cancel()
-    assert message == f"interrupted (SIGINT): 0 point(s) recorded by this launch; {output} holds 6"
+    assert _interrupted_launch(output) == f"interrupted (SIGINT): 0 point(s) recorded by this launch; {output} holds 6"
