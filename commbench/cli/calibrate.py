@@ -196,8 +196,10 @@ def _warn_repeats_disagree(runs) -> None:
                 + ") measured "
                 f"{float(first.row['tokens_per_s_per_gpu']):,.6g} and {float(second.row['tokens_per_s_per_gpu']):,.6g} "
                 f"tokens/s/GPU, {high / low:.2f}x apart (repeats are taken to agree within "
-                f"{(REPEAT_AGREE - 1) * 100:.0f}%): one of them is probably not the run its fields say (another recipe, "
-                "a slow node, other units); a fit takes their compromise"
+                f"{(REPEAT_AGREE - 1) * 100:.0f}%): one of them is probably not the run its fields say ("
+                + ("the releases' software, which the recipe fields do not record, " if first.row.get("release")
+                   != second.row.get("release") else "")
+                + "another recipe, a slow node, other units); a fit takes their compromise"
                 + (f" ({len(group)} rows)" if len(group) > 2 else ""), highlight=False, markup=False, soft_wrap=True)
 
 
