@@ -65,9 +65,12 @@ def _kill_rank_1(pids):  # as the OOM killer does: handled like a hang, not the 
     os.kill(pids[1], signal.SIGKILL)
 
 
+# the two faults a fresh-ranks sweep goes on past, and what it says of each (sweep's and tune's tests)
+FAULTS = [(_stop_every_rank, "every rank (0, 1) hung"), (_kill_rank_1, "rank 1 was killed by SIGKILL")]
+
+
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("fault, said", [(_stop_every_rank, "every rank (0, 1) hung"),
-                                         (_kill_rank_1, "rank 1 was killed by SIGKILL")])
+@pytest.mark.parametrize("fault, said", FAULTS)
 def test_sweep_records_the_stuck_point_and_goes_on_with_fresh_ranks(tmp_path, fault, said):
     sweep = hang_sweep(tmp_path / "hang.toml", "[16]")
     output = tmp_path / "sweep.jsonl"

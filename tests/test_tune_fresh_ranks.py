@@ -13,15 +13,14 @@ import time
 import pytest
 
 from tests.processes import alive
-from tests.test_all_ranks_hung import _kill_rank_1, _stop_every_rank, hang_sweep
+from tests.test_all_ranks_hung import FAULTS, hang_sweep
 from tests.test_launch_watchdog import finish, lines, rank_pids, start_cli
 
 PLAN = ["--model", "mixtral-8x7b", "--system", "h100-hgx", "--gpus", "16", "--precision", "bf16", "--top", "1"]
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("fault, said", [(_stop_every_rank, "every rank (0, 1) hung"),
-                                         (_kill_rank_1, "rank 1 was killed by SIGKILL")])
+@pytest.mark.parametrize("fault, said", FAULTS)
 def test_tune_records_the_stuck_point_goes_on_and_says_how_to_plan(tmp_path, fault, said):
     sweep = hang_sweep(tmp_path / "hang.toml", '["16K", "256K", "1M"]')
     out = tmp_path / "out"
