@@ -82,6 +82,10 @@ def test_plan_json_records_the_step_models_and_verify_plan_flags_another(tmp_pat
     flags = plan_context(doc).flags
     assert any(f.startswith("the plan was predicted by step model 2025-01-01.1 (commbench " + __version__) and
                f"this commbench has step model {STEP_MODEL}" in f for f in flags), flags
+    # a plan from before plans recorded the step model: its figures are an older physics', so it is flagged too
+    doc["inputs"] = {k: v for k, v in inputs.items() if k not in ("step_model", "commbench_version")}
+    flags = plan_context(doc).flags
+    assert any(f.startswith("the plan records no step model") and STEP_MODEL in f for f in flags), flags
     # a current file: recorded, nothing said or flagged
     doc = _plan_doc(tmp_path)
     assert doc["inputs"]["calibration_step_model"] == STEP_MODEL

@@ -138,11 +138,15 @@ def step_model_flags(inputs: dict) -> list[str]:
     """A line where the plan was predicted by another step model than this commbench's (inputs.step_model: its
     predicted figures are not what this commbench gives for the same layout) and one where its calibration file was
     fitted to another step model than the plan's (inputs.calibration_step_model: the file's terms were read as another
-    physics'); none for a plan written before they were recorded."""
+    physics'). A plan written before plans recorded it (commbench before 2026-12-06) says so: its figures came from an
+    older step model than any that records one."""
     from commbench.planner.step.terms import STEP_MODEL
     flags = []
     planned = inputs.get("step_model")
-    if planned is not None and planned != STEP_MODEL:
+    if planned is None:
+        flags.append(f"the plan records no step model (written by a commbench before plans recorded one): its "
+                     f"predicted figures are an older step model's than this commbench's {STEP_MODEL} (plan it again)")
+    elif planned != STEP_MODEL:
         flags.append(f"the plan was predicted by step model {planned} (commbench "
                      f"{inputs.get('commbench_version') or 'unknown'}); this commbench has step model {STEP_MODEL}: its "
                      "predicted figures are not what this one gives (plan it again)")
