@@ -67,13 +67,15 @@ def test_non_mla_moe_selective_frees_the_moe_norm_and_expert_activation_only():
 
 def test_mla_selective_frees_the_attention_norm_but_not_the_dense_layers_mlp():
     """deepseek-v3: MLA's input_layernorm is a module (gpt_layer_specs.py input_layernorm=backend.layer_norm()),
-    its first dense layers' MLP norm is fused into linear_fc1 and their activation output has no module."""
+    its first dense layers' MLP norm is fused into linear_fc1 and their activation output has no module; mla_up_proj
+    frees the up-projected q, k, v and the up-projections' normalized latents (their ln_out, bf16 here)."""
     model = load_model("deepseek-v3")
     assert recompute_modules(model) == ["core_attn", "layernorm", "moe_act", "mla_up_proj"]
     lay = dict(tp=1, pp=4, vp=4, ep=64, etp=1, dp=64, mbs=1, gbs=4096, precision="bf16")
     none, sel = _kinds("deepseek-v3", "none", **lay), _kinds("deepseek-v3", "selective", **lay)
     assert sel["dense"][0] == pytest.approx(none["dense"][0])
-    assert none["attention"][0] - sel["attention"][0] == pytest.approx(model.hidden + model.q_dim + model.kv_dim)
+    assert none["attention"][0] - sel["attention"][0] == pytest.approx(
+        model.hidden + model.q_dim + model.kv_dim + model.q_lora_rank + model.kv_lora_rank)
 
 
 def test_a_graphed_router_keeps_the_moe_norm_unless_preprocess_runs_alltoall():

@@ -106,7 +106,20 @@ def fp8_transpose_needed(gpu) -> bool:
     return cc is not None and not (10 <= cc[0] < 12 or cc[0] >= 13)
 
 
-def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision, keep=None):
+def router_map_elements(model: ModelSpec) -> float:
+    """bf16-equivalent elements per token per MoE layer of the router's and the permutation's saved maps under
+    Megatron (_per_token_elements' docstring): routing_map (1 B per expert), the fused top-k's intermediate output
+    and, with an aux loss, the aux-loss scores' (each one router-dtype value per expert), and the permutation's
+    row_id_map (int32, 2 x experts + 1)."""
+    e = model.num_routed_experts
+    arch = model.architecture
+    router_bytes = {"bf16": 2.0, "fp64": 8.0}.get(arch.router_dtype if arch is not None else "fp32", 4.0)
+    aux = arch is None or (arch.load_balancing not in ("none", "sinkhorn") and arch.aux_loss_coeff > 0)
+    return (e * (1.0 + router_bytes * (1 + int(aux))) + 4.0 * (2 * e + 1)) / BF16
+
+
+def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision, keep=None,
+                        framework: str = "megatron"):
     """(attention, dense MLP, MoE MLP) stored bf16-equivalent elements per micro-batch token on one GPU.
 
     GEMM inputs saved for backward are fp8 copies (half a bf16 element) in 8/4-bit recipes, as
@@ -116,7 +129,37 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision,
     gating -> moe_utils.py RouterGatingLinearFunction.forward: ctx.save_for_backward(inp, weight, bias)).
     `keep` (layout/recompute.py keep_factors: per saved tensor, 0 where the row's recompute frees it; default
     Megatron's table with no graphed router) says which norm outputs, activation outputs and MLA up-projections
-    a selective-granularity recompute drops."""
+    a selective-granularity recompute drops.
+
+    Megatron (megatron-core 0.14 to 0.16.1, Transformer Engine >= 2.6; every 8/4-bit recipe the planner launches is
+    a non-delayed one: --fp8-recipe tensorwise / mxfp8, or nvfp4) keeps, as counted here:
+    - the attention output once, in bf16: flash attention saves it for its backward (Transformer Engine v2.9
+      attention/dot_product_attention/backends.py FusedAttnFunc: qkvo_tensors = (q, k, v, out)), and linear_proj is
+      set to save that original input instead of a quantized copy (transformer/attention.py and
+      multi_latent_attention.py: set_save_original_input(self.linear_proj), "the output of the fused core_attn is
+      saved by itself, and linear_proj also saves the quantized tensor of this output"): attn_out_dim bf16
+      elements whatever the precision, not a GEMM input's quantized copy;
+    - the MoE norm output once, in bf16: a shared expert's linear_fc1 saves the original input the router keeps
+      (transformer/moe/shared_experts.py: "the output of pre_mlp_layernorm is saved by router ... set the
+      linear_fc1 to save the original input tensors"), no quantized copy beside it;
+    - the QK norms' inputs (Qwen3: --qk-layernorm): q_layernorm / k_layernorm (TENorm, Transformer Engine v2.9
+      ops/basic/rmsnorm.py: ctx.save_for_backward(x, rstdevs), x the contiguous input) keep the pre-norm query and
+      key (q_dim + kv_dim / 2) beside the normalized, rotated q, k the attention keeps (attention.py
+      get_query_key_value_tensors applies them before the rope);
+    - MLA: the two down-projections (linear_q_down_proj, linear_kv_down_proj: TELinear) each keep their own
+      quantized copy of the input norm output in 8/4-bit recipes (one bf16 tensor in bf16; save_original_input is
+      set on them only under layernorm recompute: set_for_recompute_input_layernorm), and each up-projection (a
+      TELayerNormColumnParallelLinear with qk_layernorm) keeps its normalized latent (ln_out, a GEMM input) beside
+      the latent itself, freed with the up-projections by mla_up_proj (its CheckpointWithoutOutput);
+    - the router's and the permutation's maps per MoE layer (megatron-core 0.16.1 moe_router_fusion and
+      moe_permute_fusion, set by every Megatron-Bridge performance recipe: scripts/performance/configs/*, and the
+      model providers): Transformer Engine v2.9 router.py FusedTopkScoreFunction saves routing_map (bool) and
+      intermediate_output, FusedComputeScoresForMoEAuxLoss (an aux loss enabled) a second intermediate_output, both
+      tokens x experts in the router's dtype (csrc/extensions/router.cpp: logits.scalar_type()), and permutation.py
+      _moe_permute_mask_map saves row_id_map, tokens x (2 x experts + 1) int32 (triton/permutation.py
+      make_row_id_map), the same tensor unpermute keeps. Charged as for the alltoall dispatcher on the sequence-
+      sharded tokens; the flex dispatcher's maps are of the received tokens and its local experts, of the same order.
+    TorchTitan keeps the formulas above (its op-level selective recompute and torchao's saved inputs differ)."""
     keep = rc.keep_factors(model, None, recompute) if keep is None else keep
     h, g = model.hidden, model.glu_factor
     seq_shard = np.where(sp, tp, 1) * cp       # h-sized tensors
@@ -124,15 +167,23 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision,
     keep_up = keep[rc.MLA_UP]                    # MLA up-projections
     gemm_in = saved_gemm_input(precision)
     res = model.residual_streams * h  # a block's saved residual input (DeepSeek-V4's mHC keeps hc_mult streams)
-    attn_out = model.attn_out_dim * gemm_in
+    megatron = framework == "megatron"
+    attn_out = model.attn_out_dim * (1.0 if megatron else gemm_in)   # bf16 under Megatron (docstring)
+    norm_in = h * gemm_in                        # the attention's input-norm output its first GEMM keeps
     if model.attention == "mla":
-        qkv = keep_up * (model.q_dim + model.kv_dim) + model.q_lora_rank + model.kv_lora_rank
+        latents = model.q_lora_rank + model.kv_lora_rank
+        up_ln_out = latents * gemm_in if megatron else 0.0
+        qkv = keep_up * (model.q_dim + model.kv_dim + up_ln_out) + latents
+        if megatron:   # two down-projections, each its own quantized copy (one bf16 tensor in bf16)
+            norm_in = h * np.where(gemm_in < 1.0, 2.0 * gemm_in, 1.0)
     elif model.attention == "dsv4":  # q up-projected, its latent, the one KV head, the indexer's query on C layers
         qkv = keep_up * model.q_dim + model.q_lora_rank + model.kv_dim + dsv4.indexer_query_elements(model)
         attn_out = attn_out + model.o_groups * model.o_lora_rank * gemm_in  # the grouped low-rank output's input
     else:
         qkv = model.q_dim + model.kv_dim
-    attn = (res + keep[rc.ATTN_NORM] * h * gemm_in) / seq_shard + (qkv + attn_out) / head_shard
+        if megatron and model.architecture is not None and model.architecture.qk_norm:
+            qkv = qkv + model.q_dim + model.kv_dim / 2   # the QK norms' inputs: pre-norm query and key
+    attn = (res + keep[rc.ATTN_NORM] * norm_in) / seq_shard + (qkv + attn_out) / head_shard
     # (g - 1) x FFN: the activation function's whole input, bf16. glu_factor counts the MLP's matrices (3 with a
     # GLU), so for SwiGLU this is the 2 x FFN FC1 output megatron-core 0.16.1 fusions/fused_bias_swiglu.py saves
     # (activation_func_fp8_input_store, default False, is set by no Megatron-Bridge performance recipe), for a
@@ -146,11 +197,13 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision,
         w = model.expert_width  # latent MoE: experts read the latent width (its projections ~ a shared expert)
         routed = k * (etp * w * gemm_in + ffn * (g - 1) + keep[rc.EXPERT_ACT] * ffn * gemm_in) / (tp * cp)
         shared = model.num_shared_experts * ffn * (g - 1 + keep[rc.SHARED_ACT] * gemm_in) / head_shard
-        # The MoE block's norm output: the router keeps it in bf16 (h), its own GEMM input; a shared expert's FC1
-        # (a Transformer Engine Linear) keeps its own quantized copy beside it in 8/4-bit recipes (in bf16 the
-        # two are one tensor).
-        norm_out = h * (1.0 + np.where((gemm_in < 1.0) & (model.num_shared_experts > 0), gemm_in, 0.0))
-        moe_mlp = (res + keep[rc.MOE_NORM] * norm_out + k) / seq_shard + routed + shared
+        # The MoE block's norm output: the router keeps it in bf16 (h), its own GEMM input; under TorchTitan a
+        # shared expert's FC1 keeps its own quantized copy beside it in 8/4-bit recipes (in bf16 the two are one
+        # tensor); Megatron's saves the router's (docstring).
+        copy = np.where((gemm_in < 1.0) & (model.num_shared_experts > 0) & (not megatron), gemm_in, 0.0)
+        norm_out = h * (1.0 + copy)
+        maps = router_map_elements(model) if megatron else 0.0
+        moe_mlp = (res + keep[rc.MOE_NORM] * norm_out + k + maps) / seq_shard + routed + shared
     else:
         moe_mlp = np.zeros_like(attn)
     full = recompute == 2
@@ -186,7 +239,8 @@ class SavedElements:
         model, precision = self.model, self.arr.precision
         keep = (rc.keep_factors(model, self.arr, recompute, self.framework, graph_kept=self.graph_kept_norm)
                 if keep is None else keep)
-        attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, precision, keep)
+        attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, precision, keep,
+                                                       framework=self.framework)
         kinds = {"attention": attn, "dense": dense_mlp, "moe": moe_mlp, "recompute": recompute}
         if model.linear_attention_freq:  # Gated DeltaNet blocks in place of attention (step/gdn.py)
             kinds["linear"] = np.where(recompute == 2, self.input_elements,
