@@ -14,6 +14,13 @@ MAX_ITERS = 1_000_000  # timed or warm-up iterations per point: every timed one 
 MAX_PLANNED_POINTS = 200_000  # points one launch (bench or sweep) may plan: days of measuring at 1 s each
 MAX_GPUS = 131_072  # GPUs a plan may name: beyond any published training run; the search grows with it
 MAX_MOE_IMBALANCE = 4096  # busiest / mean EP rank tokens: at most the EP size, which no layout here exceeds
+# The search's HBM left free beyond the predicted total (plan/tune --mem-headroom). The predicted total already holds
+# the model's reserve (4 GB + 5% of HBM: CUDA context, NCCL and library workspaces, allocator fragmentation;
+# step/terms.py). 2%: every published layout of the calibration, held-out GB300 and newer-release tables fits under
+# it (the tightest, Llama3-70B on 64 GB200 in fp8, at 97.5% of HBM; benchmarks/memory_fit.py), so the search does not
+# refuse a layout NVIDIA ran; only the Nemotron-3-Ultra 26.08 rows, which the model puts over HBM (a model error),
+# do not fit.
+DEFAULT_MEM_HEADROOM = 0.02
 MAX_LAYOUT_INT = 1 << 24  # a layout's tp/ep/vp/mbs/gbs/...: larger ones overflow the planner's int64 arrays (a typo)
 
 

@@ -9,7 +9,7 @@ import typer
 
 from commbench.cli.base import command, console, print_json
 from commbench.results.render import styled
-from commbench.limits import MAX_GPUS, MAX_MOE_IMBALANCE  # noqa: F401 (tune and tests read them here)
+from commbench.limits import DEFAULT_MEM_HEADROOM, MAX_GPUS, MAX_MOE_IMBALANCE  # noqa: F401 (tune and tests read them here)
 from commbench.errors import CommbenchError, invalid
 from commbench.planner import check_layout, load_model, parse_layout
 from commbench.planner.emit.torchtitan import TORCHTITAN_VERSIONS
@@ -178,7 +178,7 @@ def plan(
                                               "and the TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2)")] = None,
     torchtitan_version: Annotated[str, typer.Option(help="TorchTitan release the TorchTitan emitter targets: 0.3 "
                                                     "(--module/--config + --section.option overrides) or 0.2 (TOML)")] = "0.3",
-    mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search)")] = 0.05,
+    mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search); the total holds the model's reserve of 4 GB + 5% of HBM; the default leaves every published layout the memory model prices searchable")] = DEFAULT_MEM_HEADROOM,
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -O` "
                                                        "(default: the shipped calibration); on a GPU the file's runs "
                                                        "do not include, its kernel terms are the shipped ones (said)")

@@ -15,6 +15,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from commbench.cli.base import command, console, err_console
 from commbench.cli.plan import FRAMEWORK_HELP, GBS_HELP, LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP, SeqLenOption
 from commbench.errors import CommbenchError, invalid
+from commbench.limits import DEFAULT_MEM_HEADROOM
 from commbench.planner.layout.precision import DEFAULT_HELP
 
 
@@ -39,7 +40,7 @@ def tune(
     nproc: Annotated[Optional[int], typer.Option(help="local ranks for the sweep (default: the sweep's nproc)")] = None,
     out: Annotated[str, typer.Option("-O", "--out", help="folder for the sweep results, fabric.json and the plan files")] = "results/tune",
     top: Annotated[int, typer.Option(help="layouts to show")] = 10,
-    mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total")] = 0.05,
+    mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total; the total holds the model's reserve of 4 GB + 5% of HBM; the default leaves every published layout the memory model prices searchable")] = DEFAULT_MEM_HEADROOM,
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -O` "
                                                        "(default: the shipped calibration); on a GPU the file's runs "
                                                        "do not include, its kernel terms are the shipped ones (said)")

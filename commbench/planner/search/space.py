@@ -43,9 +43,10 @@ from commbench.planner.layout.recipes import release_features
 from commbench.planner.layout.placement import PLACEMENT_BITS, PLACEMENT_RULES
 from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
 from commbench.planner.search.candidates import candidates
+from commbench.limits import DEFAULT_MEM_HEADROOM
 
 CHUNK = 65_536
-DEFAULT_HEADROOM = 0.05
+DEFAULT_HEADROOM = DEFAULT_MEM_HEADROOM   # commbench/limits.py says why
 
 
 @dataclass(frozen=True, kw_only=True)

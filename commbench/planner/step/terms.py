@@ -388,7 +388,7 @@ CALIBRATION_VERSION = 1
 # of the source: a hash moves with every comment and refactor (every file would warn), and one of the model's
 # outputs with a model-zoo or hardware.toml edit; tests/test_calibration_step_model.py pins reference predictions of
 # the step model to this value, so a physics change that forgets to set it fails there.
-STEP_MODEL = "2026-12-06.6"   # full recompute re-runs its forward collectives and holds the re-run layer (tp_comm.py, memory.py)
+STEP_MODEL = "2026-12-06.7"   # memory: Megatron's saved tensors as megatron-core 0.16.1 + TE v2.9 keep them (memory.py)
 
 
 def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None,
