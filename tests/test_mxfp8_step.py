@@ -10,7 +10,7 @@ import pytest
 from commbench.costmodel import load_preset
 from commbench.planner import Layout, LayoutArrays, evaluate_layouts, load_model
 from commbench.planner.models.counts import param_counts
-from commbench.planner.step import dp_sync
+from commbench.planner.step import dp_sync, kernels
 from commbench.planner.step.terms import CALIBRATED
 
 
@@ -33,7 +33,7 @@ def test_mxfp8_parameters_are_gathered_in_bf16_through_the_gradient_buffer():
     # ... and copies every gathered parameter into its MXFP8 weight once a step (read 2 B, write 1 + 1 B and the
     # scales, zero the 2 B slice): charged with the optimizer step, at the memory-bound kernels' bandwidth
     extra = bd.optimizer_s[2] - bd.optimizer_s[1]
-    hbm = fabric.gpu.hbm_tbps * 1e12 * CALIBRATED.hbm_efficiency
+    hbm = fabric.gpu.hbm_tbps * 1e12 * CALIBRATED.hbm_efficiency * kernels.sustained_sm_rate(fabric.gpu)
     assert extra > 0 and bd.optimizer_s[1] == pytest.approx(bd.optimizer_s[0], rel=1e-12)
     params = extra * hbm / dp_sync.MXFP8_PARAM_RECAST_BYTES
     # every MXFP8 parameter of the rank (TP = PP = 1: the whole model) but the embedding and output layer, bf16

@@ -376,3 +376,18 @@ def test_mla_up_proj_recompute_repeats_the_up_projections_megatron_checkpoints()
     up2 = 7168 * 128 * 192 + 512 * 128 * 256
     proj2 = 7168 * 128 * 192 + 512 * (7168 + 128 * 256 + 1) + 7168 * 64 + 128 * 128 * 7168
     assert up_projection_flops(no_low_rank, fl2) / fl2.attention_proj == pytest.approx(up2 / proj2, rel=1e-9)
+
+
+def test_memory_bound_kernels_run_at_the_sms_power_limited_rate():
+    # SMs x the power-limited clock relative to the family's reference (B200): the law of sustained_tensor_fraction
+    from commbench.data.reference import gpu_spec
+    rate = {n: kernels.sustained_sm_rate(gpu_spec(n)) for n in ("b200", "gb200", "b300", "gb300", "h100", "h200")}
+    assert rate["b200"] == pytest.approx(1.0) and rate["h100"] == pytest.approx(1.0) and rate["h200"] == pytest.approx(1.0)
+    assert rate["gb200"] == pytest.approx(1.2 ** (1 / 3))
+    assert rate["gb300"] == pytest.approx((160 / 148) ** (2 / 3) * 1.4 ** (1 / 3))
+    assert rate["gb300"] / rate["gb200"] == pytest.approx(1.109, abs=1e-3)
+    # the same tensor rate per datasheet: sustained_tensor_fraction x datasheet / the reference's datasheet
+    g = gpu_spec("gb300")
+    assert rate["gb300"] == pytest.approx(g.sustained_tensor_fraction * g.fp8_tflops / gpu_spec("b200").fp8_tflops)
+    # a hand-made spec without a reference is its own reference
+    assert kernels.sustained_sm_rate(dataclasses.replace(g, clock_reference=None)) == 1.0

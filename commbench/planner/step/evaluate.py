@@ -279,7 +279,10 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     fused_mlp = kernels.fused_grouped_mlp(a.fused_moe, a.precision, gpu)
     gemm_s = gemm_s + kernels.expert_kernel_time_s(moe_stage, local_experts, fused_mlp, cal)
     mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb, fused_mlp) * imbalance
-    memory_bound_s = mem_bytes / (hbm * cal.hbm_efficiency)
+    # Memory-bound kernels (here, the optimizer step and MXFP8's parameter re-cast below) at hbm_efficiency of the HBM
+    # peak x the SMs' power-limited rate (kernels.sustained_sm_rate: they run at the SMs' clock, far below the HBM peak)
+    memory_rate = hbm * cal.hbm_efficiency * kernels.sustained_sm_rate(gpu)
+    memory_bound_s = mem_bytes / memory_rate
     recompute = a.recompute
     # Recompute repeats forward work: full = a third of everything; selective (core attention) =
     # the attention core's forward + the dropped elementwise kernels; mla_up_proj = the forward of
@@ -481,13 +484,13 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                 out[sel] = value
     owned = np.where(dist, dense_local / shard_group + expert_local / expert_shard_group,
                      dense_local + expert_local)
-    optimizer_s = owned * OPTIMIZER_BYTES_PER_PARAM / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)
+    optimizer_s = owned * OPTIMIZER_BYTES_PER_PARAM / memory_rate
     # ... and, where MXFP8 parameters are gathered in bf16, their copy into the MXFP8 weights after the gather
     # (every parameter of the rank, once per step: dp_sync.mxfp8_param_recast_bytes), counted with the optimizer step
     # it completes (where a DP group of 1 gathers nothing, megatron-core still copies the buffer out)
     recast = mxfp8_param_recast_bytes(param_bytes, a.precision, a.fsdp, framework)
     optimizer_s = optimizer_s + (dense_local - dense_bf16 + expert_local - expert_bf16) * recast \
-        / (gpu.hbm_tbps * 1e12 * cal.hbm_efficiency)   # MXFP8 parameters only: not the bf16 ones
+        / memory_rate   # MXFP8 parameters only: not the bf16 ones
 
     step_s = n_mb * t_mb + bubble_s + d_rs_x + d_ag_x + e_rs_x + e_ag_x + optimizer_s
     step_s = np.where(valid, step_s, np.inf)

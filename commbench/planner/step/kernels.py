@@ -40,7 +40,13 @@ launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vect
   tails remain; what stays per expert is the padding of its rows to 128 (< 1% at the recipes' token
   counts). It exists only for MXFP8 / NVFP4 on Blackwell (fused_grouped_mlp).
 - Power-limited clock: a GPU running dense GEMMs sits at its power limit, so its tensor rate is
-  the datasheet's x sustained_tensor_fraction (from TDP and SM count, per GPU family).
+  the datasheet's x sustained_tensor_fraction (from TDP and SM count, per GPU family). The clock is the GPU's, not a
+  kernel's (the power controller acts over milliseconds, a step interleaves GEMMs and elementwise kernels every few
+  microseconds), so the memory-bound kernels run at it too: at the fitted ~0.4 of the HBM peak they are bound by the
+  bytes the SMs keep in flight, not by HBM (Little's law: throughput = concurrency / latency; V. Volkov,
+  "Understanding Latency Hiding on GPUs", UC Berkeley EECS-2016-143, ch. 4), so their rate goes with SMs x that clock
+  (sustained_sm_rate, relative to the family's reference SKU). GB300's edge over GB200 on them is 160 vs 148 SMs at
+  1.4 vs 1.2 kW (1.109x), where both datasheets give 8 TB/s of HBM.
 - Overlapped dispatcher: DeepEP/HybridEP kernels occupy SMs while they run; overlapped with
   compute they slow it by the fraction of SMs they hold (DeepEP README: normal kernels on 24 SMs).
 - Block-scaled GEMMs: MXFP8 dense GEMMs reach MXFP8_GEMM_RATIO of per-tensor fp8's rate at one datasheet peak
@@ -206,6 +212,19 @@ def sustained_tensor_fraction(gpu) -> float:
         raise CommbenchError(f"GPU {gpu.name!r} has no tdp_w, sms or clock_reference in hardware.toml; the step "
                              "model needs them for the power-limited tensor rate")
     return float(value)
+
+
+def sustained_sm_rate(gpu) -> float:
+    """The GPU's SM throughput at its power limit relative to its family's reference SKU (hardware.toml
+    clock_reference): SMs x the power-limited clock, the law of commbench.data.reference.sustained_tensor_fraction
+    before the datasheet is divided out (= sustained_tensor_fraction x fp8_tflops / the reference's fp8_tflops;
+    per-SM-per-clock FP8 width is the same across a family). B200 1, GB200 1.063, B300 1.087, GB300 1.178; Hopper 1.
+    A GPU without a clock_reference (a hand-made spec) is its own reference: 1."""
+    ref_name = getattr(gpu, "clock_reference", None)
+    if not ref_name:
+        return 1.0
+    from commbench.data.reference import gpu_spec
+    return sustained_tensor_fraction(gpu) * float(gpu.fp8_tflops) / gpu_spec(ref_name).fp8_tflops
 
 
 def host_link_bytes_per_s(gpu) -> float:
