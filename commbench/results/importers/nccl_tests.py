@@ -7,7 +7,8 @@ Text tables (src/util.cu's writeResultHeader / writeBenchmarkLine*), in every la
   is refused in one line (CPUTIME_REFUSAL), its rows skipped; so is nccl-tests 1.x's (V1_REFUSAL: time in ms);
 - `N/A` cells (#wrong without -c, in-place of tests that have none) and rows with only one placement;
 - the banner (`# nThread ... iters: ...`, `# nccl-tests version ...`), `# Using devices` + `#  Rank`
-  lines, `NCCL INFO`/`NCCL WARN` lines interleaved (NCCL's "NCCL_X set by environment to V" / "NCCL_X set to V"
+  lines (a process's block cut at nccl-tests' 2048-character cap: the world from the banner, nccl_tests_devices),
+  `NCCL INFO`/`NCCL WARN` lines interleaved (NCCL's "NCCL_X set by environment to V" / "NCCL_X set to V"
   become the run header's nccl_env, as a -J file's env), launcher command lines, footers;
 - several collectives in one log: a run starts at `# Collective test starting: X_perf` (newer) or at
   a command line naming `X_perf` (older), or takes the file name / the --collective given;
@@ -47,6 +48,7 @@ from commbench.errors import CommbenchError
 from commbench.results.importers.nccl_tests_flags import (BLOCKING_UNKNOWN, BLOCKING_UNKNOWN_NOTE, blocking_from_banner,
                                                          blocking_from_json, kernel_params)
 from commbench.results.importers.moe_banner import moe_params, parse_moe_banner
+from commbench.results.importers.nccl_tests_devices import CUT_MARK, DeviceList
 from commbench.results.importers.nccl_tests_planned import TableCount
 from commbench.results.nccl_tests_text import MOE_POINT_KEYS
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, Record, RunHeader, new_run_id
@@ -175,7 +177,6 @@ _TOPOLOGY_RE = re.compile(r"topology: (\d+) rack\(s\) (?:x (\d+) rank\(s\)|of \S
 _EMULATE_LINE_RE = re.compile(r"^(?:emulated fabric: \d+ rack\(s\) x \d+ rank\(s\); |rack \d+ uplink \(measured veth "
                               r"counters\): )")
 _VERSION_RE = re.compile(r"nccl-tests version (\S+).*?nccl-library=(\d+)")
-_RANK_RE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)")
 
 
 @dataclass
@@ -437,8 +438,9 @@ class _TextRun:
         self.iters = self.warmup = 0
         self.loop: dict = {}   # the banner's -m / -G as commbench records them (loop_params)
         self.threads_gpus = 1
-        self.hosts: list[str] = []
-        self.devices: list[str] = []
+        self.banner = False  # a '# nThread N nGpus M' banner was read (threads_gpus is its, not the default)
+        self.device_list = DeviceList()  # the '#  Rank' lines (nccl_tests_devices: where nccl-tests cut them)
+        self._ranks: tuple | None = None  # (what they were read from, (hosts, devices, notes)): ranks()
         self.nccl_env: dict[str, str] = {}  # the NCCL_* settings the process's NCCL INFO lines said (NCCL_ENV_LOG_RE)
         self.version: str | None = None
         # commbench's own --format nccl-tests text says the backend it ran (its intro line, or nccl-library=0 in its
@@ -489,7 +491,16 @@ class _TextRun:
         self.point = {}
         self.rows_seen = set()
         if forget_devices:   # another process: its own devices and environment
-            self.hosts, self.devices, self.nccl_env = [], [], {}
+            self.device_list, self.nccl_env = DeviceList(), {}
+
+    def ranks(self) -> tuple[list[str], list[str], list[str]]:
+        """(hosts, devices, notes) of every rank of the run (DeviceList.ranks: the world where nccl-tests cut the
+        list), read once per device list and banner."""
+        key = (id(self.device_list), len(self.device_list.listed), self.threads_gpus, self.threads, self.banner)
+        if self._ranks is None or self._ranks[0] != key:
+            self._ranks = (key, self.device_list.ranks(self.threads, self.threads_gpus // max(self.threads, 1),
+                                                       self.banner, self.source))
+        return self._ranks[1]
 
     def next_cycle(self, lead: tuple[str, ...]) -> bool:
         """Whether a row with these leading columns repeats one of the run's rows (an -N cycle starts)."""
@@ -599,8 +610,9 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     row = dict(zip(lead, tokens[:len(lead)]))
     if state.collective is None:
         raise ValueError("which collective is this? the log names no *_perf binary: pass --collective")
-    group = int(state.point["group_size"]) if "group_size" in state.point else len(state.devices) or None
-    world = len(state.devices) or state.threads_gpus
+    hosts, devices, rank_notes = state.ranks()
+    group = int(state.point["group_size"]) if "group_size" in state.point else len(devices) or None
+    world = len(devices) or state.threads_gpus
     if state.next_cycle(tuple(tokens[:len(lead)])):
         state.run_id = None  # the same devices and banner: a new header for the cycle's run
         if number is not None:   # a cycle that stops is warned at its own first row, not the first cycle's
@@ -611,14 +623,14 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         average, time_notes = "rank0", [RANK0_TIME_NOTE]
     if state.run_id is None:
         state.run_id = new_run_id()
-        notes = [] if state.devices else [f"world size {world} from the banner's nThread x nGpus (no device lines)"]
+        notes = rank_notes if devices else [f"world size {world} from the banner's nThread x nGpus (no device lines)"]
         notes += time_notes
         if timers > 1 and state.tests_version is None and not (state.average_given or state.newer_columns):
             notes.append(UNKNOWN_VERSION_NOTE.format(timers))
         if state.tests_version == AVERAGE_SINCE and state.average == "avg" and state.threads_gpus > 1:
             notes.append(AVERAGE_2_10_0_NOTE.format(n=state.threads_gpus))
-        result.records.append(_header(state.run_id, source=state.source, world=world, hosts=state.hosts or ["unknown"],
-                                      devices=state.devices or ["unknown"], argv=state.argv, version=state.version,
+        result.records.append(_header(state.run_id, source=state.source, world=world, hosts=hosts or ["unknown"],
+                                      devices=devices or ["unknown"], argv=state.argv, version=state.version,
                                       backend=state.backend, ranks_per_rack=getattr(result, "ranks_per_rack", None),
                                       nccl_env=state.nccl_env, notes=notes, intro=state.intro,
                                       topology_line=state.topology_line))
@@ -714,6 +726,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
     elif (match := _BANNER_RE.search(body)):
         state.threads_gpus = int(match.group(1)) * int(match.group(2))
         state.threads = int(match.group(1))
+        state.banner = True
         state.warmup, state.iters = int(match.group(3)), int(match.group(4))
         state.moe = parse_moe_banner(body)
         sizes = _SIZES_RE.search(body)
@@ -725,10 +738,9 @@ def _comment(state: _TextRun, line: str) -> str | None:
     elif body.startswith("Blocking Enabled"):   # -z, printed after the banner it qualifies
         state.loop = {**state.loop, "blocking": blocking_from_banner(body)}
     elif body.startswith("Using devices"):
-        state.hosts, state.devices = [], []
-    elif (match := _RANK_RE.match(line.strip())):
-        state.hosts.append(match.group(2))
-        state.devices.append(match.group(3).strip())
+        state.device_list = DeviceList()
+    elif state.device_list.add(line.strip()):   # a '#  Rank' line, or where nccl-tests cut them
+        pass
     elif body.split()[:2] == ["size", "count"]:
         state.new_run(forget_devices=False)  # a second table without a banner: same devices
         state.columns = body.split()
@@ -796,6 +808,8 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
             if (setting := NCCL_ENV_LOG_RE.search(line)):
                 value = setting.group(2)
                 state.nccl_env[setting.group(1)] = value[:-1] if re.fullmatch(r"-?\d+\.", value) else value
+            continue
+        if line == CUT_MARK and state.device_list.add(line):   # nccl-tests cut the device list at a line's end
             continue
         if _EMULATE_LINE_RE.match(line):  # commbench emulate's banner and uplink counters (the intro names the fabric)
             continue
