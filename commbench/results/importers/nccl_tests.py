@@ -152,6 +152,12 @@ NCCL_LOG_RE = re.compile(r"NCCL (?:INFO|WARN)\b")
 # ...) and "<NAME> set to <v>" (src/misc/socket.cc NCCL_SOCKET_IFNAME, src/transport/net_ib/init.cc NCCL_IB_HCA,
 # src/bootstrap.cc NCCL_OOB_NET_IFNAME): a text log's counterpart of a -J file's "env"
 NCCL_ENV_LOG_RE = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set (?:by environment )?to (\S+)")
+# NCCL's own version line, printed once per process at its first communicator (nccl src/init.cc showVersion:
+# VERSION_STRING "NCCL version <major>.<minor>.<patch><suffix>+cuda<major>.<minor>"): an INFO line at NCCL_DEBUG=INFO,
+# bare at NCCL_DEBUG=WARN or VERSION (src/debug.cc adds no "host:pid:tid" at NCCL_LOG_VERSION; a "[%F %T] " timestamp
+# where NCCL_DEBUG_TIMESTAMP_LEVELS names VERSION). Logs before nccl-tests 2.17.4 name their NCCL nowhere else.
+NCCL_VERSION_INFO_RE = re.compile(r"NCCL INFO NCCL version (\d+\.\d+\.\d+)")
+NCCL_VERSION_BARE_RE = re.compile(r"(?:\[[^\]]*\]\s*)?NCCL version (\d+\.\d+\.\d+)\S*")
 ROW_WITH_NCCL_LOG = ("the row carries NCCL log text (another rank's NCCL_DEBUG output written into it): its cells are "
                      "not read; the point is missing from the records")
 _PERF_RE = re.compile(r"\b([a-z_]+?)_perf(?:_mpi)?\b")
@@ -442,7 +448,11 @@ class _TextRun:
         self.device_list = DeviceList()  # the '#  Rank' lines (nccl_tests_devices: where nccl-tests cut them)
         self._ranks: tuple | None = None  # (what they were read from, (hosts, devices, notes)): ranks()
         self.nccl_env: dict[str, str] = {}  # the NCCL_* settings the process's NCCL INFO lines said (NCCL_ENV_LOG_RE)
-        self.version: str | None = None
+        self.version: str | None = None  # NCCL's, from nccl-tests' version line (nccl-library); nccl_version()
+        # the process's NCCL version lines (NCCL_VERSION_*_RE): version -> line. Forgotten where nccl_env is (a process
+        # starts), not at its device report: NCCL's lines are flushed at once, nccl-tests' own stdout (printf) may wait
+        # in its buffer when piped, so the version line often comes first in the log
+        self.nccl_lines: dict[str, int] = {}
         # commbench's own --format nccl-tests text says the backend it ran (its intro line, or nccl-library=0 in its
         # version line: no NCCL, so gloo); nccl-tests' own logs are NCCL's. Set by each run's version line.
         self.backend = "nccl"
@@ -491,7 +501,21 @@ class _TextRun:
         self.point = {}
         self.rows_seen = set()
         if forget_devices:   # another process: its own devices and environment
-            self.device_list, self.nccl_env = DeviceList(), {}
+            self.device_list, self.nccl_env, self.nccl_lines = DeviceList(), {}, {}
+
+    def nccl_version(self, line_version: str | None = None, number: int = 0) -> str | None:
+        """The run's NCCL version: nccl-tests' version line's nccl-library, NCCL's own version lines (`line_version`:
+        one just read, at line `number`); refused in one line where they disagree (a log of two NCCL releases)."""
+        if line_version is not None:
+            self.nccl_lines.setdefault(line_version, number)
+        said = {**{v: f"NCCL's own version line, line {n}" for v, n in self.nccl_lines.items()},
+                **({self.version: "nccl-tests' version line (nccl-library)"} if self.version else {})}
+        if len(said) > 1:
+            (first, where), (second, other) = list(said.items())[:2]
+            raise CommbenchError(f"{self.source}: the log names two NCCL versions for one run, {first} ({where}) and "
+                                 f"{second} ({other}): runs of two NCCL releases are not one measurement (fit and "
+                                 "compare refuse them together); split the log where the release changes")
+        return next(iter(said), None)
 
     def ranks(self) -> tuple[list[str], list[str], list[str]]:
         """(hosts, devices, notes) of every rank of the run (DeviceList.ranks: the world where nccl-tests cut the
@@ -630,12 +654,12 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         if state.tests_version == AVERAGE_SINCE and state.average == "avg" and state.threads_gpus > 1:
             notes.append(AVERAGE_2_10_0_NOTE.format(n=state.threads_gpus))
         result.records.append(_header(state.run_id, source=state.source, world=world, hosts=hosts or ["unknown"],
-                                      devices=devices or ["unknown"], argv=state.argv, version=state.version,
+                                      devices=devices or ["unknown"], argv=state.argv, version=state.nccl_version(),
                                       backend=state.backend, ranks_per_rack=getattr(result, "ranks_per_rack", None),
                                       nccl_env=state.nccl_env, notes=notes, intro=state.intro,
                                       topology_line=state.topology_line))
     root = int(row["root"]) if "root" in row else None
-    flags, flag_notes = kernel_params(state.argv, state.version)   # -R / -D from the log's command line, if it has one
+    flags, flag_notes = kernel_params(state.argv, state.nccl_version())   # -R / -D from the log's command line, if it has one
     workload = moe_params(state.moe, state.point, group or world) if state.collective == "moe_all_to_all" else None
     made = []
     for in_place, cells in chunks:
@@ -710,6 +734,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.intro_topology = body
     elif (match := _VERSION_RE.search(body)):
         state.version = nccl_version(match.group(2))
+        state.nccl_lines = {}   # a process starts: NCCL's lines before it were another's
         state.ours = match.group(1).startswith("commbench-")
         without_nccl = state.ours and int(match.group(2)) == 0
         if without_nccl:  # commbench's text of a run without NCCL (results/nccl_tests_text.banner): no NCCL version
@@ -805,9 +830,14 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
                 result.problems.append((source, number, raw, f"unparsable result row: {exc}"))
             continue
         if nccl_log:   # NCCL_DEBUG=INFO output (any rank's): not nccl-tests' own, but it says the NCCL_* settings
+            if (said := NCCL_VERSION_INFO_RE.search(line)):
+                state.nccl_version(said.group(1), number)
             if (setting := NCCL_ENV_LOG_RE.search(line)):
                 value = setting.group(2)
                 state.nccl_env[setting.group(1)] = value[:-1] if re.fullmatch(r"-?\d+\.", value) else value
+            continue
+        if (said := NCCL_VERSION_BARE_RE.fullmatch(line)):   # NCCL_DEBUG=WARN/VERSION: NCCL's version, bare
+            state.nccl_version(said.group(1), number)
             continue
         if line == CUT_MARK and state.device_list.add(line):   # nccl-tests cut the device list at a line's end
             continue
