@@ -12,9 +12,10 @@ Text tables (src/util.cu's writeResultHeader / writeBenchmarkLine*), in every la
   become the run header's nccl_env, as a -J file's env), launcher command lines, footers;
 - several collectives in one log: a run starts at `# Collective test starting: X_perf` (newer) or at
   a command line naming `X_perf` (older), or takes the file name / the --collective given;
-- -N cycles: one banner, the rows of every cycle one after another (src/common.cu threadRunTests); a row
-  repeating one of its run's rows (size, count, type, redop, root and commbench's point line) starts the
-  next cycle's run, as commbench's own -N results hold one run per cycle.
+- -N cycles: one banner, the rows of every cycle one after another (src/common.cu TimeTest); where a size
+  sweep restarts (nccl_tests_cycles: its size falls, or it printed every size of its banner) the next cycle's run
+  starts, as commbench's own -N results hold one run per cycle; a row repeating its sweep's point (sizes below
+  nccl-tests' alignment print alike) is that point again, its first row kept.
 And the `-J` JSON file (JSON_FILE_VERSION 2: config, devices, results[].out_of_place / in_place).
 
 nccl-tests' `time` is the timed loop's time / iters, reduced over ranks by its -a mode (average by
@@ -48,6 +49,7 @@ from commbench.errors import CommbenchError
 from commbench.results.importers.nccl_tests_flags import (BLOCKING_UNKNOWN, BLOCKING_UNKNOWN_NOTE, blocking_from_banner,
                                                          blocking_from_json, kernel_params)
 from commbench.results.importers.moe_banner import moe_params, parse_moe_banner
+from commbench.results.importers.nccl_tests_cycles import Cycles
 from commbench.results.importers.nccl_tests_devices import CUT_MARK, DeviceList
 from commbench.results.importers.nccl_tests_planned import TableCount
 from commbench.results.nccl_tests_text import MOE_POINT_KEYS
@@ -471,7 +473,7 @@ class _TextRun:
         self.newer_columns = False  # a #wrong column: nccl-tests >= 2.13.0
         self.threads = 1  # the banner's nThread: timing threads per process
         self.point: dict[str, str] = {}  # commbench's '# commbench point:' line: sub-groups, algorithm
-        self.rows_seen: set[tuple] = set()  # the run's rows so far (leading columns, point): a repeat is -N's next cycle
+        self.cycles: Cycles | None = None  # the current -N cycle's sweeps (nccl_tests_cycles: where the next starts)
         self.rows_from: int | None = None  # the line of the first row no footer has closed yet
         self.stopped: list[int] = []  # first row lines of runs that ended with no footer (stopped during the run)
         self.sizes: int | None = None  # sizes the banner's minBytes/maxBytes/step sweep (banner_sizes)
@@ -499,7 +501,7 @@ class _TextRun:
         self.close_table(stopped)
         self.run_id = None
         self.point = {}
-        self.rows_seen = set()
+        self.cycles = None
         if forget_devices:   # another process: its own devices and environment
             self.device_list, self.nccl_env, self.nccl_lines = DeviceList(), {}, {}
 
@@ -527,14 +529,12 @@ class _TextRun:
         return self._ranks[1]
 
     def next_cycle(self, lead: tuple[str, ...]) -> bool:
-        """Whether a row with these leading columns repeats one of the run's rows (an -N cycle starts)."""
+        """Whether a row with these leading columns (size, count, type, redop[, root]) starts the next -N cycle: its
+        size sweep restarts (nccl_tests_cycles.Cycles)."""
         point = {} if self.point == {"group_layout": "world"} else self.point  # what rows before any point line are
-        key = (lead, tuple(sorted(point.items())))
-        if key in self.rows_seen:
-            self.rows_seen = {key}
-            return True
-        self.rows_seen.add(key)
-        return False
+        if self.cycles is None:
+            self.cycles = Cycles(self.sizes, self.ours)
+        return self.cycles.restarts((*lead[2:], tuple(sorted(point.items()))), int(lead[0]), lead)
 
 
 def _group_layout(columns: list[str]) -> tuple[list[str], list[list[str]]]:
@@ -698,21 +698,27 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     # after the records' own checks (a value out of range names its field first)
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
+    if made and state.table is None:
+        state.table = TableCount(state.sizes)
+    points = [point_identity(r) for r in made]
+    # a row of its sweep's point again (sizes below nccl-tests' alignment print alike: nccl_tests_cycles): the first
+    # row's records are the point's; a failed or wrong repeat is kept beside them (compare and fit take the failure)
+    repeat = bool(made) and state.table.holds(state.run_id, points)
     for record in made:   # result.records may be a sink with append only
         bits = record.metrics.get("nccl_tests_bitdiff")
         if bits and record.status == "ok":   # nccl-tests' own verdict on the point: a failed one, as #wrong is wrong
             record = dataclasses.replace(record, status="failed", error=BITDIFF_ERROR.format(bits=bits))
+        if repeat and record.status == "ok" and not record.num_wrong:
+            continue
         state.bitwise_runs[record.run_id] = state.bitwise_runs.get(record.run_id, False) or bool(bits)
         result.records.append(record)
         state.footer_runs.setdefault(record.run_id, False)
         if record.num_wrong:
             state.footer_runs[record.run_id] = True
     if made:
-        if state.table is None:
-            state.table = TableCount(state.sizes)
         first = made[0]
         state.table.add_row(state.run_id, (first.dtype, first.op, (first.params or {}).get("root"),
-                                           tuple(sorted(state.point.items()))), [point_identity(r) for r in made])
+                                           tuple(sorted(state.point.items()))), points, repeat=repeat)
 
 
 def _comment(state: _TextRun, line: str) -> str | None:
@@ -984,17 +990,16 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
     except (KeyError, TypeError, ValueError):
         sizes = None
     table = TableCount(sizes)   # the points each run planned, from that sweep (nccl_tests_planned)
-    run_id, seen = new_run(), set()
+    run_id, cycles = new_run(), Cycles(sizes)
     for index, row in enumerate(data["results"]):
         try:
             if not isinstance(row, dict):
                 raise TypeError(f"a {type(row).__name__}, not an object")
             # -N cycles: every cycle's rows follow one another in results (src/common.cu TimeTest's run_cycles loop);
-            # a row repeating one of the run's starts the next cycle's run, as for text logs
+            # where the size sweep restarts, the next cycle's run starts, as for text logs (nccl_tests_cycles)
             key = tuple(str(row.get(k)).strip() for k in ("size", "count", "type", "redop", "root"))
-            if key in seen:
-                run_id, seen = new_run(), set()
-            seen.add(key)
+            if cycles.restarts(key[2:], int(row["size"]), key):
+                run_id = new_run()
             root = int(str(row.get("root", "-1")).strip())
             made = []
             for in_place, key in ((False, "out_of_place"), (True, "in_place")):
@@ -1017,11 +1022,14 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                                         int(config.get("graph", 0) or 0), blocking), **flags}))
             if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
                 raise ValueError(why)
+            points = [point_identity(r) for r in made]
+            repeat = bool(made) and table.holds(run_id, points)   # its sweep's point again, as for text logs
             for record in made:
-                result.records.append(record)
+                if not (repeat and record.status == "ok" and not record.num_wrong):
+                    result.records.append(record)
             if made:
-                table.add_row(run_id, (made[0].dtype, made[0].op, made[0].params.get("root"), ()),
-                              [point_identity(r) for r in made])
+                table.add_row(run_id, (made[0].dtype, made[0].op, made[0].params.get("root"), ()), points,
+                              repeat=repeat)
         except (KeyError, TypeError, ValueError) as exc:
             result.problems.append((source, index + 1, json.dumps(row)[:200], f"results[{index}] unparsable: {exc}"))
     # the footer's keys (writeResultFooter: out_of_bounds, average_bus_bandwidth; then end_time) are written
