@@ -73,8 +73,9 @@ def test_a_log_with_its_footer_missing_a_size_plans_the_banners_sweep_and_compar
 
 def test_sizes_nccl_tests_prints_twice_below_its_alignment_are_not_missing_sizes():
     """all_gather on 8 ranks with -b 8: the sizes below 16 B a rank print as `0 0` rows (src/all_gather.cu
-    AllGatherGetCollByteCount aligns each rank's count down to 16 bytes), each read as a run of its own (a repeat);
-    the table still holds one row per size of its sweep: no run plans more than it holds."""
+    AllGatherGetCollByteCount aligns each rank's count down to 16 bytes): one run holding the 0 B point once (its first
+    row: tests/test_import_repeated_small_rows.py); the table still holds one row per size of its sweep: the run plans
+    what it holds."""
     banner = BANNER.replace("nGpus 1 minBytes 1024 maxBytes 8192", "nGpus 8 minBytes 8 maxBytes 256")
     zero = "           0             0     float    none      -1     0.19    0.00    0.00      0     0.17    0.00    0.00      0"
     rows = [zero] * 4 + [f"{s:12d}  {s // 32:12d}     float    none      -1    11.54    0.01    0.01      0    11.25    "

@@ -8,11 +8,11 @@ another rank's NCCL_DEBUG output written into it, a line cut by the launcher. A 
 holds plus the missing ones, as a bench run's plans what it set out to measure, so compare ("holds N of M points"),
 fit and report see the gap.
 
-The rows of one table are counted together, not run by run: nccl-tests prints a size below its alignment as the same
-row twice (all_gather's count rounds down to 16 bytes per rank: src/all_gather.cu AllGatherGetCollByteCount, so
-`-b 8` on 8 ranks prints several `0 0` rows), which the importer reads as the next -N cycle; the table still holds one
-row per size of the sweep (or -N times that), so a combination's missing rows are what its row count lacks of a whole
-number of sweeps.
+The rows of one table are counted together, not run by run: a combination's missing rows are what its row count lacks
+of a whole number of sweeps. nccl-tests prints a size below its alignment as the same row again (all_gather's count
+rounds down to 16 bytes per rank: src/all_gather.cu AllGatherGetCollByteCount, so `-b 8` on 8 ranks prints several
+`0 0` rows): such a row counts as one of the sweep's sizes, its point held once (the importer keeps its first row:
+nccl_tests_cycles), and the note says how many rows repeated a point.
 """
 
 from __future__ import annotations
@@ -24,13 +24,17 @@ STOPPED_NOTE = "stopped during its rows: "
 AT_LEAST_NOTE = " (at least: types, ops or roots it never reached are not counted)"
 
 
-def planned_note(planned: int, held: int, sizes: int, per_row: int, stopped: bool) -> str:
-    """What a header's banner-derived planned_points says: whence, and how many points the log lacks."""
+def planned_note(planned: int, held: int, sizes: int, per_row: int, stopped: bool, repeated: int = 0) -> str:
+    """What a header's banner-derived planned_points says: whence, how many points the log lacks, and how many rows
+    printed a point its sweep had printed (`repeated`: sizes below nccl-tests' alignment)."""
     missing = planned - held
     return ((STOPPED_NOTE if stopped else "") +
             f"planned_points {planned} from the banner's {sizes} size(s) per data type/op/root, {per_row} record(s) a "
             f"row: {held} held" + (f", {missing} not in the log (a row missing, cut or not parsed)" if missing else "")
-            + (AT_LEAST_NOTE if stopped else ""))
+            + (AT_LEAST_NOTE if stopped else "")
+            + (f"; {repeated} row(s) repeat a point of their sweep (sizes below nccl-tests' alignment print alike: "
+               "src/all_gather.cu, reduce_scatter.cu, alltoall.cu): one point each, its first row kept, not an -N "
+               "cycle" if repeated else ""))
 
 
 @dataclass
@@ -44,10 +48,18 @@ class TableCount:
     rows: dict[tuple, int] = field(default_factory=dict)           # (type, op, root, point line) -> rows imported
     last_run: dict[tuple, str] = field(default_factory=dict)       # the same -> the run its last row went to
     cells: list[tuple[str, int]] = field(default_factory=list)     # (run id, records) per row imported
+    repeated: dict[str, int] = field(default_factory=dict)         # run id -> rows repeating a point it held
     rows_held: int = 0
 
-    def add_row(self, run_id: str, combination: tuple, points: list[tuple]) -> None:
-        """One imported row of `run_id`: its data type/op/root (and commbench point line), its records' points."""
+    def holds(self, run_id: str, points: list[tuple]) -> bool:
+        """Whether `run_id` already holds every one of a row's `points` (the row prints its sweep's point again)."""
+        return run_id in self.points and self.points[run_id].issuperset(points)
+
+    def add_row(self, run_id: str, combination: tuple, points: list[tuple], repeat: bool = False) -> None:
+        """One imported row of `run_id`: its data type/op/root (and commbench point line), its records' points;
+        `repeat`: its points were held already (holds)."""
+        if repeat:
+            self.repeated[run_id] = self.repeated.get(run_id, 0) + 1
         if run_id not in self.points:
             self.runs.append(run_id)
             self.points[run_id] = set()
@@ -71,5 +83,5 @@ class TableCount:
             missing[run_id] += per_row - n
         return {run_id: (len(self.points[run_id]) + missing[run_id],
                          planned_note(len(self.points[run_id]) + missing[run_id], len(self.points[run_id]), self.sizes,
-                                      per_row, stopped and run_id == self.runs[-1]))
+                                      per_row, stopped and run_id == self.runs[-1], self.repeated.get(run_id, 0)))
                 for run_id in self.runs}

@@ -1,0 +1,45 @@
+"""Where the next -N cycle of an nccl-tests table starts: the one rule for text logs and -J files.
+
+nccl-tests measures, for each data type / op / root (-d, -o, -r), its banner's size sweep -N times (src/common.cu
+TimeTest: `do { for (size = minbytes; size <= maxbytes; size = stepfactor > 1 ? size * stepfactor : size + stepbytes)
+... } while (--repeat)`), one row per size. Within one sweep the printed size never falls: it is max(send, recv) bytes of
+the test's GetCollByteCount, whose count rounds down (all_gather, reduce_scatter and alltoall align a rank's count down
+to 16 bytes: src/all_gather.cu `base = (count/nranks) & ~(16/eltSize - 1)`; before v2.13 to a whole element), so the
+sizes below ranks x 16 B each print the same `0 0` row, and a -i byte step below the alignment prints an aligned size
+more than once. Such a row is its sweep's point again, not a cycle: a cycle starts where the sweep restarts, its size
+falling, or where the sweep already printed every size its banner steps through (a sweep whose sizes all print alike).
+commbench's own --format nccl-tests text prints each point once a cycle, in its size list's order (its banner's step
+may stand in for a list: results/nccl_tests_text.size_step): there a point the cycle already printed starts the next.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Cycles:
+    """The rows of the current cycle, sweep by sweep. `sizes`: how many sizes the banner's sweep steps through
+    (nccl_tests.banner_sizes; None where it gives none); `ours`: commbench's own text."""
+
+    sizes: int | None
+    ours: bool = False
+    last: dict[tuple, int] = field(default_factory=dict)       # sweep (type, op, root, point) -> its last size
+    rows: dict[tuple, int] = field(default_factory=dict)       # the same -> its rows this cycle
+    printed: set[tuple] = field(default_factory=set)           # (sweep, leading columns) this cycle
+
+    def restarts(self, sweep: tuple, size: int, lead: tuple) -> bool:
+        """Whether a row of `sweep` printing `size` (its leading columns `lead`) starts the next cycle; it is then
+        the new cycle's first row."""
+        if sweep not in self.last:
+            restart = False
+        elif self.ours:
+            restart = (sweep, lead) in self.printed
+        else:
+            restart = size < self.last[sweep] or (self.sizes is not None and self.rows[sweep] >= self.sizes)
+        if restart:
+            self.last, self.rows, self.printed = {}, {}, set()
+        self.last[sweep] = size
+        self.rows[sweep] = self.rows.get(sweep, 0) + 1
+        self.printed.add((sweep, lead))
+        return restart
