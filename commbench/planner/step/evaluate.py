@@ -311,14 +311,15 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     if np.any(tp > 1):
         g = structure
 
-        def tp_pairs(rerun: float) -> np.ndarray:
-            return g.expand(tp_comm.pair_time_s(system, collective_time_s, elements=g.of(tokens_mb / cp * model.hidden),
-                                                precision=g.of(a.precision), sp=g.of(sp), tp=g.of(tp),
-                                                domains=g.of(tp_dom), framework=framework, rerun=rerun))
-        # linear in the re-run share, which the structure does not fix: priced per group at 0 and 1, mixed per row
-        per_pair = tp_pairs(0.0)
-        if np.any(rerun_full > 0):
-            per_pair = per_pair + rerun_full * (tp_pairs(1.0) - per_pair)
+        # linear in the re-run share, which the structure does not fix: priced per group at 0 and 1 (the collectives
+        # once), mixed per row
+        shares = (0.0, 1.0) if np.any(rerun_full > 0) else (0.0,)
+        pairs = [g.expand(x) for x in tp_comm.pair_times_s(
+            system, collective_time_s, elements=g.of(tokens_mb / cp * model.hidden), precision=g.of(a.precision),
+            sp=g.of(sp), tp=g.of(tp), domains=g.of(tp_dom), framework=framework, reruns=shares)]
+        per_pair = pairs[0]
+        if len(pairs) > 1:
+            per_pair = per_pair + rerun_full * (pairs[1] - per_pair)
     else:
         per_pair = np.zeros(len(a))
     # attention block + dense MLP (+ the shared experts' MLP of MoE layers, TP-sharded like a dense
@@ -336,16 +337,16 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Expert parallel dispatch/combine and the expert-TP gather/scatter (moe_comm.py).
     g = structure
 
-    def ep_etp_totals(rerun: float) -> tuple[np.ndarray, np.ndarray]:
-        return tuple(g.expand(x) for x in moe_comm.ep_etp_totals_s(
-            model, system, g.columns(a, ("dispatcher", "precision")), tokens_mb=g.of(tokens_mb), tp=g.of(tp),
-            cp=g.of(cp), ep=g.of(ep), etp=g.of(etp), moe_stage=g.of(moe_stage), rack_gpus=dom, max_domains=max_dom,
-            moe_imbalance=moe_imbalance, cal=cal, collective_time_s=collective_time_s,
-            moe_all_to_all_time_s=moe_all_to_all_time_s, framework=framework, rerun=rerun))
     # linear in the re-run share, as the TP pairs above
-    ep_total_mb, etp_total_mb = ep_etp_totals(0.0)
-    if model.is_moe and np.any(rerun_full > 0):
-        ep_rerun, etp_rerun = ep_etp_totals(1.0)
+    totals = [tuple(g.expand(x) for x in pair) for pair in moe_comm.ep_etp_totals_each_s(
+        model, system, g.columns(a, ("dispatcher", "precision")), tokens_mb=g.of(tokens_mb), tp=g.of(tp),
+        cp=g.of(cp), ep=g.of(ep), etp=g.of(etp), moe_stage=g.of(moe_stage), rack_gpus=dom, max_domains=max_dom,
+        moe_imbalance=moe_imbalance, cal=cal, collective_time_s=collective_time_s,
+        moe_all_to_all_time_s=moe_all_to_all_time_s, framework=framework,
+        reruns=(0.0, 1.0) if model.is_moe and np.any(rerun_full > 0) else (0.0,))]
+    ep_total_mb, etp_total_mb = totals[0]
+    if len(totals) > 1:
+        ep_rerun, etp_rerun = totals[1]
         ep_total_mb = ep_total_mb + rerun_full * (ep_rerun - ep_total_mb)
         etp_total_mb = etp_total_mb + rerun_full * (etp_rerun - etp_total_mb)
     # The other micro-batch's wall time hides it, launch-bound stretches included; the syncs stall both.
