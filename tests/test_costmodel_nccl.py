@@ -242,3 +242,65 @@ def test_two_node_tree_goes_beyond_one_nic():
         t = float(collective_time_s(fabric, "all_reduce", size, n, d, algorithm="tree"))
         busbw = size / t * 2 * (n - 1) / n / 1e9
         assert busbw > 4 * 47, (n, d, busbw)
+
+
+def _undominated_by_pairs(terms):
+    """The definition _undominated computes at once: a pair goes where one other pair is no worse on latency, rate
+    and ramp for every group (of two exactly equal pairs the first stays)."""
+    names = list(terms)
+    keep = []
+    for i, name in enumerate(names):
+        lat, rate, fill = (np.broadcast_to(x, np.shape(terms[name][0])) for x in terms[name])
+        dominated = np.zeros(lat.shape, dtype=bool)
+        for j, other in enumerate(names):
+            if j != i:
+                o_lat, o_rate, o_fill = terms[other]
+                no_worse = (o_lat <= lat) & (o_rate <= rate) & (o_fill <= fill)
+                if j > i:
+                    no_worse &= (o_lat < lat) | (o_rate < rate) | (o_fill < fill)
+                dominated |= no_worse
+        if not dominated.all():
+            keep.append(name)
+    return keep
+
+
+def test_undominated_pairs_are_those_no_other_pair_beats_everywhere():
+    """_undominated compares all pairs at once (a small call's cost): the same pairs as one by one, ties, inf and nan
+    included."""
+    from commbench.costmodel.nccl_eval import _undominated
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        rows = int(rng.integers(0, 5))
+
+        def column():
+            return rng.choice([0.0, 1.0, 2.0, np.inf, np.nan], rows)
+
+        terms = {(f"a{i}", "Simple"): (column(), np.broadcast_to(np.float64(rng.integers(0, 3)), (rows,))
+                                       if rng.random() < 0.3 else column(), column())
+                 for i in range(int(rng.integers(1, 9)))}
+        assert _undominated(terms) == _undominated_by_pairs(terms)
+
+
+def test_distinct_groups_are_numbered_as_the_pairs_sort():
+    """_group_table numbers the distinct (ranks, domains) of a batch too wide for a dense table by one integer per
+    group: the same table and numbering as the pairs' own sort, non-integral groups included."""
+    from commbench.costmodel.nccl_eval import _group_table
+    rng = np.random.default_rng(5)
+    for n in (rng.choice([1.0, 2, 8, 72, 1024, 4096], 9000), rng.choice([1.0, 2.5, 8, 4096], 9000)):
+        d = rng.choice([1.0, 2, 15, 57], n.size)
+        key, table_n, table_d = _group_table(n, d, n, d)
+        pairs, want = np.unique(np.stack([n, d]), axis=1, return_inverse=True)
+        assert np.array_equal(key, want.reshape(n.shape))
+        assert np.array_equal(table_n, pairs[0]) and np.array_equal(table_d, pairs[1])
+
+
+def test_remembered_group_terms_are_each_fabrics_own():
+    """The size-independent terms are remembered per fabric and table (nccl_eval._table_terms): a repeat call gives
+    the same times as the first, and another fabric with the same groups (a what-if on the link rate) its own."""
+    sizes, n, d = np.array([1e6, 1e8, 4e9]), np.array([4, 8, 16]), np.array([1, 2, 4])
+    slow, fast = toy(), toy(up_gbps=200.0, out_gbps=20.0)
+    first = collective_time_s(slow, "all_reduce", sizes, n, d)
+    other = collective_time_s(fast, "all_reduce", sizes, n, d)
+    assert np.array_equal(collective_time_s(slow, "all_reduce", sizes, n, d), first)
+    assert np.all(other < first)
+    assert np.array_equal(collective_time_s(toy(up_gbps=200.0, out_gbps=20.0), "all_reduce", sizes, n, d), other)

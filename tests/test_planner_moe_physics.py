@@ -161,3 +161,30 @@ def test_flex_with_etp_is_one_all_to_all_over_etp_x_ep():
     assert (8.0, 4.0) in a2a_groups                          # flex on ETP x EP = 8 ranks, alltoall on EP = 4
     assert ep_s[1] == pytest.approx(4 * tokens_rank * m.top_k * m.hidden * 2 * SECONDS_PER_BYTE, rel=1e-9)
     assert etp_s[1] > 0.0                                    # alltoall: the ETP all-gather + reduce-scatter
+
+
+def test_ep_etp_totals_at_several_rerun_shares_are_each_share_priced_alone():
+    """ep_etp_totals_each_s prices the all-to-alls and ETP collectives once for every re-run share: each share's
+    totals are ep_etp_totals_s's at that share, bit for bit."""
+    from commbench.planner.step import moe_comm
+    m = load_model("qwen3-30b-a3b")
+
+    def cost(system, name, size, group, domains, imbalance=1.0, **_):
+        return np.asarray(size, dtype=np.float64) * SECONDS_PER_BYTE * (1.5 if name == "reduce_scatter" else 1.0) \
+            + 2e-6
+
+    def a2a(system, size, group, domains, imbalance, phase, **_):
+        return cost(system, "moe", size, group, domains) * (1.25 if phase == "combine" else 1.0)
+
+    lays = [Layout(tp=2, pp=1, ep=4, etp=2, cp=1, dp=4, mbs=1, gbs=64, precision=p, dispatcher=d)
+            for d in ("flex", "alltoall") for p in ("bf16", "mxfp8")]
+    arr = LayoutArrays.from_layouts(lays)
+    n = len(lays)
+    kw = dict(tokens_mb=np.full(n, 4096.0), tp=np.full(n, 2), cp=np.ones(n, dtype=int), ep=np.full(n, 4),
+              etp=np.full(n, 2), moe_stage=np.full(n, 3.0), rack_gpus=8, max_domains=1, moe_imbalance=1.0,
+              cal=Calibration(all_to_all_efficiency=0.8), collective_time_s=cost, moe_all_to_all_time_s=a2a)
+    each = moe_comm.ep_etp_totals_each_s(m, None, arr, reruns=(0.0, 0.5, 1.0), **kw)
+    for share, (ep_s, etp_s) in zip((0.0, 0.5, 1.0), each):
+        alone_ep, alone_etp = moe_comm.ep_etp_totals_s(m, None, arr, rerun=share, **kw)
+        assert np.array_equal(ep_s, alone_ep) and np.array_equal(etp_s, alone_etp)
+    assert np.all(each[1][0] > each[0][0]) and np.all(each[2][1] >= each[0][1])

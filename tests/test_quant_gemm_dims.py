@@ -121,3 +121,17 @@ def test_the_default_precision_ruling_out_every_layout_says_so(odd_model):
                                                  "--precision", "mxfp8", "--layout", "tp=2"]), "hidden 1000")
     assert "pick a tp" not in pinned
 
+
+
+def test_distinct_small_integers_are_np_unique_s():
+    """quant_tp_ok walks each distinct tp and etp of ~400,000 candidate rows, counted rather than sorted: the same
+    values, in order, of the same Python type as np.unique(...).tolist()."""
+    import numpy as np
+    from commbench.planner.layout.quant_dims import _distinct
+    rng = np.random.default_rng(0)
+    for dtype in (np.int8, np.int16, np.int64, np.uint8, np.float64):
+        for _ in range(100):
+            low, high = (0, 255) if dtype == np.uint8 else (-128, 127)
+            values = rng.integers(low, high, int(rng.integers(0, 50))).astype(dtype)
+            got, want = _distinct(values), np.unique(values).tolist()
+            assert got == want and [type(v) for v in got] == [type(v) for v in want]

@@ -95,3 +95,20 @@ def test_memory_is_the_same_among_rows_that_share_its_groups():
     assert set(graph_kept_moe_norm(model, mixed).tolist()) == {False, True}
     for i in rng.choice(n, 25, replace=False):
         same(whole.take(slice(i, i + 1)), evaluate_layouts(model, fabric, mixed.take(np.array([i]))))
+
+
+def test_structure_terms_are_each_rows_own_among_invalid_rows():
+    """The CP ring step, the PP send/recv and the DP groups' domains are priced once per structure group (evaluate.py
+    `structure`, dp in its key): rows with CP and PP, beside invalid rows (their stand-in layout), evaluate as they do
+    alone."""
+    model, fabric = load_model("deepseek-v3"), load_preset("gb300-nvl72", num_gpus=256)
+    arr, _, _ = candidates(SearchRequest(model=model, fabric=fabric, num_gpus=256, gbs=4096, precision="mxfp8"))
+    rng = np.random.default_rng(2)
+    some = arr.take(np.concatenate([rng.choice(np.flatnonzero(arr.cp > 1), 40, replace=False),
+                                    rng.choice(np.flatnonzero(arr.pp > 1), 40, replace=False)]))
+    broken = rng.random(len(some)) < 0.25   # the world rule broken: evaluated on the stand-in layout
+    some = dataclasses.replace(some, dp=np.where(broken, some.dp * 2, some.dp).astype(some.dp.dtype))
+    whole = evaluate_layouts(model, fabric, some)
+    assert not whole.valid[broken].any() and whole.valid[~broken].all() and (whole.cp_total_s > 0).any()
+    for i in rng.choice(len(some), 12, replace=False):
+        same(whole.take(slice(i, i + 1)), evaluate_layouts(model, fabric, some.take(np.array([i]))))

@@ -92,3 +92,22 @@ def test_whole_step_full_recompute_reruns_tp_ep_and_cp_forward_collectives():
     assert cp_s[1] / cp_s[0] == pytest.approx(4.0 / 3.0, rel=1e-9)
     assert cp_s[2] / cp_s[0] == pytest.approx(4.0 / 3.0, rel=1e-9)
     assert tp_s[2] == pytest.approx(tp_s[0]) and ep_s[2] == pytest.approx(ep_s[0])
+
+
+def test_pairs_at_several_rerun_shares_are_each_share_priced_alone():
+    """pair_times_s prices the collectives once for every re-run share (the step model asks for 0 and 1): each share's
+    times are pair_time_s's at that share, bit for bit, and the collectives are called once."""
+    calls = []
+
+    def counted(system, kind, nbytes, group, domains):
+        calls.append(kind)
+        return bytes_moved(system, kind, nbytes, group, domains) * 1e-9 + 3e-6
+
+    args = dict(elements=np.array([1000.0, 5e6, 7e7]), precision=codes("bf16", "mxfp8", "fp8"),
+                sp=np.array([True, False, True]), tp=np.array([4, 2, 1]), domains=np.ones(3))
+    for framework in ("megatron", "torchtitan"):
+        calls.clear()
+        both = tp_comm.pair_times_s(None, counted, framework=framework, reruns=(0.0, 0.25, 1.0), **args)
+        assert len(calls) == 3
+        for share, got in zip((0.0, 0.25, 1.0), both):
+            assert np.array_equal(got, tp_comm.pair_time_s(None, counted, framework=framework, rerun=share, **args))

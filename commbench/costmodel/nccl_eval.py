@@ -8,12 +8,27 @@ every term for every group (pointwise dominance: never faster at any size) are s
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from commbench.costmodel.nccl_model import ArrayLike, Combo, NcclSystem, GroupTerms, check_group
 from commbench.errors import invalid
 
 _MAX_TABLE = 1 << 20
+
+
+def _full(x, shape: tuple[int, ...]) -> np.ndarray:
+    """`x` at `shape` (np.broadcast_to's values; the array itself where it has that shape already, a filled copy of a
+    scalar): a table row's terms are built per pair, per call, where np.broadcast_to's own cost outweighs the math."""
+    x = np.asarray(x)
+    if x.shape == shape:
+        return x
+    if x.ndim == 0:
+        out = np.empty(shape, dtype=x.dtype)
+        out[...] = x
+        return out
+    return np.broadcast_to(x, shape)
 
 
 def _group_table(n: np.ndarray, d: np.ndarray, group_size: ArrayLike, num_domains: ArrayLike):
@@ -29,6 +44,16 @@ def _group_table(n: np.ndarray, d: np.ndarray, group_size: ArrayLike, num_domain
         key = n.astype(np.intp) * (d_max + 1)
         key += d.astype(np.intp)
         return key, table_n, table_d
+    if min(n.min(), d.min()) >= 0 and max(n_max, d_max) < 1 << 31:
+        # integral groups (as they are): one int per (ranks, domains), ordered as the pairs, so np.unique of it is
+        # the pairs' own (a plain sort, not a sort of records)
+        n_int, d_int = n.astype(np.int64), d.astype(np.int64)
+        if np.array_equal(n_int, n) and np.array_equal(d_int, d):
+            n_int *= d_max + 1
+            n_int += d_int
+            codes, key = np.unique(n_int.ravel(), return_inverse=True)
+            return (key.reshape(n.shape), (codes // (d_max + 1)).astype(np.float64),
+                    (codes % (d_max + 1)).astype(np.float64))
     pairs, key = np.unique(np.stack([n.ravel(), d.ravel()]), axis=1, return_inverse=True)
     return key.reshape(n.shape), pairs[0], pairs[1]
 
@@ -40,33 +65,57 @@ def _terms(fabric, system: NcclSystem, collective: str, table_n: np.ndarray, tab
     group = GroupTerms(fabric, system, collective, table_n, table_d)
     out = {}
     for algorithm, protocol in pairs:
-        allowed = np.broadcast_to(group.allowed(algorithm), table_n.shape)
+        allowed = _full(group.allowed(algorithm), table_n.shape)
         if not allowed.any():
             continue
         latency_s, per_byte_s, fill_s = group.fixed_and_rate(algorithm, protocol)
-        latency_s = np.where(allowed, np.broadcast_to(latency_s, table_n.shape), np.inf)
-        out[algorithm, protocol] = (latency_s, np.broadcast_to(per_byte_s, table_n.shape), fill_s * table_n)
+        latency_s = np.where(allowed, _full(latency_s, table_n.shape), np.inf)
+        out[algorithm, protocol] = (latency_s, _full(per_byte_s, table_n.shape), fill_s * table_n)
     return out
 
 
+_TERMS_CACHE: dict[tuple, tuple] = {}
+_TERMS_CACHE_SIZE = 1024
+
+
+def _table_terms(fabric, system: NcclSystem, collective: str, table_n: np.ndarray, table_d: np.ndarray,
+                 pairs: list[Combo], fastest_only: bool) -> dict[Combo, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """_terms, less the pairs that can never be the fastest where `fastest_only` (_undominated), remembered per
+    (fabric, collective, pairs, table): a search prices the same few groups in every chunk, and these terms, not the
+    per-query arithmetic, are most of a small call's cost. Frozen fabrics (Fabric, NcclSystem): the same objects give
+    the same terms; the cache holds them, so an id is never reused while its entry lives."""
+    key = (id(fabric), id(system), collective, tuple(pairs), fastest_only, table_n.dtype.str, table_d.dtype.str,
+           table_n.tobytes(), table_d.tobytes())
+    hit = _TERMS_CACHE.get(key)
+    if hit is not None and hit[0] is fabric and hit[1] is system:
+        return hit[2]
+    terms = _terms(fabric, system, collective, table_n, table_d, pairs)
+    if fastest_only and len(terms) > 1:
+        terms = {name: terms[name] for name in _undominated(terms)}
+    for arrays in terms.values():
+        for x in arrays:
+            if isinstance(x, np.ndarray):
+                x.flags.writeable = False   # shared by every later call with this table
+    if len(_TERMS_CACHE) >= _TERMS_CACHE_SIZE:
+        _TERMS_CACHE.clear()
+    _TERMS_CACHE[key] = (fabric, system, terms)
+    return terms
+
+
 def _undominated(terms: dict[Combo, tuple[np.ndarray, np.ndarray, np.ndarray]]) -> list[Combo]:
-    """Pairs not beaten on latency, rate and ramp together by one other pair, for every group."""
+    """Pairs not beaten on latency, rate and ramp together by one other pair, for every group (all pairs against all
+    at once: [other, pair, group])."""
     names = list(terms)
-    keep = []
-    for i, name in enumerate(names):
-        lat, rate, fill = terms[name]
-        dominated = np.zeros(lat.shape, dtype=bool)
-        for j, other in enumerate(names):
-            if j == i:
-                continue
-            o_lat, o_rate, o_fill = terms[other]
-            no_worse = (o_lat <= lat) & (o_rate <= rate) & (o_fill <= fill)
-            if j > i:  # an exact tie keeps the first of the two
-                no_worse &= (o_lat < lat) | (o_rate < rate) | (o_fill < fill)
-            dominated |= no_worse
-        if not dominated.all():
-            keep.append(name)
-    return keep
+    shape = np.broadcast_shapes(*(np.shape(t) for term in terms.values() for t in term))
+    lat, rate, fill = (np.stack([_full(terms[name][k], shape) for name in names])[:, None] for k in range(3))
+    no_worse = (lat <= lat[:, 0][None]) & (rate <= rate[:, 0][None]) & (fill <= fill[:, 0][None])
+    better = (lat < lat[:, 0][None]) | (rate < rate[:, 0][None]) | (fill < fill[:, 0][None])
+    num = len(names)
+    later = np.arange(num)[:, None] > np.arange(num)[None, :]   # [other, pair]: an exact tie keeps the first of two
+    no_worse &= better | ~later.reshape(later.shape + (1,) * len(shape))
+    no_worse[np.arange(num), np.arange(num)] = False   # not against itself
+    dominated = no_worse.any(axis=0).reshape(num, math.prod(shape)).all(axis=1)
+    return [name for name, gone in zip(names, dominated) if not gone]
 
 
 def pair_times_s(fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike, num_domains: ArrayLike,
@@ -83,9 +132,7 @@ def pair_times_s(fabric, collective: str, size_bytes: ArrayLike, group_size: Arr
     if size.min() < 0:
         raise invalid("size_bytes", float(size.min()), "sizes must be >= 0")
     key, table_n, table_d = _group_table(n, d, group_size, num_domains)
-    terms = _terms(fabric, system, collective, table_n, table_d, pairs)
-    if fastest_only and len(terms) > 1:
-        terms = {name: terms[name] for name in _undominated(terms)}
+    terms = _table_terms(fabric, system, collective, table_n, table_d, pairs, fastest_only)
     ramp = None
     if system.fill_us_per_rank:
         ramp = size / (size + system.fill_half_bytes)
@@ -132,11 +179,10 @@ def fastest_time_s(fabric, collective: str, size_bytes: ArrayLike, group_size: A
         key, table_n, table_d = compact.take(key), table_n[used], table_d[used]
     # every distinct group once: the same one-line errors as checking each query
     check_group(fabric.num_gpus, fabric.num_domains, fabric.domain_size, fabric.name, table_n, table_d)
-    terms = _terms(fabric, system, collective, table_n, table_d, pairs)
-    terms = {name: terms[name] for name in _undominated(terms)} if len(terms) > 1 else terms
+    terms = _table_terms(fabric, system, collective, table_n, table_d, pairs, True)
     if not terms:
         return np.full(n.shape, np.inf), n
-    lat, rate, fill = (np.stack([np.broadcast_to(t[i], table_n.shape) for t in terms.values()]) for i in range(3))
+    lat, rate, fill = (np.stack([_full(t[i], table_n.shape) for t in terms.values()]) for i in range(3))
     num_rows = len(table_n)
     # size bins: bin j covers [2^((lo+j)/R), 2^((lo+j+1)/R)); sizes below 1 byte fall in bin 0
     octave = np.log2(np.maximum(size, 1.0))

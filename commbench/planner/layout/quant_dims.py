@@ -159,6 +159,15 @@ def quant_tp_refusal(model: ModelSpec, framework: str, precision: str, tp: int, 
             f"with --framework {framework}: {quant_rule_why(framework, precision)}, and {', '.join(off)}")
 
 
+def _distinct(values: np.ndarray) -> list:
+    """np.unique(values).tolist(), for a search's few small integers by counting (no sort of ~400,000 rows)."""
+    if values.ndim == 1 and values.size and values.dtype.kind in "iu":
+        low, high = int(values.min()), int(values.max())
+        if high - low < 1 << 16:
+            return (np.flatnonzero(np.bincount(np.subtract(values, low, dtype=np.intp))) + low).tolist()
+    return np.unique(values).tolist()
+
+
 def quant_tp_ok(model: ModelSpec, framework: str, precision: str, tp: np.ndarray, etp: np.ndarray) -> np.ndarray:
     """Per layout, whether every converted per-rank dimension is its multiple (quant_tp_misfits is empty)."""
     tp, etp = np.asarray(tp), np.asarray(etp)
@@ -167,8 +176,8 @@ def quant_tp_ok(model: ModelSpec, framework: str, precision: str, tp: np.ndarray
         return out
     # each distinct tp with each distinct etp (a search's few; a pair no row has masks nothing), not a Python
     # tuple per layout
-    etps = np.unique(etp).tolist()
-    for t in np.unique(tp).tolist():
+    etps = _distinct(etp)
+    for t in _distinct(tp):
         for e in etps:
             if quant_tp_misfits(model, framework, precision, t, e):
                 out &= ~((tp == t) & (etp == e))

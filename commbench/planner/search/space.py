@@ -370,18 +370,22 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
 
     kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
               moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
-    bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
     has = release_features(req.software, req.gpu_name, req.precision, recipe_model(req.model), req.model.is_moe)
     if "cuda_graph" not in req.pins and "full" in has["cuda_graph"]:
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
                                "cuda_graph": np.full(len(arr), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})
-        bd_full = evaluate_layouts(req.model, req.fabric, full, **kw)
+        # both in one call (the step model works row by row: a call's fixed cost, not its rows, dominates here)
+        both = evaluate_layouts(req.model, req.fabric, LayoutArrays(**{
+            f: np.concatenate([getattr(arr, f), getattr(full, f)]) for f in arr.__dataclass_fields__}), **kw)
+        bd, bd_full = both.take(slice(0, len(arr))), both.take(slice(len(arr), None))
         # megatron-core refuses the full-iteration (local) graph with the EP all-to-all overlap.
         # No recipe runs activation offloading under a CUDA graph: offloading rows stay eager.
         allowed = graphs_allowed(req.framework, arr.pp, arr.ep, req.model.is_moe, arr.fsdp)   # Megatron-FSDP: none
         better = ((score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap & allowed & (arr.cpu_offload_layers == 0))
         arr = LayoutArrays(**{f: np.where(better, getattr(full, f), getattr(arr, f)) for f in arr.__dataclass_fields__})
         bd = bd.where(better, bd_full)   # each row's own evaluation (the step model works row by row)
+    else:
+        bd = evaluate_layouts(req.model, req.fabric, arr, **kw)
     order = np.argsort(-np.where(score(bd) > 0, bd.tokens_per_s_per_gpu, -1.0), kind="stable")
     return arr.take(order), bd.take(order)
 

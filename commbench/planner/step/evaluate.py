@@ -207,7 +207,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # The communication terms a structure fixes are computed once per group of rows that share it (a search crosses
     # each structure with several flag choices; commbench.row_groups): `structure` fixes the TP and MoE ones,
     # `dp_key` the DP ones (their bytes, groups and domains; not the overlap windows, applied per row).
-    structure = RowGroups(tp, cp, pp, vp, ep, etp, mbs, a.precision, a.dispatcher, sp)
+    # (dp: the world rule fixes it by tp, cp and pp, the stand-in rows' too; keyed all the same, so the PP and DP terms'
+    # domains are the groups' own by construction)
+    structure = RowGroups(tp, cp, pp, vp, ep, etp, mbs, a.precision, a.dispatcher, sp, dp)
     dp_key = RowGroups(tp, cp, pp, dp, ep, etp, a.precision, a.distributed_optimizer, a.fsdp)
 
     # The output layer's rows as the framework builds them (Megatron-LM pads to make_vocab_size_divisible_by x TP:
@@ -310,18 +312,19 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         offload_mb = kernels.offload_exposed_s(moved / kernels.host_link_bytes_per_s(gpu), compute_mb)
 
     # Tensor parallel: per (column, row) linear pair the forward and backward collectives (tp_comm.py).
-    tp_dom = domains_touched(tp, tp, dom, max_dom)
     if np.any(tp > 1):
         g = structure
+        tp_dom = domains_touched(g.of(tp), g.of(tp), dom, max_dom)
 
-        def tp_pairs(rerun: float) -> np.ndarray:
-            return g.expand(tp_comm.pair_time_s(system, collective_time_s, elements=g.of(tokens_mb / cp * model.hidden),
-                                                precision=g.of(a.precision), sp=g.of(sp), tp=g.of(tp),
-                                                domains=g.of(tp_dom), framework=framework, rerun=rerun))
-        # linear in the re-run share, which the structure does not fix: priced per group at 0 and 1, mixed per row
-        per_pair = tp_pairs(0.0)
-        if np.any(rerun_full > 0):
-            per_pair = per_pair + rerun_full * (tp_pairs(1.0) - per_pair)
+        # linear in the re-run share, which the structure does not fix: priced per group at 0 and 1 (the collectives
+        # once), mixed per row
+        shares = (0.0, 1.0) if np.any(rerun_full > 0) else (0.0,)
+        pairs = [g.expand(x) for x in tp_comm.pair_times_s(
+            system, collective_time_s, elements=g.of(tokens_mb / cp * model.hidden), precision=g.of(a.precision),
+            sp=g.of(sp), tp=g.of(tp), domains=tp_dom, framework=framework, reruns=shares)]
+        per_pair = pairs[0]
+        if len(pairs) > 1:
+            per_pair = per_pair + rerun_full * (pairs[1] - per_pair)
     else:
         per_pair = np.zeros(len(a))
     # attention block + dense MLP (+ the shared experts' MLP of MoE layers, TP-sharded like a dense
@@ -339,16 +342,16 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Expert parallel dispatch/combine and the expert-TP gather/scatter (moe_comm.py).
     g = structure
 
-    def ep_etp_totals(rerun: float) -> tuple[np.ndarray, np.ndarray]:
-        return tuple(g.expand(x) for x in moe_comm.ep_etp_totals_s(
-            model, system, g.columns(a, ("dispatcher", "precision")), tokens_mb=g.of(tokens_mb), tp=g.of(tp),
-            cp=g.of(cp), ep=g.of(ep), etp=g.of(etp), moe_stage=g.of(moe_stage), rack_gpus=dom, max_domains=max_dom,
-            moe_imbalance=moe_imbalance, cal=cal, collective_time_s=collective_time_s,
-            moe_all_to_all_time_s=moe_all_to_all_time_s, framework=framework, rerun=rerun))
     # linear in the re-run share, as the TP pairs above
-    ep_total_mb, etp_total_mb = ep_etp_totals(0.0)
-    if model.is_moe and np.any(rerun_full > 0):
-        ep_rerun, etp_rerun = ep_etp_totals(1.0)
+    totals = [tuple(g.expand(x) for x in pair) for pair in moe_comm.ep_etp_totals_each_s(
+        model, system, g.columns(a, ("dispatcher", "precision")), tokens_mb=g.of(tokens_mb), tp=g.of(tp),
+        cp=g.of(cp), ep=g.of(ep), etp=g.of(etp), moe_stage=g.of(moe_stage), rack_gpus=dom, max_domains=max_dom,
+        moe_imbalance=moe_imbalance, cal=cal, collective_time_s=collective_time_s,
+        moe_all_to_all_time_s=moe_all_to_all_time_s, framework=framework,
+        reruns=(0.0, 1.0) if model.is_moe and np.any(rerun_full > 0) else (0.0,))]
+    ep_total_mb, etp_total_mb = totals[0]
+    if len(totals) > 1:
+        ep_rerun, etp_rerun = totals[1]
         ep_total_mb = ep_total_mb + rerun_full * (ep_rerun - ep_total_mb)
         etp_total_mb = etp_total_mb + rerun_full * (etp_rerun - etp_total_mb)
     # The other micro-batch's wall time hides it, launch-bound stretches included; the syncs stall both.
@@ -374,8 +377,10 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                                                                       for r in ("selective", "full")]))
     elif np.any(cp > 1):
         kv_bytes = tokens_mb / cp * model.kv_dim / tp * ACT_BYTES
-        cp_dom = domains_touched(tp * cp, cp, dom, max_dom)
-        one_pass = collective_time_s(system, "sendrecv", kv_bytes, np.full(len(a), 2), np.minimum(cp_dom, 2))
+        g = structure   # the ring's step per group of rows (its bytes and domains are the structure's)
+        cp_dom = domains_touched(g.of(tp * cp), g.of(cp), dom, max_dom)
+        one_pass = g.expand(collective_time_s(system, "sendrecv", g.of(kv_bytes), np.full(len(g), 2),
+                                              np.minimum(cp_dom, 2)))
         attn_stage = blocks.attention / pp * imbalance
         # A recompute that re-runs the attention core re-runs its forward ring (TE's AttnFuncWithCPAndKVP2P runs
         # the K,V passes inside the core's forward): full (its share of the layers) and selective (core_attn).
@@ -393,8 +398,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Pipeline send/recv: one activation per virtual stage each way (scattered over TP with SP).
     if np.any(pp > 1):
         pp_bytes = tokens_mb / (cp * np.where(sp, tp, 1)) * model.hidden * ACT_BYTES
-        pp_dom = np.where((pp > 1) & (tp * cp * dp >= dom), 2, 1)
-        one_p2p = collective_time_s(system, "sendrecv", pp_bytes, np.full(len(a), 2), pp_dom)
+        g = structure   # one send/recv per group of rows (its bytes and domains are the structure's)
+        pp_dom = np.where((g.of(pp) > 1) & (g.of(tp * cp * dp) >= dom), 2, 1)
+        one_p2p = g.expand(collective_time_s(system, "sendrecv", g.of(pp_bytes), np.full(len(g), 2), pp_dom))
         pp_total_mb = np.where(pp > 1, 2.0 * vp * one_p2p, 0.0)
     else:
         pp_total_mb = np.zeros(len(a))
@@ -410,8 +416,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     dense_local = pc.non_expert / (tp * pp)
     expert_local = pc.expert / (etp * ep * pp)
     dense_group, expert_group = dp * cp, edp
-    dense_dom = domains_touched(world / pp, dense_group, dom, max_dom)
-    expert_dom = domains_touched(world / pp, expert_group, dom, max_dom)
+    dense_dom, expert_dom = (structure.expand(domains_touched(structure.of(world / pp), structure.of(group), dom,
+                                                              max_dom)) for group in (dense_group, expert_group))
     dist = a.distributed_optimizer
     # Overlap windows: the gradients of a model chunk are final after its last micro-batch's
     # backward; with VP chunks the earlier chunks finish during the cool-down, so their reduce-

@@ -157,9 +157,19 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     """(EP all-to-all seconds, ETP gather/scatter seconds) per micro-batch; zeros for dense models. Under TorchTitan
     the ETP gather and scatter move the MoE block's tokens once, in bf16 (module docstring). `rerun`: the share of
     the MoE layers full recompute re-runs, whose forward dispatch, combine and ETP gather/scatter run again."""
-    rerun = np.asarray(rerun, dtype=float)
+    (out,) = ep_etp_totals_each_s(model, system, a, tokens_mb=tokens_mb, tp=tp, cp=cp, ep=ep, etp=etp,
+                                  moe_stage=moe_stage, rack_gpus=rack_gpus, max_domains=max_domains,
+                                  moe_imbalance=moe_imbalance, cal=cal, collective_time_s=collective_time_s,
+                                  moe_all_to_all_time_s=moe_all_to_all_time_s, framework=framework, reruns=(rerun,))
+    return out
+
+
+def ep_etp_totals_each_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, rack_gpus, max_domains,
+                         moe_imbalance, cal, collective_time_s, moe_all_to_all_time_s,
+                         framework: str = "megatron", reruns=(0.0,)) -> list[tuple[np.ndarray, np.ndarray]]:
+    """ep_etp_totals_s at each re-run share of `reruns`, the collectives priced once (they do not depend on it)."""
     if not model.is_moe:
-        return np.zeros(len(a)), np.zeros(len(a))
+        return [(np.zeros(len(a)), np.zeros(len(a))) for _ in reruns]
     tokens_rank = tokens_mb / (tp * cp)
     flex = a.dispatcher == CODE_FIELDS["dispatcher"].index("flex")
     fanout = rank_fanout(model, ep, flex)
@@ -180,9 +190,7 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     # Forward: dispatch (8-bit where quantised) + combine. Backward: the gradient of the combine is
     # a dispatch of bf16 gradients, the gradient of the dispatch a combine — both bf16.
     # A re-run forward (full recompute) dispatches and combines again.
-    ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s + rerun * (dispatch_s + combine_s)
     a2a_ranks = ep * flex_etp_fanout(etp, flex)   # flex with EP1 and ETP > 1 still exchanges over ETP
-    ep_total_mb = np.where(a2a_ranks > 1, moe_stage * ep_pairs / cal.all_to_all_efficiency, 0.0)
     # Expert tensor parallel with the alltoall dispatcher (MoE parallel folding): after dispatch each
     # rank all-gathers the ETP group's received tokens (bf16) before the expert GEMMs and reduce-scatters
     # the expert outputs after, cast to the probabilities' dtype (etp_combine_bytes); backward mirrors
@@ -192,17 +200,25 @@ def ep_etp_totals_s(model, system, a, *, tokens_mb, tp, cp, ep, etp, moe_stage, 
     titan = framework == "torchtitan"
     etp_elems = etp * tokens_rank * (1.0 if titan else fanout) * (model.hidden if titan else model.expert_width)
     etp_dom = domains_touched(etp, etp, rack_gpus, max_domains)
-    if np.any(etp > 1):
+    any_etp = bool(np.any(etp > 1))
+    if any_etp:
         wide = etp_elems * (float(ACT_BYTES) if titan else etp_combine_bytes(model))
         gather_bf16, gather_wide, scatter_bf16, scatter_wide = (
             collective_time_s(system, name, size, etp, etp_dom)
             for name in ("all_gather", "reduce_scatter") for size in (etp_elems * ACT_BYTES, wide))
-        # forward: the bf16 gather (TorchTitan: of the block's input) and the wide scatter; backward the other two
-        etp_fwd_bwd = gather_bf16 + gather_wide + scatter_bf16 + scatter_wide + rerun * (gather_bf16 + scatter_wide)
-    else:
-        etp_fwd_bwd = np.zeros(len(a))
     # TorchTitan with shared experts: the one gather / scatter at the MoE boundary is the shared experts' TP pair,
     # which the step model's TP term already charges (evaluate.py tp_pairs_stage)
     shared_pair = titan and model.num_shared_experts > 0
-    etp_total_mb = np.where((etp > 1) & ~flex & (not shared_pair), moe_stage * etp_fwd_bwd, 0.0)
-    return ep_total_mb, etp_total_mb
+    out = []
+    for rerun in reruns:
+        rerun = np.asarray(rerun, dtype=float)
+        ep_pairs = dispatch_s + dispatch_bf16_s + 2.0 * combine_s + rerun * (dispatch_s + combine_s)
+        ep_total_mb = np.where(a2a_ranks > 1, moe_stage * ep_pairs / cal.all_to_all_efficiency, 0.0)
+        if any_etp:
+            # forward: the bf16 gather (TorchTitan: of the block's input) and the wide scatter; backward the other two
+            etp_fwd_bwd = gather_bf16 + gather_wide + scatter_bf16 + scatter_wide + rerun * (gather_bf16 + scatter_wide)
+        else:
+            etp_fwd_bwd = np.zeros(len(a))
+        etp_total_mb = np.where((etp > 1) & ~flex & (not shared_pair), moe_stage * etp_fwd_bwd, 0.0)
+        out.append((ep_total_mb, etp_total_mb))
+    return out

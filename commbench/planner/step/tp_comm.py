@@ -50,12 +50,24 @@ def pair_time_s(system, collective_time_s, *, elements: np.ndarray, precision: n
     """Seconds of TP collectives per (column, row) linear pair per micro-batch, forward + backward, and the forward's
     again for the `rerun` share of layers full recompute re-runs (module docstring).
     `elements`: the full (gathered) activation of the pair's input, tokens x hidden."""
+    (out,) = pair_times_s(system, collective_time_s, elements=elements, precision=precision, sp=sp, tp=tp,
+                          domains=domains, framework=framework, reruns=(rerun,))
+    return out
+
+
+def pair_times_s(system, collective_time_s, *, elements: np.ndarray, precision: np.ndarray, sp: np.ndarray,
+                 tp: np.ndarray, domains: np.ndarray, framework: str = "megatron", reruns=(0.0,)) -> list[np.ndarray]:
+    """pair_time_s at each re-run share of `reruns`, the collectives priced once (they do not depend on it)."""
     act_bytes = elements * BF16_BYTES
     reduce_scatter = collective_time_s(system, "reduce_scatter", act_bytes, tp, domains)
     gather = collective_time_s(system, "all_gather", elements * gather_bytes_per_element(precision, framework),
                                tp, domains)
     gathers = 3.0 if framework == "megatron" else 2.0
-    rerun = np.asarray(rerun, dtype=float)
-    with_sp = (2.0 + rerun) * reduce_scatter + (gathers + rerun) * gather
-    without_sp = (2.0 + rerun) * collective_time_s(system, "all_reduce", act_bytes, tp, domains)
-    return np.where(tp > 1, np.where(sp, with_sp, without_sp), 0.0)
+    all_reduce = collective_time_s(system, "all_reduce", act_bytes, tp, domains)
+    out = []
+    for rerun in reruns:
+        rerun = np.asarray(rerun, dtype=float)
+        with_sp = (2.0 + rerun) * reduce_scatter + (gathers + rerun) * gather
+        without_sp = (2.0 + rerun) * all_reduce
+        out.append(np.where(tp > 1, np.where(sp, with_sp, without_sp), 0.0))
+    return out
