@@ -105,9 +105,10 @@ def flush_std_streams() -> None:
 def exit_on_stop(code: int) -> None:
     """The command has finished and printed all it prints: its output is flushed, and a stop signal from here on (the
     interpreter's teardown, torch's and multiprocessing's exit handlers: about half a second) ends the process at
-    once with the command's own exit code and one line saying so, not a silent exit 130 (or death by SIGTERM, 143)
-    after complete output; after an interrupted command (130: its line said what was kept) a further signal adds
-    nothing. Main thread only (signal handlers)."""
+    once with the command's own exit code, not a silent exit 130 (or death by SIGTERM, 143) after complete output.
+    One line says so, claiming nothing of the command's files (the command's own last line says what they hold: 'its
+    output is complete' followed a sweep's error line after 3 of 26 points); after an interrupted command (130: its
+    line said what was kept) a further signal adds nothing. Main thread only (signal handlers)."""
     import os
     import sys
 
@@ -117,7 +118,8 @@ def exit_on_stop(code: int) -> None:
 
     def finished(signum, frame) -> None:
         if code != 130:   # 130: the command's line already said it was interrupted and what it kept
-            line = f"interrupted ({signal.Signals(signum).name}) after the command finished: its output is complete\n"
+            line = (f"interrupted ({signal.Signals(signum).name}) after the command finished (exit {code}): "
+                    "nothing was cut short; the lines above say what it did\n")
             try:
                 os.write(2, line.encode())
             except OSError:
