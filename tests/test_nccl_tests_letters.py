@@ -27,7 +27,7 @@ def test_m_z_N_T_map_to_aggregation_blocking_cycles_and_timeout(tmp_path):
     headers = [r for r in lines if r["record_type"] == "header"]
     points = [r for r in lines if r["record_type"] != "header"]
     assert len(headers) == 2 and [p["size_bytes"] for p in points] == [1024, 2048, 4096] * 2   # -N 2: two cycles
-    assert all(p["params"]["agg_iters"] == 4 and p["params"]["blocking"] is True for p in points)
+    assert all(p["params"]["agg_iters_ungrouped"] == 4 and p["params"]["blocking"] is True for p in points)
     assert all(p["iters"] == 3 for p in points)
 
 
@@ -41,7 +41,7 @@ def test_m_on_an_in_place_sum_checks_one_operation_not_m(tmp_path):
                                      "-w", "1", "-m", "3", "-o", op, "-d", "int32", "-T", "60", "-J", str(out)])
         assert result.exit_code == 0, result.output
     points = [r for r in records(out) if r["record_type"] != "header"]
-    assert len(points) == 4 and all(p["num_wrong"] == 0 and p["params"]["agg_iters"] == 3 for p in points)
+    assert len(points) == 4 and all(p["num_wrong"] == 0 and p["params"]["agg_iters_ungrouped"] == 3 for p in points)
 
 
 def test_N_prints_nccl_tests_layout_one_banner_all_cycles_rows_one_footer(tmp_path):

@@ -53,11 +53,12 @@ def test_points_of_aggregated_group_calls_make_no_rule(tmp_path):
     """-m N (agg_iters): commbench times N calls back to back per operation; nccl-tests' -m groups them, and NCCL
     then asks the tuner once for nBytes = N x the size with numPipeOps ceil(N / channels), not N (src/enqueue.cc
     ncclPrepareTasks, NVIDIA/nccl v2.30.7-1). Neither is the one call of the size a rule names: left out."""
-    records = [dataclasses.replace(r, params={**r.params, "agg_iters": 4})
-               for r in (_record("a", 1024, DEFAULT, 20.0), _record("a", 1024, RING_LL, 10.0))]
-    records.append(_record("a", 4096, DEFAULT, 30.0))  # one usable point, so the file is written
-    configs, text = _rules(tmp_path, records)
-    assert configs == [] and "aggregated" in text
+    for key in ("agg_iters", "agg_iters_ungrouped"):   # nccl-tests' grouped -m, commbench's back-to-back calls
+        records = [dataclasses.replace(r, params={**r.params, key: 4})
+                   for r in (_record("a", 1024, DEFAULT, 20.0), _record("a", 1024, RING_LL, 10.0))]
+        records.append(_record("a", 4096, DEFAULT, 30.0))  # one usable point, so the file is written
+        configs, text = _rules(tmp_path, records)
+        assert configs == [] and "aggregated" in text, key
 
 
 def test_a_winner_is_compared_only_with_nccls_default_measured_the_same_way(tmp_path):

@@ -35,6 +35,18 @@ def resume_command(file: str, output: str, nproc: Optional[int]) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def go_on_text(output: str, again: str) -> str:
+    """How to go on from a sweep that ended early: `again` (continue with --resume) while the file lacks planned
+    points; when it holds a record of every one (a stop after the last point), that it does (--resume would have
+    nothing to measure)."""
+    from commbench.sweep.resume import holds_every_planned_point
+
+    planned = holds_every_planned_point(output)
+    if planned is not None:
+        return f"every planned point ({planned}) is in {output}: nothing is left for --resume"
+    return f"continue with: {again}"
+
+
 def file_nproc(spec) -> str:
     """How an error names the sweep file's [sweep] nproc (the ranks a launch without --nproc starts here)."""
     return f"sweep {spec.path}: [sweep] nproc"
@@ -357,7 +369,7 @@ def sweep(
             run_sweep_axes(job, local_nproc, again)
             return
         outcomes, (ok_before, failed_before) = run_with_fresh_ranks(job, spec, local_nproc, resolved,
-                                                                    lambda: f"continue with: {again}")
+                                                                    lambda: go_on_text(output, again))
     outcome = outcomes.get(0)
     if outcome is None:  # a non-zero rank under a launcher: rank 0 reports
         return
@@ -370,7 +382,8 @@ def sweep(
                f"(already in the file); records in {output}")
     earlier = f"; {earlier_text(outcome.earlier, output)}" if outcome.earlier else ""
     if outcome.stopped:
-        raise fail(f"sweep stopped: {outcome.stopped}. {summary}{earlier}. Continue with: {again}", exit_code=1)
+        go_on = go_on_text(output, again).replace("continue with:", "Continue with:", 1)
+        raise fail(f"sweep stopped: {outcome.stopped}. {summary}{earlier}. {go_on}", exit_code=1)
     if num_failed:
         raise fail(f"{summary} (failed points are recorded with their error){earlier}", exit_code=1)
     if outcome.num_wrong:

@@ -5,6 +5,10 @@
   and gloo's pairs bind 127.0.0.1 (GLOO_SOCKET_IFNAME=lo unless the user set it).
 - Each rank runs in its own process group, so Ctrl-C reaches only the launcher, which stops the
   ranks and says what was kept; a rank gets SIGKILL when the launcher dies (PR_SET_PDEATHSIG).
+  A stop signal (SIGINT, SIGTERM, SIGHUP) that ends a rank is the same interruption, whether or not it
+  reaches the launcher too (batch systems and service managers signal every process of the job, the
+  ranks often a few ms first): no record for the point the ranks were on, exit 130 and the same line.
+  SIGKILL (kill -9, the OOM killer) and any other death of a rank fail the point.
 - gloo ranks are forked from the launcher (torch is already imported: no second start-up);
   GPU backends are spawned (CUDA does not survive a fork).
 - Watchdog: ranks report progress (progress.py). Once one rank has stopped (exited, or failed a
@@ -29,9 +33,10 @@ from multiprocessing.connection import wait
 from typing import Any, Callable, Iterator
 
 from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
-from commbench.comm.progress import RankProgress, append_record, last_record_is, lead_last_error
+from commbench.comm.progress import RankProgress, append_record, drop_last_failed, last_record_is, lead_last_error
 from commbench.comm.rank_state import RankState as _Rank, cpu_ticks, laggards as _laggards
-from commbench.comm.stop_signals import STOP_SIGNALS, restore_terminal, signal_name, stops_ignored, stops_raise
+from commbench.comm.stop_signals import (STOP_SIGNALS, StopSignal, note_stopping, restore_terminal, signal_name,
+                                         stop_signal_of, stops_ignored, stops_raise)
 from commbench.errors import CommbenchError, Interrupted, ResultsNotWritten, first_line
 from commbench.files import results_so_far
 
@@ -213,10 +218,12 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
                 ranks.append(_Rank(rank=rank, process=process, conn=receive))
             return _watch(ranks, grace_s, output_path)
         except KeyboardInterrupt as exc:
+            note_stopping(signal_name(exc))   # the launcher's own signal, after its ranks', adds nothing
             with stops_ignored():  # a second signal must not cut this short (nor replace its line)
                 _kill(ranks)
                 for r in ranks:   # the progress messages the ranks sent before they stopped: every recorded point counts
                     r.drain()
+                _unrecord_stopped_point(ranks, output_path)
                 kept = ranks[0].num_recorded if ranks else 0
                 held = _points_held(output_path)
                 where = (str(output_path).strip("()") if str(output_path).startswith("(")  # verify-plan: no file
@@ -228,6 +235,29 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
         finally:
             with stops_ignored():
                 _kill(ranks)
+
+
+def _stop_if_signalled(ranks: list[_Rank]) -> None:
+    """A rank ended by a stop signal: the run is interrupted as if the launcher had got it (StopSignal, handled as
+    the launcher's own: launch_local), before its death is taken for a failure of the point."""
+    for r in ranks:
+        name = None if r.alive else stop_signal_of(r.process.exitcode)
+        if name is not None:
+            raise StopSignal(name)
+
+
+def _unrecord_stopped_point(ranks: list[_Rank], output_path: str) -> None:
+    """Rank 0's failed record of the point a rank was on when a stop signal ended it (rank 0 saw the closed connection
+    first, or the others' errors on it) goes: the point was cut short, not failed, and --resume measures it (a
+    failed record it never measures again). Points recorded before stay."""
+    stopped = [r for r in ranks if stop_signal_of(r.process.exitcode) is not None]
+    if not stopped:
+        return
+    writer = ranks[0]
+    for step in sorted({r.step for r in stopped if r.step >= 0}, reverse=True):
+        if drop_last_failed(output_path, writer.pending_of(step)):   # written, said or not ('recorded')
+            writer.unrecord_failed(step)
+            return
 
 
 def _all_stuck(ranks: list[_Rank], grace_s: float, output_path: str) -> None:
@@ -297,6 +327,7 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
              timeout=0.1)
         if any([r.drain() for r in ranks]):
             last_progress = time.monotonic()
+        _stop_if_signalled(ranks)
         if not any(r.alive for r in ranks):
             break
         if time.monotonic() - last_progress > grace_s and not any(r.stopped for r in ranks) \
@@ -327,6 +358,7 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
                             num_ok=writer.num_recorded_ok,
                             num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
                                                                                       writer.recorded_steps))
+    _stop_if_signalled(ranks)   # one that died since the loop's check
     _kill(ranks)
     for r in ranks:
         r.drain()
@@ -351,8 +383,8 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
             killed = r in failed and code is not None and code < 0 and r.error is None
             recorded = _record_for_writer(ranks[0], line, output_path, cause=line if killed else None)
             if killed:
-                # killed from outside (OOM killer, kill -9): like a hang, the point is recorded failed and a
-                # sweep can go on with fresh ranks
+                # killed from outside (OOM killer, kill -9; a stop signal was an interruption: _stop_if_signalled):
+                # like a hang, the point is recorded failed and a sweep can go on with fresh ranks
                 writer = ranks[0]
                 raise RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded,
                                 num_ok=writer.num_recorded_ok,

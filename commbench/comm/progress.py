@@ -94,3 +94,24 @@ def lead_last_error(output_path: str, pending: dict | None, cause: str) -> bool:
         handle.truncate()
         handle.write((json.dumps(record, separators=(",", ":")) + "\n").encode())
     return True
+
+
+def drop_last_failed(output_path: str, pending: dict | None) -> bool:
+    """Take out rank 0's failed record of the pending point when it is the file's last line (a point a stop signal
+    cut short: no record, so --resume measures it); whether it was there."""
+    if not last_record_is(output_path, pending):
+        return False
+    with open(output_path, "rb+") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        start = max(0, size - (1 << 16))
+        handle.seek(start)
+        body = handle.read().rstrip(b"\n")
+        cut = body.rfind(b"\n") + 1
+        try:
+            record = json.loads(body[cut:])
+        except ValueError:
+            return False
+        if record.get("status") != "failed":
+            return False
+        handle.truncate(start + cut)
+    return True

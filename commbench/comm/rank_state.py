@@ -24,6 +24,7 @@ class RankState:
     recorded_steps: set = field(default_factory=set)
     cpu: int | None = None
     joined: bool = False  # its backend is up (start-up is over for it)
+    previous: tuple = (-1, None)  # (step, pending) of the point before the current one
 
     def drain(self) -> bool:
         """Read what the rank sent; whether it sent anything (or its CPU time moved) since the last call."""
@@ -42,6 +43,7 @@ class RankState:
             if kind == "joined":
                 self.joined = True
             elif kind == "at":
+                self.previous = (self.step, self.pending)
                 _, self.step, self.label, self.pending = message
                 self.phase = "at"
             elif kind == "failed":
@@ -55,6 +57,16 @@ class RankState:
             elif kind == "error":
                 self.phase, self.error = "error", tuple(message[1:])   # (text, exit code[, the error's class])
         return moved
+
+    def pending_of(self, step: int) -> dict | None:
+        """The record rank 0 passed for point `step` (its current one or the one before), else None."""
+        return self.pending if step == self.step else self.previous[1] if step == self.previous[0] else None
+
+    def unrecord_failed(self, step: int) -> None:
+        """Point `step`'s failed record was taken out of the file again (local_ranks._unrecord_stopped_point)."""
+        if step in self.recorded_steps:
+            self.recorded_steps.discard(step)
+            self.num_recorded -= 1
 
     @property
     def alive(self) -> bool:

@@ -493,14 +493,19 @@ def check_one_domain(points: list, runs: dict) -> int | None:
 
 def loop_mode(m) -> str:
     """How a record's timed loop ran, as its params keep it (harness.loop_params; nccl-tests imports the same):
-    CUDA graph replays (-G), -m N calls back to back per iteration, blocking (-z 1; an import's -z 2, -z 3 or an
+    CUDA graph replays (-G), -m N calls per iteration (nccl-tests' in one NCCL group, commbench's separate calls back
+    to back: records.AGG_GROUPED / AGG_UNGROUPED, two loops), blocking (-z 1; an import's -z 2, -z 3 or an
     unknown mode, results/importers/nccl_tests_flags.py), nccl-tests' device-API kernels (-D N), registered buffers
     (-R: NCCL may take zero-copy paths with them), or eager single calls."""
-    agg = int(m.params.get("agg_iters") or 1)
+    from commbench.results.records import AGG_GROUPED, AGG_UNGROUPED
+
+    grouped, ungrouped = int(m.params.get(AGG_GROUPED) or 1), int(m.params.get(AGG_UNGROUPED) or 1)
     blocking = m.params.get("blocking")
     mode = "1" if blocking is True else str(blocking)
     parts = (["CUDA graph (-G)"] if m.params.get("cuda_graph") else []) + \
-        ([f"-m {agg} aggregated calls"] if agg > 1 else []) + ([f"blocking (-z {mode})"] if blocking else []) + \
+        ([f"-m {grouped} aggregated calls grouped in one NCCL group (nccl-tests)"] if grouped > 1 else []) + \
+        ([f"-m {ungrouped} aggregated calls ungrouped, back to back (commbench)"] if ungrouped > 1 else []) + \
+        ([f"blocking (-z {mode})"] if blocking else []) + \
         ([f"nccl-tests device-API kernels (-D {m.params['device_impl']})"] if m.params.get("device_impl") else []) + \
         ([f"{m.params['buffer_register']} buffer registration (-R)"] if m.params.get("buffer_register") else [])
     return ", ".join(parts) or "eager single calls"

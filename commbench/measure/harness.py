@@ -35,7 +35,7 @@ import numpy as np
 from collectives.base import Collective, PointSpec, PreparedPoint
 from commbench.comm.backend import Backend, Communicator
 from commbench.dtypes import get_dtype
-from commbench.results.records import MIN_ITERS_FOR_P99, Measurement
+from commbench.results.records import AGG_UNGROUPED, MIN_ITERS_FOR_P99, Measurement
 
 _FLOAT64 = get_dtype("float64")
 _INT64 = get_dtype("int64")
@@ -47,13 +47,13 @@ class LoopOptions:
     warmup_iters: int = 5
     check: bool = True
     cuda_graph: bool = False  # time replays of each stage captured once by backend.capture (nccl-tests -G)
-    agg_iters: int = 1        # nccl-tests -m: each timed iteration runs every stage this many times back to back
+    agg_iters: int = 1        # -m: each timed iteration runs every stage this many times back to back (not grouped)
     blocking: bool = False    # nccl-tests -z 1: the host waits for the device after every stage, then a world barrier
 
 
 def aggregated(backend: Backend, stages: list, agg_iters: int, blocking: bool) -> list:
-    """Each stage run `agg_iters` times per call (nccl-tests -m; back-to-back launches, not one NCCL
-    group), with a device sync and a barrier of every rank after each run when `blocking` (nccl-tests
+    """Each stage run `agg_iters` times per call (-m: separate launches back to back, not nccl-tests' one NCCL group:
+    recorded as params.agg_iters_ungrouped, records.AGG_UNGROUPED), with a device sync and a barrier of every rank after each run when `blocking` (nccl-tests
     -z 1: src/common.cu startColl synchronises its streams, then Barrier(args), MPI_Barrier across
     processes)."""
     if agg_iters == 1 and not blocking:
@@ -245,10 +245,11 @@ def measure_point(backend: Backend, comm: Communicator, collective: Collective, 
 
 
 def loop_params(loop: LoopOptions) -> dict:
-    """The params a record keeps of how its loop ran (CUDA graph, -m aggregated calls, -z blocking): a failed point's
+    """The params a record keeps of how its loop ran (CUDA graph, -m calls back to back: agg_iters_ungrouped, never
+    nccl-tests' grouped agg_iters; -z blocking): a failed point's
     record holds them too, so it matches the point it failed at (compare's key holds the params)."""
     return {**({"cuda_graph": True} if loop.cuda_graph else {}),
-            **({"agg_iters": loop.agg_iters} if loop.agg_iters > 1 else {}),
+            **({AGG_UNGROUPED: loop.agg_iters} if loop.agg_iters > 1 else {}),
             **({"blocking": True} if loop.blocking else {})}
 
 

@@ -43,6 +43,7 @@ import numpy as np
 
 from commbench.comm.nccl_tuning import DEFAULT, NCCL_MAX_CHANNELS, TuningCombo, combo_from_params, nccl_has
 from commbench.errors import CommbenchError
+from commbench.results.records import AGG_GROUPED, AGG_UNGROUPED
 
 # commbench collective -> the plugin's collective_type (plugin.c parseCollType)
 PLUGIN_COLLECTIVES = {"broadcast": "broadcast", "reduce": "reduce", "all_gather": "allgather",
@@ -644,9 +645,9 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = ("points of nccl-tests' device-API kernels (-D N > 0: its own demonstration kernels over symmetric "
                    "memory, src/common.cu startColl, not ncclAllReduce and the others): no NCCL algorithm or "
                    "protocol chose them")
-        elif r.params.get("agg_iters", 1) != 1:
-            why = ("points of aggregated iterations (-m N: per-operation times of N calls back to back; nccl-tests' "
-                   "-m groups them, and NCCL tunes a group as one call of N x the size with numPipeOps "
+        elif r.params.get(AGG_GROUPED, 1) != 1 or r.params.get(AGG_UNGROUPED, 1) != 1:
+            why = ("points of aggregated iterations (-m N: per-operation times of N calls, commbench's back to back, "
+                   "nccl-tests' grouped, and NCCL tunes a group as one call of N x the size with numPipeOps "
                    "ceil(N / channels), src/enqueue.cc ncclPrepareTasks: not the one call of the size a rule names)")
         elif r.num_wrong is None and not record_combo(r).is_default:
             why = "points of a combination measured without the data check (-c 0): a rule needs checked data"

@@ -23,6 +23,24 @@ from commbench.typed_json import check_fields
 
 SCHEMA_VERSION = 1
 
+# -m N, two loops (a record's params say which): nccl-tests runs the N calls of a timed iteration in one
+# ncclGroupStart/End (src/common.cu BenchTime), one grouped NCCL operation; commbench's bench issues N separate calls
+# back to back (measure/harness.py aggregated). Two keys, so compare and fit never take one for the other.
+AGG_GROUPED = "agg_iters"               # nccl-tests' -m, as `import nccl-tests` records it
+AGG_UNGROUPED = "agg_iters_ungrouped"   # commbench's -m
+IMPORTED_LAUNCHER = "nccl-tests"        # the header's launcher of an imported run
+
+
+def ungrouped_if_ours(header: dict, point: dict) -> None:
+    """A file written before commbench's -m had its own key: a record commbench measured (its header's launcher is
+    not an import's), or imported from commbench's own --format nccl-tests text of a run without NCCL (nccl-tests runs
+    only on NCCL), kept its ungrouped calls as agg_iters: read them as agg_iters_ungrouped (in place)."""
+    params = point.get("params")
+    if not isinstance(params, dict) or AGG_GROUPED not in params or AGG_UNGROUPED in params:
+        return
+    if header.get("launcher") != IMPORTED_LAUNCHER or header.get("backend") not in ("nccl", None):
+        point["params"] = {(AGG_UNGROUPED if key == AGG_GROUPED else key): value for key, value in params.items()}
+
 
 def new_run_id() -> str:
     return uuid.uuid4().hex[:12]
@@ -264,6 +282,7 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
         handle = Path(path).open("rb")
     except OSError as exc:
         raise CommbenchError(f"results file {str(path)!r} cannot be read: {exc.strerror}") from None
+    runs: dict[str, dict] = {}   # run id -> its header's launcher and backend (ungrouped_if_ours)
     with handle:
         line_number, first = 0, True
         while raw := handle.readline(MAX_LINE_BYTES):
@@ -287,7 +306,13 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
                 data = json.loads(raw.decode("utf-8"))
                 if drop_samples and isinstance(data, dict) and not (keep_samples_of and keep_samples_of(data)):
                     data.pop("iter_times_us", None)
-                yield from_dict(data)
+                record = from_dict(data)
+                if isinstance(record, RunHeader):
+                    runs[record.run_id] = {"launcher": record.launcher, "backend": record.backend}
+                elif record.run_id in runs and AGG_GROUPED in record.params:
+                    ungrouped_if_ours(runs[record.run_id], data)
+                    record = from_dict(data)
+                yield record
             except UnicodeDecodeError as exc:
                 if on_bad_line is not None:
                     on_bad_line(line_number, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})")

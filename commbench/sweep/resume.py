@@ -63,6 +63,31 @@ def finished_before_launch(path: str | os.PathLike[str], sweep, world_size: int,
     return len(points) if all(point.key in done for point in points) else None
 
 
+def holds_every_planned_point(path: str | os.PathLike[str]) -> int | None:
+    """The number of points the file's sweep plans when it holds a record of every one (its last sweep header's
+    `planned_points`, counted over the launches of the same sweep identity: a --resume's headers), else None. After
+    the run, when the ranks' keys are in the file: so a stopped sweep says it is complete (nothing for --resume) only
+    when it is."""
+    if not Path(path).exists():
+        return None
+    headers: list[RunHeader] = []
+    keys: dict[str, set[str]] = {}
+    identity = None
+    try:
+        for rec in iter_records(path, on_bad_line=lambda *_: None, drop_samples=True):
+            if isinstance(rec, RunHeader):
+                headers.append(rec)
+                identity = rec.sweep_identity
+            elif isinstance(rec, Measurement) and rec.point_key and identity is not None:
+                keys.setdefault(identity, set()).add(rec.point_key)
+    except CommbenchError:   # not a results file (any more): nothing said complete
+        return None
+    last = next((h for h in reversed(headers) if h.sweep_identity is not None), None)
+    if last is None or last.planned_points is None:
+        return None
+    return last.planned_points if len(keys.get(last.sweep_identity, ())) >= last.planned_points else None
+
+
 def has_records(path: str | os.PathLike[str]) -> bool:
     """Whether the file holds anything but a torn last line (files.whole_size): one whose only line is a header cut
     off by a kill or a full disk holds no record, and the launch cuts it (repair_torn_tail) as `bench -O` does, with

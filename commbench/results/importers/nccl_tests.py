@@ -53,7 +53,8 @@ from commbench.results.importers.nccl_tests_cycles import Cycles
 from commbench.results.importers.nccl_tests_devices import CUT_MARK, DeviceList
 from commbench.results.importers.nccl_tests_planned import TableCount
 from commbench.results.nccl_tests_text import MOE_POINT_KEYS
-from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, Measurement, Record, RunHeader, new_run_id
+from commbench.results.records import (AGG_GROUPED, AGG_UNGROUPED, IMPORTED_LAUNCHER, NCCL_TESTS_AVERAGE_MODES,
+                                       Measurement, Record, RunHeader, new_run_id)
 
 COLLECTIVE_NAMES = {"all_reduce": "all_reduce", "reduce_scatter": "reduce_scatter", "all_gather": "all_gather",
                     "alltoall": "all_to_all", "sendrecv": "sendrecv", "broadcast": "broadcast", "reduce": "reduce",
@@ -310,7 +311,7 @@ def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: 
     return RunHeader(run_id=run_id, started_at=started, argv=argv, commbench_version=__version__,
                      python_version=sys.version.split()[0], torch_version=None, nccl_version=version,
                      cuda_version=None, cupy_version=None, backend=backend, world_size=world, hostnames=hosts,
-                     devices=devices, nccl_env=dict(nccl_env or {}), launcher="nccl-tests",
+                     devices=devices, nccl_env=dict(nccl_env or {}), launcher=IMPORTED_LAUNCHER,
                      topology=log_topology(hosts, world, ranks_per_rack, topology_line),
                      emulated=intro_emulated(intro, world),
                      notes=[f"imported from nccl-tests output {source}", *notes])
@@ -326,16 +327,19 @@ def intro_emulated(intro: str | None, world: int) -> dict | None:
     return from_text(intro, world) or {"description": intro[intro.index("EMULATED"):].strip()}
 
 
-def loop_params(agg_iters: int, graph_launches: int, blocking, unalign: int = 0) -> dict:
-    """nccl-tests' -m, -G and -z as a commbench record's params hold them (measure/harness.py: agg_iters above 1,
-    cuda_graph, blocking): an imported -m 4 point read as one call of its size, and nccl-tuner made rules from it
-    (src/common.cu: -m groups the calls in ncclGroupStart/End; the time is per call). -u N (`unalign: N` in a text
+def loop_params(agg_iters: int, graph_launches: int, blocking, unalign: int = 0, *, grouped: bool = True) -> dict:
+    """nccl-tests' -m, -G and -z as a commbench record's params hold them (measure/harness.py: cuda_graph, blocking):
+    an imported -m 4 point read as one call of its size, and nccl-tuner made rules from it (src/common.cu: -m groups
+    the calls in ncclGroupStart/End; the time is per call): params.agg_iters above 1 (records.AGG_GROUPED), or, for
+    commbench's own --format nccl-tests text (`grouped` False: its -m runs separate calls back to back),
+    params.agg_iters_ungrouped as commbench's own records (records.AGG_UNGROUPED), so neither matches the other. -u N (`unalign: N` in a text
     banner; the -J file does not record it) offsets the buffers by N elements: params.unalign where N > 0. Text logs
     say -z in a `# Blocking Enabled: ...` line after the banner (src/util.cu writeDeviceReport) whose wording names
     the mode, -J files in config.blocking_collectives (a bool, whichever -z mode) and their args: params.blocking is
     True for -z 1, 2 or 3 for the others, 'unknown' where the file cannot say (nccl_tests_flags), so compare refuses
     such a run beside an ordinary one or one of another mode (their points do not match)."""
-    return {**({"agg_iters": agg_iters} if agg_iters > 1 else {}), **({"cuda_graph": True} if graph_launches > 0 else {}),
+    return {**({(AGG_GROUPED if grouped else AGG_UNGROUPED): agg_iters} if agg_iters > 1 else {}),
+            **({"cuda_graph": True} if graph_launches > 0 else {}),
             **({"blocking": blocking} if blocking else {}), **({"unalign": unalign} if unalign > 0 else {})}
 
 
@@ -765,7 +769,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
                                    sizes.group(4)) if sizes else None
         agg, graph, unalign = _AGG_RE.search(body), _GRAPH_RE.search(body), _UNALIGN_RE.search(body)
         state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False,
-                                 int(unalign.group(1)) if unalign else 0)
+                                 int(unalign.group(1)) if unalign else 0, grouped=not state.ours)
     elif body.startswith("Blocking Enabled"):   # -z, printed after the banner it qualifies
         state.loop = {**state.loop, "blocking": blocking_from_banner(body)}
     elif body.startswith("Using devices"):
