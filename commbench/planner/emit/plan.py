@@ -20,7 +20,7 @@ from typing import Any
 from commbench.errors import CommbenchError, first_line, invalid, read_user_file
 from commbench.planner.emit.megatron import (connections_notes, launch_connections, launch_env, launch_env_text,
                                              megatron_args, megatron_script, megatron_target, parse_megatron_args,
-                                             precision_notes)
+                                             precision_notes, cross_entropy_note)
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_notes
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
@@ -81,6 +81,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
                                                domain_size=domain_size, script=megatron_script(model),
                                                connections_why=connections_why),
             "notes": precision_notes(layout) + connections_notes(layout, gpu_name) + architecture_notes(model)
+            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len)])
             + release_core_note(release) + (
                 [] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
