@@ -68,6 +68,28 @@ def test_each_release_validates_every_plan_its_parse_args_takes(release, cases, 
     assert refused == [], f"release {release} ({release_ref(release)}): " + "\n".join(refused)
 
 
+@pytest.mark.skipif(git_dir() is None, reason=SKIP_REASON)
+@pytest.mark.parametrize("release", releases())
+def test_each_release_parses_exactly_the_plans_whose_flags_the_data_says_it_takes(release, cases, tmp_path_factory):
+    """commbench/data/megatron-release-flags.json (release_flags.refused_flags) against the release's own parse_args:
+    a plan parses there exactly where no flag is named refused, and a parse error names only flags named refused
+    (probe BP F2: 25.09's core 0.14 has no --cuda-graph-impl / --moe-flex-dispatcher-backend and takes one
+    --cuda-graph-scope value; the plan only said arguments.py 'adds, drops and changes flags')."""
+    import re
+
+    from commbench.planner.emit.release_flags import refused_flags
+    tree = release_tree(release_ref(release), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
+    results = run_cases(tree, [c for _, c in cases])
+    wrong = []
+    for (name, case), r in zip(cases, results):
+        named = {f.split()[0] for f in refused_flags(case["argv"], release)}
+        parse_failed = r.get("stage") == "parse"
+        in_error = set(re.findall(r"--[a-z0-9-]+", r.get("error", ""))) if parse_failed else set()
+        if parse_failed != bool(named) or not in_error <= named:
+            wrong.append(f"{name}: named {sorted(named)}, parse_args: {r}")
+    assert wrong == [], f"release {release}: " + "\n".join(wrong)
+
+
 def test_the_launch_runs_native_cross_entropy_and_the_plan_says_what_it_holds_beyond_the_charge():
     """Runs without the trees: the emitted loss is impl native (the one every table release's validate_args takes)
     and the plan's Megatron notes give the fp32 softmax native keeps beyond the TE kernel the prediction charges."""
