@@ -527,7 +527,9 @@ def plan_inputs(req, *, system: str, pins: dict, searched: bool, calibration_fil
     return {"model": req.model.name, "model_spec": model_dict(req.model), "system": system,
             "gpus": req.num_gpus, "gbs": req.gbs, "precision": req.precision, **seq_len_inputs(seq_len, seq_note),
             **({"mem_headroom_fraction": req.headroom_fraction} if searched else {}),
-            "moe_imbalance": req.moe_imbalance, "pins": pins, "fabric": fabric_summary(req.fabric),
+            "moe_imbalance": req.moe_imbalance,
+            **({"moe_capacity_factor": req.moe_capacity_factor} if req.moe_capacity_factor is not None else {}),
+            "pins": pins, "fabric": fabric_summary(req.fabric),
             "software": req.software, **({"software_note": req.software_note} if req.software_note else {}),
             **calibration_inputs(calibration_file, calibration_shipped_terms, req.calibration,
                                  calibration_other_gpu_terms)}
