@@ -1,6 +1,8 @@
-"""A plan whose --software release runs another megatron-core than the one its Megatron-LM arguments are checked
-against (core_v0.16.1) says so: 25.09's core 0.14 has no --cuda-graph-impl and takes one --cuda-graph-scope value,
-so a line for 0.16.1 pasted into that container fails in its parse_args."""
+"""A plan whose release runs another megatron-core than the one its Megatron-LM arguments are checked against
+(core_v0.16.1) says so, and names each emitted flag that release's own parse_args refuses (release_flags, from
+commbench/data/megatron-release-flags.json): 25.09's core 0.14 has no --cuda-graph-impl and takes one
+--cuda-graph-scope value, so a line for 0.16.1 pasted into that container fails in its parse_args (probe BP F2).
+The default release says so too, on the terminal as well as in plan.json, and calls itself the default (F4)."""
 
 from __future__ import annotations
 
@@ -10,18 +12,19 @@ import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
-from commbench.planner.layout.recipes import core_version, releases
+from commbench.planner.emit.release_flags import refused_flags, release_core
+from commbench.planner.layout.recipes import newest_release, releases
+
+
+def _run(*args: str):
+    res = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", *args],
+                             env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    return res
 
 
 def _plan(*args: str) -> dict:
-    res = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "8", "--json",
-                                   *args], env={"COLUMNS": "400"})
-    assert res.exit_code == 0, res.output
-    return json.loads(res.output)
-
-
-def _assumptions(*args: str) -> list[str]:
-    return _plan(*args)["assumptions"]
+    return json.loads(_run("--json", *args).stdout)
 
 
 def _core_notes(notes: list[str]) -> list[str]:
@@ -29,22 +32,46 @@ def _core_notes(notes: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("release", releases())
-def test_every_release_whose_core_is_not_0_16_is_named_with_its_core(release):
-    notes = _core_notes(_assumptions("--software", release))
-    if core_version(release) == (0, 16):
+def test_every_release_whose_core_is_not_0_16_1_is_named_with_its_core(release):
+    doc = _plan("--software", release)
+    notes = _core_notes(doc["assumptions"])
+    assert _core_notes(doc["megatron"]["notes"]) == notes   # one note, beside the launch and among the assumptions
+    if release_core(release)[1] == "0.16.1":
         assert notes == []
     else:
-        assert len(notes) == 1 and f"release {release}" in notes[0] and "megatron-core 0." in notes[0]
+        assert len(notes) == 1 and f"release {release} (--software)" in notes[0] and "megatron-core 0." in notes[0]
+    assert doc["megatron"]["release"]["refused_flags"] == refused_flags(doc["megatron_args"], release)
+
+
+def test_a_25_09_plan_names_each_flag_its_core_refuses_on_the_terminal_and_in_plan_json():
+    args = ("--software", "25.09", "--layout", "tp=1,pp=1,ep=8,mbs=1,cuda_graph=layer,dispatcher=flex")
+    res = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "b300-hgx", "--gpus", "8",
+                                   "--precision", "mxfp8", *args], env={"COLUMNS": "2000"})
+    assert res.exit_code == 0, res.output
+    doc = json.loads(CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "b300-hgx", "--gpus",
+                                              "8", "--precision", "mxfp8", "--json", *args]).stdout)
+    refused = doc["megatron"]["release"]["refused_flags"]
+    assert {f.split()[0] for f in refused} == {"--cuda-graph-impl", "--cuda-graph-scope", "--moe-flex-dispatcher-backend"}
+    note = _core_notes(doc["megatron"]["notes"])[0]
+    assert "will not parse" in note and all(f in note for f in refused)
+    assert all(f in res.output for f in refused) and "will not parse" in res.output
+
+
+def test_the_default_release_is_named_as_the_default_on_the_terminal_too():
+    notes = _core_notes(_plan()["assumptions"])
+    assert len(notes) == 1 and f"release {newest_release()} (the default release" in notes[0]
+    assert "(--software)" not in notes[0]
+    res = _run()
+    assert "Megatron-LM arguments are core_v0.16.1's" in res.output and "the default release" in res.output
 
 
 def test_a_pinned_plan_says_it_too():
-    notes = _core_notes(_assumptions("--software", "25.09", "--layout", "tp=1,pp=1,ep=8,mbs=4,cuda_graph=layer"))
-    assert len(notes) == 1 and "megatron-core 0.14" in notes[0]
+    notes = _core_notes(_plan("--software", "25.09", "--layout", "tp=1,pp=1,ep=8,mbs=4,cuda_graph=layer")["assumptions"])
+    assert len(notes) == 1 and "megatron-core 0.14" in notes[0] and "--cuda-graph-impl transformer_engine" in notes[0]
 
 
-def test_a_release_asked_for_says_it_beside_the_launch_and_the_default_among_the_assumptions():
-    asked = _plan("--software", "25.09")
-    assert len(_core_notes(asked["megatron"]["notes"])) == 1
-    default = _plan()
-    assert _core_notes(default["megatron"]["notes"]) == []
-    assert len(_core_notes(default["assumptions"])) == (core_version(releases()[-1]) != (0, 16))
+def test_the_rule_reads_the_values_too():
+    assert refused_flags(["--cuda-graph-scope", "attn"], "25.09") == []
+    assert refused_flags(["--cuda-graph-scope", "attn", "moe_router"], "25.09") != []
+    assert refused_flags(["--cuda-graph-scope", "moe_router"], "25.09") != []
+    assert refused_flags(["--cuda-graph-impl", "local"], "26.08") == []

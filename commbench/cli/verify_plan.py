@@ -96,7 +96,7 @@ def verify_plan(
     from commbench.limits import check_iters
     from commbench.planner.emit.plan import load_plan
     from commbench.units import parse_size_bytes
-    from commbench.workflows.verify import VerifyJob, plan_context, plan_items
+    from commbench.workflows.verify import VerifyJob, plan_context, plan_items, prediction_flags
 
     plan_file = plan_path(plan_file)
     doc = load_plan(plan_file)
@@ -134,6 +134,7 @@ def verify_plan(
         fabric = None   # neither prediction would be the plan's: its figures came from the fabric as it was
     elif fabric_check["status"] == "unchecked":
         flags.append(fabric_check["line"])
+    flags.extend(prediction_flags(doc, ctx, fabric))
     described = _fabric_backends(doc, fabric)
     emulated = _emulated()
     job = VerifyJob(items=tuple(items), flags=tuple(item_flags), backend=resolved, doc=doc, max_bytes=most_bytes,

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commbench.comm.topology import Topology
-from commbench.errors import CommbenchError
+from commbench.errors import CommbenchError, first_line
 from commbench.planner.emit.plan import plan_layout, plan_model
 from commbench.planner.layout.placement import domains_touched, place
 from commbench.planner.layout.spec import Layout, code_of
@@ -189,6 +189,55 @@ def _recorded_terms(inputs: dict) -> dict[str, float] | None:
     return {t: float(v) for t, v in terms.items()}
 
 
+def release_flags(inputs: dict) -> list[str]:
+    """The plan's release and precision checked as `plan` checks --software and --precision (recipes.check_release,
+    check_precision_in_release: one rule): a line where a hand edit made them a combination plan refuses. A plan that
+    records no release (written before plans did) has nothing to check."""
+    from commbench.planner.layout.recipes import check_precision_in_release, check_release
+    software = inputs.get("software")
+    if software is None:
+        return []
+    try:
+        release = check_release(str(software), "inputs.software")
+        check_precision_in_release(str(inputs.get("precision")), release, str(software),
+                                   fields=("inputs.precision", "inputs.software"))
+    except CommbenchError as exc:
+        return [f"{first_line(exc)}: `plan` refuses this release and precision, so the plan was edited by hand; its "
+                "launch and predicted figures are not that release's (plan it again)"]
+    return []
+
+
+# predicted figures re-predicted for the recorded layout: equal to float noise, else edited or stale
+REPREDICTED = ("step_s", "tokens_per_s_per_gpu", "mem_total_bytes")
+
+
+def prediction_flags(doc: dict, ctx: PlanContext, fabric) -> list[str]:
+    """Re-predict the recorded layout (precision included) on the plan's fabric under the recorded step model and
+    calibration terms (ctx.calibration): a line where the plan's `predicted` figures differ beyond float noise (a
+    hand edit of the layout, its precision or the figures). Not where the plan was predicted by another step model
+    (step_model_flags says that) or its fabric changed (fabric None)."""
+    import math
+
+    from commbench.planner.layout.spec import LayoutArrays
+    from commbench.planner.step.evaluate import evaluate_layouts
+    from commbench.planner.step.terms import STEP_MODEL
+    inputs, recorded = doc["inputs"], doc.get("predicted") or {}
+    if fabric is None or getattr(fabric, "gpu", None) is None or inputs.get("step_model") != STEP_MODEL:
+        return []   # no fabric the plan's, or one without a GPU (a fitted profile alone): nothing to predict on
+    bd = evaluate_layouts(ctx.model, fabric, LayoutArrays.from_layouts([ctx.layout]), seq_len=ctx.seq_len,
+                          calibration=ctx.calibration, moe_imbalance=ctx.imbalance,
+                          moe_capacity_factor=inputs.get("moe_capacity_factor"), framework=ctx.framework)
+    row = bd.row(0)
+    differ = [f"{k} {recorded[k]:.6g} (now {float(row[k]):.6g})" for k in REPREDICTED
+              if isinstance(recorded.get(k), (int, float)) and not math.isclose(float(recorded[k]), float(row[k]),
+                                                                               rel_tol=1e-6)]
+    if not differ:
+        return []
+    return [f"the plan's predicted figures are not its recorded layout's (precision {ctx.layout.precision}) under its "
+            f"step model {STEP_MODEL} and calibration: {'; '.join(differ)}: edited or stale (plan it again); "
+            "'plan predicted' below is the plan's fabric at the recorded layout"]
+
+
 def plan_context(doc: dict) -> PlanContext:
     """The plan's model, layout, sequence, racks, routing, framework and efficiency terms (its --calibration file
     where it names one; flagged and the shipped terms used where that file cannot be read here)."""
@@ -219,7 +268,7 @@ def plan_context(doc: dict) -> PlanContext:
             except ValueError as exc:
                 raise CommbenchError(f"plan field 'inputs.calibration_terms' is invalid: {exc} (write the plan "
                                      "again with `commbench plan`)") from None
-    flags.extend(filter(None, [model_spec_flag(inputs), *step_model_flags(inputs)]))
+    flags.extend(filter(None, [model_spec_flag(inputs), *step_model_flags(inputs), *release_flags(inputs)]))
     framework = doc.get("framework")
     return PlanContext(model=model, layout=lay, seq_len=int(inputs.get("seq_len", model.seq_len)),
                        gpus=int(inputs["gpus"]), per_rack=int(doc["placement"]["gpus_per_rack"]),

@@ -20,8 +20,12 @@ megatron-core 0.16):
   buffers, as the recipes' grad_reduce_in_fp32 = False; Megatron-LM's default under --bf16 is fp32); fp8 also gathers its
   params in fp8 (`--fp8-param-gather` with the distributed optimizer, as bf16_with_fp8_current_scaling_mixed);
   the step model's memory counts fp8 weights for both (step/memory.py);
-- the fused Transformer Engine cross entropy (`--cross-entropy-loss-fusion --cross-entropy-fusion-impl te`,
-  every Megatron-Bridge performance recipe): the memory model keeps bf16 logits, no fp32 copy.
+- the fused cross entropy as megatron-core's own kernels run it (`--cross-entropy-loss-fusion
+  --cross-entropy-fusion-impl native`): Megatron-LM's validate_args refuses impl te from core_v0.18.2 on
+  (168cb15d70, "Disable TE cross entropy loss fusion (#5115)": "Transformer Engine cross entropy loss fusion is
+  disabled due to stability issues"), so a `te` line failed in 26.06.01's and 26.08's containers. The step model
+  still charges Transformer Engine's kernel, as the calibrated Megatron-Bridge runs ran it (their recipes set te and
+  do not go through validate_args); CROSS_ENTROPY_NOTE says what native holds beyond that.
 Launch environment: CUDA_DEVICE_MAX_CONNECTIONS as Megatron's rules set it (layout/connections.py, which cites
 them): 1 on Hopper and earlier with TP/CP > 1 and neither EP overlap nor Megatron-FSDP (validate_args asserts
 it); above 1 with Megatron-FSDP (asserted), with EP all-to-all overlap (megatron-core's MoE README; on Hopper
@@ -91,6 +95,30 @@ MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELE
                              "--fp8-dot-product-attention (TransformerConfig.fp8_dot_product_attention has no CLI "
                              "argument there), so pretrain_gpt.py / pretrain_mamba.py cannot run FP8 attention; set it in "
                              "the model provider (e.g. Megatron-Bridge) or plan with fp8_attention=false")
+
+# The loss: megatron-core's fused cross entropy (fusions/fused_cross_entropy.py), the implementation every Megatron-LM
+# release of the recipe table takes (tests/test_megatron_release_trees.py); "te" is refused by validate_args from
+# core_v0.18.2 on (arguments.py: "Transformer Engine cross entropy loss fusion is disabled due to stability issues").
+CROSS_ENTROPY_ARGS = ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "native"]
+
+
+def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = None) -> str:
+    """What the launch's loss holds beyond what the prediction charges (plan.json megatron.notes). The step model
+    charges Transformer Engine's fused cross entropy as the calibrated Megatron-Bridge runs ran it (step/memory.py
+    LOGITS_BYTES: the logits' gradient written in place into the bf16 logits, 2 B per logit; terms.py: its triton
+    kernel's traffic). megatron-core's native one (core_v0.16.1 fusions/fused_cross_entropy.py, tensor_parallel/
+    cross_entropy.py) casts the logits to fp32 (calculate_logits_max: .float()), turns them into the softmax in place
+    and saves that fp32 softmax for backward: 4 B per logit, 2 B more than charged, on the loss stage per micro-batch
+    in flight there (the backward's bf16 gradient beside it)."""
+    from commbench.planner.step.memory import logits_bytes
+    tokens = layout.mbs * (seq_len or model.seq_len)
+    extra = float(logits_bytes(model, tp=layout.tp, cp=layout.cp, tokens_mb=tokens, framework="megatron"))
+    return ("loss: --cross-entropy-fusion-impl native (Megatron-LM refuses te from core_v0.18.2 on, 26.06.01 and "
+            "later); the prediction charges Transformer Engine's fused cross entropy as the calibrated Megatron-Bridge "
+            "runs ran it (2 B per logit), while megatron-core's native one saves its softmax in fp32 for backward "
+            f"(4 B per logit): predicted about {extra / 1e9:.2g} GB more on the loss stage per micro-batch than the "
+            "plan's memory figure, and a slower loss kernel than charged")
+
 
 PRECISION_ARGS = {
     "bf16": [],
@@ -252,7 +280,7 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
         out += ["--fp8-param-gather"] + ([] if a.fsdp else ["--reuse-grad-buf-for-mxfp8-param-ag"])
     elif a.precision == "fp8" and a.distributed_optimizer:
         out.append("--fp8-param-gather")
-    out += ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "te"]
+    out += CROSS_ENTROPY_ARGS
     if a.cpu_offload_layers:   # validate_args turns cpu_offloading on when the count is > 0
         out += ["--cpu-offloading-num-layers", str(a.cpu_offload_layers)]
     return out

@@ -11,7 +11,7 @@ from typing import Any
 
 from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, calibration_step_model_line, efficiency_terms,
                                          fabric_lines, flops_count_line, framework_assumptions, framework_record, layout_dict, megatron_section,
-                                         plan_inputs, predicted_section, release_core_note)
+                                         plan_inputs, predicted_section)
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
 from commbench.planner.layout.precision import checkpoint_note
 from commbench.planner.layout.recipe_model import sequence_length
@@ -34,7 +34,7 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
     placement = place(layout, num_gpus, per_rack)
     megatron = megatron_section(layout, model, gpu_name=fabric.gpu.name, fabric_name=fabric.name,
                                 domain_size=int(fabric.domain_size), seq_len=seq_len, flex_backend=flex_backend,
-                                release=req.software if req.software_asked else None)
+                                release=req.software, release_asked=bool(req.software_asked))
     torchtitan = torchtitan_plan(layout, model, seq_len=seq_len, version=torchtitan_version, framework=framework,
                                 gpu=fabric.gpu)
     return {
@@ -50,7 +50,7 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
                         *calibration_step_model_line(calibration_file),
                         software_line(req)]
                        + fabric_lines(fabric)
-                       + list(megatron["notes"]) + ([] if req.software_asked else release_core_note(req.software))
+                       + list(megatron["notes"])
                        + framework_assumptions(framework, model, layout)
                        + [flops_count_line(framework, model, layout, seq_len, fabric.gpu)]
                        + [n for n in [checkpoint_note(model, layout.precision)] if n],

@@ -20,7 +20,7 @@ from typing import Any
 from commbench.errors import CommbenchError, first_line, invalid, read_user_file
 from commbench.planner.emit.megatron import (connections_notes, launch_connections, launch_env, launch_env_text,
                                              megatron_args, megatron_script, megatron_target, parse_megatron_args,
-                                             precision_notes)
+                                             precision_notes, cross_entropy_note)
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_notes
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
@@ -44,28 +44,38 @@ MAX_SEQ_LEN = 1 << 24  # tokens per sequence a plan may name: 16M, beyond any pu
 EMIT_KINDS = ("json", "megatron", "torchtitan")
 
 
-def release_core_note(release: str | None) -> list[str]:
-    """Where the --software release runs another megatron-core than the one the arguments are checked against
-    (megatron_target: Megatron-LM core_v0.16.1), a note naming both: Megatron-LM's arguments.py changes between
-    cores (core_v0.14.0 has no --cuda-graph-impl and takes one --cuda-graph-scope value; core_v0.16.1 takes a list),
-    so the line is core_v0.16.1's, not necessarily that container's."""
-    from commbench.planner.layout.recipes import core_version, recipes_json_releases
+def release_core_note(release: str | None, args: list[str] | None = None, *, asked: bool = True) -> list[str]:
+    """Where the release runs another megatron-core than the one the arguments are checked against
+    (megatron_target: Megatron-LM core_v0.16.1), a note naming both and the release (given with --software, or the
+    default one: `asked`), and each flag of `args` that release's parse_args refuses (release_flags.refused_flags,
+    from its own arguments.py: commbench/data/megatron-release-flags.json), saying the line will not parse there."""
+    from commbench.planner.emit.release_flags import TARGET_CORE, refused_flags, release_core
 
-    if release is None or release not in recipes_json_releases() or core_version(release) == (0, 16):
+    core = release_core(release) if release is not None else None
+    if core is None or core[1] == TARGET_CORE:
         return []
-    core = recipes_json_releases()[release]["megatron_core"]
-    return [f"the Megatron-LM arguments are {MEGATRON_LM_RELEASE}'s (megatron-core 0.16.1: what they are checked "
-            f"against); release {release} (--software) runs megatron-core {core['version']} (commbench/data/recipes.json "
-            "cites the source), whose arguments.py adds, drops and changes flags: check them against that container's "
-            "before launching there"]
+    ref, version = core
+    which = (f"release {release} (--software)" if asked
+             else f"release {release} (the default release; --software picks another)")
+    head = (f"the Megatron-LM arguments are {MEGATRON_LM_RELEASE}'s (megatron-core 0.16.1: what they are checked "
+            f"against); {which} runs megatron-core {version} (Megatron-LM {ref[:12]})")
+    refused = refused_flags(list(args or []), release)
+    if refused:
+        return [f"{head}, whose parse_args refuses {len(refused)} of these flags, so the line will not parse in that "
+                f"container: {'; '.join(refused)} (commbench/data/megatron-release-flags.json, read from its "
+                "arguments.py); plan with a release that has them or change those flags by hand"]
+    if args is None:
+        return [f"{head}: its parse_args is not checked here (no Megatron arguments)"]
+    return [f"{head}, whose parse_args takes every flag here (commbench/data/megatron-release-flags.json, read from "
+            "its arguments.py); its validate_args may still differ from core_v0.16.1's"]
 
 
 def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str, domain_size: int = 8,
-                     seq_len: int | None = None, flex_backend: str = "deepep", release: str | None = None
-                     ) -> dict[str, Any]:
+                     seq_len: int | None = None, flex_backend: str = "deepep", release: str | None = None,
+                     release_asked: bool = True) -> dict[str, Any]:
     """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env; `release`: the
-    --software release the user asked for (release_core_note, then among the launch notes; the default release's
-    note is among the plan's assumptions)."""
+    plan's release (`release_asked`: given with --software, else the default), whose megatron-core and the flags its
+    parse_args refuses are in "release" and, where its core is not the target's, in a note (release_core_note)."""
     vocab = split_vocab(model, layout.tp, "megatron")   # the rows the step model charged the loss stage with
     split = choose_split(model, layout.pp, layout.vp, vocab)
     env = launch_env(layout, gpu_name)
@@ -74,14 +84,20 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
         args: dict[str, Any] = {"args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend)}
     except CommbenchError as exc:  # a pinned flag combination Megatron refuses: the plan says why
         args = {"refused": str(exc)}
-    return {"target": megatron_target(model), "script": megatron_script(model), **args,
+    from commbench.planner.emit.release_flags import refused_flags, release_core
+    core = release_core(release) if release is not None else None
+    release_doc = {} if core is None else {"release": {
+        "name": release, "asked": bool(release_asked), "megatron_core": core[1], "megatron_lm": core[0],
+        "refused_flags": refused_flags(args.get("args", []), release)}}
+    return {"target": megatron_target(model), "script": megatron_script(model), **args, **release_doc,
             "layer_split": split.summary(stage_weights(model, vocab)),
             "launch_env": env, "launch_env_why": connections_why, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
                                                domain_size=domain_size, script=megatron_script(model),
                                                connections_why=connections_why),
             "notes": precision_notes(layout) + connections_notes(layout, gpu_name) + architecture_notes(model)
-            + release_core_note(release) + (
+            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len)])
+            + release_core_note(release, args.get("args"), asked=release_asked) + (
                 [] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
                 "RoPE, SwiGLU if glu, no biases); give the model's architecture in its [model.NAME.arch] table"])}
@@ -511,7 +527,9 @@ def plan_inputs(req, *, system: str, pins: dict, searched: bool, calibration_fil
     return {"model": req.model.name, "model_spec": model_dict(req.model), "system": system,
             "gpus": req.num_gpus, "gbs": req.gbs, "precision": req.precision, **seq_len_inputs(seq_len, seq_note),
             **({"mem_headroom_fraction": req.headroom_fraction} if searched else {}),
-            "moe_imbalance": req.moe_imbalance, "pins": pins, "fabric": fabric_summary(req.fabric),
+            "moe_imbalance": req.moe_imbalance,
+            **({"moe_capacity_factor": req.moe_capacity_factor} if req.moe_capacity_factor is not None else {}),
+            "pins": pins, "fabric": fabric_summary(req.fabric),
             "software": req.software, **({"software_note": req.software_note} if req.software_note else {}),
             **calibration_inputs(calibration_file, calibration_shipped_terms, req.calibration,
                                  calibration_other_gpu_terms)}
@@ -535,7 +553,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     placement = place(lay, req.num_gpus, result.gpus_per_rack)
     megatron = megatron_section(lay, req.model, gpu_name=req.fabric.gpu.name, fabric_name=req.fabric.name,
                                 domain_size=int(req.fabric.domain_size), seq_len=req.seq_len,
-                                flex_backend=flex_backend, release=req.software if req.software_asked else None)
+                                flex_backend=flex_backend, release=req.software, release_asked=bool(req.software_asked))
     torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version, framework=framework,
                                 gpu=req.fabric.gpu)
     assumptions = [
@@ -557,7 +575,6 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
                                              or "sets nothing; no NCCL_* variable is assumed"),
     ] + ([seq_note] if seq_note else []) + fabric_lines(req.fabric) + list(megatron["notes"]) \
-        + ([] if req.software_asked else release_core_note(req.software)) \
         + framework_assumptions(framework, req.model, lay) \
         + [flops_count_line(framework, req.model, lay, req.seq_len, req.fabric.gpu)] \
         + [n for n in [checkpoint_note(req.model, lay.precision)] if n] + list(extra_assumptions)

@@ -351,7 +351,9 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
 # Bytes per vocab entry of the loss's logits at their peak, by framework:
 # - megatron: the fused cross entropy (cross_entropy_fusion_impl="te", set by every Megatron-Bridge
 #   performance recipe: scripts/performance/utils/overrides.py at v0.3.0, helpers.py at v0.2.0, the 25.09
-#   YAMLs) writes the logits' gradient in place into the bf16 logits during forward: 2 B, no fp32 copy;
+#   YAMLs) writes the logits' gradient in place into the bf16 logits during forward: 2 B, no fp32 copy. The
+#   calibrated runs ran it; the emitted Megatron-LM launch runs megatron-core's native one (Megatron-LM refuses te
+#   from core_v0.18.2 on), which holds 4 B: emit/megatron.cross_entropy_note says so in every plan;
 # - torchtitan: components/loss.py (0.3.0) cross_entropy_loss passes pred.flatten(0, 1).float() to
 #   F.cross_entropy: the fp32 copy (4 B) and the fp32 log-probabilities log_softmax saves for backward
 #   (4 B) are both alive at the loss.
