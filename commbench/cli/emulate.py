@@ -83,7 +83,7 @@ def emulate(
     if not command_args:
         raise CommbenchError("no command given: put the commbench command after '--', e.g. "
                              "commbench emulate --racks 2 -- bench grad_reduce_scatter -b 64M -e 64M")
-    if counters_out:
+    if counters_out is not None:   # '' is refused by claim_output, never skipped
         from commbench.files import claim_output
 
         claim_output(counters_out, "--counters-out", marker='"uplinks"', what="counters file",
@@ -124,7 +124,7 @@ def emulate(
     for row in counters:
         console.print(f"rack {row['rack']} uplink (measured veth counters): sent {row['tx_bytes']:,} B, "
                       f"received {row['rx_bytes']:,} B", highlight=False)
-    if counters_out:
+    if counters_out is not None:   # '' is refused by claim_output, never skipped
         from commbench.files import write_output
 
         write_output(counters_out, json.dumps({"fabric": emulated_description(spec), "command": command_args,
