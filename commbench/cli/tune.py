@@ -101,6 +101,7 @@ def tune(
         state.other_rank, state.out = f"rank {launched.rank} of the {launched.launcher} launch", out
     with interrupt_says_what_was_written(state):
         _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op, launched=launched,
+                           leave_out_wrong=leave_out_wrong,
                            plan_instead=shlex.join(["commbench", "plan", "--model", model, "--system", system,
                                                     "--gpus", str(gpus)]))
         if launched is not None and launched.rank != 0:
@@ -381,7 +382,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,
                        top: int, fit_dtype: str | None = None, fit_op: str | None = None, launched=None,
-                       plan_instead: str = "") -> None:
+                       plan_instead: str = "", leave_out_wrong: bool = False) -> None:
     """Every stage's inputs, before the first stage starts (one line, exit 2): the sweep plans on its ranks
     (`launched`: the outside launch's world; a --nproc other than it is refused) and measures the --fit-dtype and
     --fit-op asked for (the fit checks them against a --results file before it writes anything), or the results
@@ -399,6 +400,10 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
     for option, value in (("--sweep", sweep_file), ("--nproc", nproc)):
         if results is not None and value is not None:  # it was ignored: the plan named no sweep of those
             raise invalid(option, value, "not with --results, which skips the sweep: give one or the other")
+    if leave_out_wrong and results is None:   # it was ignored: the sweep tune runs ends at a point with wrong data
+        raise CommbenchError("--leave-out-wrong applies only with --results: the sweep tune runs stops at the first "
+                             "point that fails its data check, before the fit; give --results FILE to fit and plan "
+                             "from measured results leaving wrong points out, or omit --leave-out-wrong")
     if results is None:
         from commbench.comm.backends import resolve_backend
         from commbench.sweep import load_sweep, parse_sweep, plan_sweep
