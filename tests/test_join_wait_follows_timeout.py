@@ -60,6 +60,7 @@ def test_tune_join_ends_at_its_sweeps_timeout(tmp_path):
     code, lines, took = _rank0_of_2(tmp_path, "tune", "--sweep", "s.toml", "-O", "t")
     assert code == 1 and took < 2 + 5 + 25, (code, took, lines)
     _waited_and_said(lines, "the sweep's timeout_s")
+    assert not (tmp_path / "t").exists()   # the folder tune made is removed: nothing was written (probe BS F5)
 
 
 @pytest.mark.timeout(150)

@@ -111,8 +111,10 @@ def tune(
             if results is None:
                 _run_sweep(sweep, nproc, Path(out), None, None, launched=launched)
             return
+        made = _folders_to_make(Path(out))
         folder = check_output_dir(out, "--out")   # made only once every option is known good
         with contextlib.ExitStack() as held:
+            held.callback(_remove_if_left_empty, made)   # a run refused or failed before writing leaves no folder
             state.folder, state.results = folder, Path(results) if results else folder / "tune-sweep.jsonl"
             state.measuring, state.stage = results is None, "claimed"   # the file's points are counted as they are
             locks = _claim(folder, measure=results is None, force=force, results=results)
@@ -121,6 +123,25 @@ def tune(
             _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
                      cal_file.shipped_terms if cal_file else (), gbs_note, state, other_gpu_terms,
                      leave_out_wrong=leave_out_wrong, fit_dtype=fit_dtype, fit_op=fit_op, launched=launched)
+
+
+def _folders_to_make(folder: Path) -> list[Path]:
+    """The folders check_output_dir will create for `folder` (it and its missing parents), deepest first."""
+    missing = []
+    for path in (folder.absolute(), *folder.absolute().parents):
+        if path.exists():
+            break
+        missing.append(path)
+    return missing
+
+
+def _remove_if_left_empty(made: list[Path]) -> None:
+    """Remove the folders this run created (deepest first) that are still empty: nothing was written there."""
+    for path in made:
+        try:
+            path.rmdir()
+        except OSError:   # something was written there (or it went): kept
+            return
 
 
 def outside_launch():
