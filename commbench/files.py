@@ -176,14 +176,23 @@ def probe_output_file(path: str | os.PathLike[str], option: str) -> None:
         raise CommbenchError(f"{option}={str(path)!r} cannot be written: {str(nearest)!r} is not writable")
 
 
+def refuse_empty_path(path: str | os.PathLike[str], option: str, what: str = "a file path") -> None:
+    """An output path given as empty (or blank) text is refused in one line, never replaced by a default name: the
+    one rule of every writer (an unset shell variable in `-O "$OUT"`; a default-named file would hide the mistake,
+    and a --resume would start a new file over)."""
+    from commbench.errors import CommbenchError
+
+    if not str(path).strip():
+        raise CommbenchError(f"{option}={str(path)!r} is empty: give {what} (an unset shell variable?)")
+
+
 def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
     """Make sure folder `path` exists (created if missing) and can be written; one line otherwise."""
     import tempfile
 
     from commbench.errors import CommbenchError
 
-    if not str(path).strip():
-        raise CommbenchError(f"{option}={str(path)!r} is empty: give a folder (an unset shell variable?)")
+    refuse_empty_path(path, option, "a folder")
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise CommbenchError(f"{option}={str(path)!r} is a file: give a folder")
@@ -257,8 +266,7 @@ def check_results_target(path: str | os.PathLike[str], option: str) -> None:
     from commbench.errors import CommbenchError
 
     target = Path(path)
-    if not str(path).strip():
-        raise CommbenchError(f"{option}={str(path)!r} is empty: give a file path (an unset shell variable?)")
+    refuse_empty_path(path, option)
     if not target.exists() or target.is_dir():
         return  # check_output_file says what is wrong with a folder
     if not target.is_file():
@@ -338,8 +346,7 @@ def claim_output(path: str | os.PathLike[str], option: str, *, marker: str, what
     `what` (no `marker` in its first 4 KiB), unless `force`: nothing the command did not make is lost."""
     from commbench.errors import CommbenchError
 
-    if not str(path).strip():
-        raise CommbenchError(f"{option}={str(path)!r} is empty: give a file path (an unset shell variable?)")
+    refuse_empty_path(path, option)
     if Path(path).exists() and not Path(path).is_file() and not Path(path).is_dir():
         raise CommbenchError(f"{option}={str(path)!r} is not a regular file (a device or a pipe): give a file path")
     lock = OutputLock(path, option, results=False)

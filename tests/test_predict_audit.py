@@ -77,7 +77,7 @@ def test_fit_warnings_shown_are_those_of_the_collective_predicted(profile, tmp_p
     assert _json(["--system", "gb300-nvl72", "-c", "all_reduce", "-g", "8", "-b", "1M", "-e", "1M"])["fit_warnings"] == []
 
 
-@pytest.mark.parametrize("scale, named", [(["--racks", "2", "--gpus", "12"], "--racks/--gpus"),
+@pytest.mark.parametrize("scale, named", [(["--racks", "2", "--gpus", "12"], "--racks=2 and --gpus=12 conflict"),
                                           (["--racks", "-1"], "--racks=-1"), (["--gpus", "0"], "--gpus=0")])
 def test_a_profiles_scale_is_checked_as_a_presets(profile, scale, named):
     """--fabric with --racks 2 --gpus 12 predicted on 12 GPUs, --racks unread (a preset refuses both); --racks -1 was

@@ -23,7 +23,7 @@ from commbench.comm.backends import resolve_backend
 from commbench.comm.job import run_job
 from commbench.comm.launch import detect_rank_env
 from commbench.errors import CommbenchError, Interrupted
-from commbench.files import OutputLock, repair_torn_tail
+from commbench.files import OutputLock, refuse_empty_path, repair_torn_tail
 from commbench.measure.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
 from commbench.measure.subgroups import with_rack_options
@@ -146,6 +146,8 @@ def bench(
 ) -> None:
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
     output = renamed(output, old_output, old="--output", new="-O/--out")
+    if output is not None:   # -O '' / -J '': refused, never the default name (files.refuse_empty_path)
+        refuse_empty_path(output, "--out")
     if racks is not None and not racks.strip().isdecimal():  # the old meaning: a rank list
         rack_ranks, racks = renamed(rack_ranks, racks, old="--racks with a rank list", new="--rack-ranks"), None
     elif racks is not None and rack_ranks is not None:
@@ -206,7 +208,7 @@ def bench(
         loop=LoopOptions(iters=iters, warmup_iters=warmup_iters, check=bool(check), cuda_graph=cuda_graph,
                          agg_iters=letters.get("agg_iters", 1), blocking=letters.get("blocking", False)),
         backend=backends[0], timeout_s=timeout_s,
-        output_path=output or default_output_path(collective), output_format=output_format, average=average,
+        output_path=default_output_path(collective) if output is None else output, output_format=output_format, average=average,
         argv=tuple(sys.argv),
         params={**workload.default_params, **moe_cli_params(collective, tokens=moe_tokens, hidden=moe_hidden, top_k=moe_top_k, num_experts=moe_experts,
                               routing=moe_routing, dispatch_mode=moe_dispatch_mode, dispatch_dtype=moe_dispatch_dtype,

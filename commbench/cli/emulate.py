@@ -20,6 +20,10 @@ from commbench.errors import CommbenchError, Interrupted, invalid
 from commbench.units import parse_rate_bits_per_s
 
 DEFAULT_RATE = "1gbit"   # --scale-out-rate of 2 racks or more when not given
+# what emulate runs as every rank: the commands that start ranks, and env (what each rank sees of the launch). Any
+# other (fit, plan, report, ...) would run once per rank, and a nested emulate would start a fabric per rank
+# (racks x ranks_per_rack squared gloo ranks, past the local rank limit)
+RANK_COMMANDS = ("bench", "sweep", "tune", "verify-plan", "env")
 
 
 # A rank's stderr is a pipe, so its rich console prints 'error: ...' without the colour the same line has from
@@ -53,10 +57,17 @@ def _check_nproc(command_args: list[str], racks: int, ranks_per_rack: int) -> No
                                  "commbench emulate, which starts one rank per --ranks-per-rack in each rack")
 
 
+def _commands() -> set[str]:
+    """The names of commbench's commands."""
+    from commbench.cli.app import app
+
+    return {c.name for c in app.registered_commands if c.name}
+
+
 @command("emulate", help="Run a commbench command on an emulated multi-rack fabric (network namespaces; needs root).",
          context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def emulate(
-    args: Annotated[Optional[List[str]], typer.Argument(help="The commbench command after '--', e.g. -- bench grad_reduce_scatter -b 64M -e 64M")] = None,
+    args: Annotated[Optional[List[str]], typer.Argument(help="The commbench command after '--', run as every rank: bench, sweep, tune, verify-plan or env, e.g. -- bench grad_reduce_scatter -b 64M -e 64M")] = None,
     racks: Annotated[int, typer.Option("--racks", help="Racks (one network namespace each).")] = 2,
     ranks_per_rack: Annotated[int, typer.Option("--ranks-per-rack", help="Ranks per rack (talking over the rack's loopback).")] = 2,
     scale_out_rate: Annotated[Optional[str], typer.Option("--scale-out-rate", help="Rate limit of each rack uplink, each direction, as tc(8) reads it: 1gbit, 800mbit, 1gibit are bits per second; 100mbps is BYTES per second (800 Mbit/s). Default 1gbit; refused with --racks 1 (one rack has no uplink).")] = None,
@@ -83,7 +94,13 @@ def emulate(
     if not command_args:
         raise CommbenchError("no command given: put the commbench command after '--', e.g. "
                              "commbench emulate --racks 2 -- bench grad_reduce_scatter -b 64M -e 64M")
-    if counters_out:
+    if command_args[0] not in RANK_COMMANDS:
+        what = ("emulate inside emulate would start a fabric per rank" if command_args[0] == "emulate" else
+                "it starts no ranks: it would run once per emulated rank" if not command_args[0].startswith("-")
+                and command_args[0] in _commands() else "not a commbench command that starts ranks")
+        raise CommbenchError(f"command={command_args[0]!r} is invalid under commbench emulate ({what}): emulate runs "
+                             f"as every rank one of {', '.join(RANK_COMMANDS)}")
+    if counters_out is not None:   # '' is refused by claim_output, never skipped
         from commbench.files import claim_output
 
         claim_output(counters_out, "--counters-out", marker='"uplinks"', what="counters file",
@@ -124,7 +141,7 @@ def emulate(
     for row in counters:
         console.print(f"rack {row['rack']} uplink (measured veth counters): sent {row['tx_bytes']:,} B, "
                       f"received {row['rx_bytes']:,} B", highlight=False)
-    if counters_out:
+    if counters_out is not None:   # '' is refused by claim_output, never skipped
         from commbench.files import write_output
 
         write_output(counters_out, json.dumps({"fabric": emulated_description(spec), "command": command_args,

@@ -26,10 +26,13 @@ MOE_MEAN = "mean(dispatch,combine)"   # what a moe_all_to_all row is, with both 
 
 def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | None, gpus: int | None) -> Fabric:
     """The fabric named by --fabric FILE or --system PRESET [--racks K | --gpus N]."""
-    if (fabric_path is None) == (system is None):
-        raise invalid("--fabric/--system", fabric_path or system, "give exactly one of --fabric FILE or --system PRESET")
+    if fabric_path is None and system is None:   # each option's own value, never a None or one of the two
+        raise CommbenchError("--fabric/--system is missing: give one of --fabric FILE or --system PRESET")
+    if fabric_path is not None and system is not None:
+        raise CommbenchError(f"--fabric={fabric_path!r} and --system={system!r} conflict: give one of --fabric FILE "
+                             "or --system PRESET")
     if racks is not None and gpus is not None:  # with --fabric too: --gpus won and --racks went unread
-        raise invalid("--racks/--gpus", (racks, gpus), "give one of --racks or --gpus")
+        raise CommbenchError(f"--racks={racks} and --gpus={gpus} conflict: give one of --racks or --gpus")
     for option, value in (("--racks", racks), ("--gpus", gpus)):  # a profile's scale was refused as num_gpus=-3
         if value is not None and value < 1:
             raise invalid(option, value, "must be >= 1")

@@ -17,7 +17,7 @@ from rich.markup import escape
 from commbench.cli.base import command, console, err_console, fail, print_json, renamed
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
-from commbench.files import OutputLock, repair_torn_tail, safe_file_stem
+from commbench.files import OutputLock, refuse_empty_path, repair_torn_tail, safe_file_stem
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe, listed_size, size_notes
 from commbench.sweep.resume import check_resume_identity, earlier_problems, finished_before_launch, has_records
@@ -267,6 +267,11 @@ def sweep(
 ) -> None:
     """Validate the whole file before anything launches; records are appended as each point finishes."""
     output = renamed(out, old_out, old="-o/--output", new="-O/--out")
+    if output is not None:   # -O '': refused, never the default name (files.refuse_empty_path)
+        refuse_empty_path(output, "--out")
+    elif resume:   # the default name is new each launch (a time and a random suffix): there is no file to continue
+        raise CommbenchError("--resume needs -O/--out: give the results file of the sweep to continue (a sweep "
+                             "without -O writes a new results/sweep-<name>-<time>.jsonl each launch)")
     from commbench.cli.nccl_flags import refuse_nccl_tests_flags
     refuse_nccl_tests_flags({"-g": refused_g, "-t": refused_t})
     if sweep_letter is not None:
@@ -309,8 +314,8 @@ def sweep(
                 raise CommbenchError(f"{file_nproc(spec)}={spec.nproc} is invalid: allowed 1..{limit} on "
                                      f"{dry_run_backend(requested)} ({why}); --world-size plans for another machine")
         doc = dry_run_document(spec, world, dry_run_backend(requested))
-        skipped = dry_run_output(output, resume, spec, world, doc["backend"], file) if output else 0
-        if resume and output:
+        skipped = dry_run_output(output, resume, spec, world, doc["backend"], file) if output is not None else 0
+        if resume and output is not None:
             doc["resume"] = {"out": output, "num_points_recorded": skipped,
                              "num_points_to_measure": doc["num_points_total"] - skipped}
         if as_json:
@@ -323,7 +328,7 @@ def sweep(
     if world_size is not None:
         raise CommbenchError("--world-size only applies to --dry-run: a launch's world size is its number of ranks")
     resolved = resolve_backend(requested) if backend is not None else file_backend(spec)
-    output = output or default_output(spec.name)
+    output = default_output(spec.name) if output is None else output
     launched = detect_rank_env()
     if launched is not None and launched.launcher != "local":
         if nproc is not None and nproc != launched.world_size:

@@ -101,6 +101,7 @@ def tune(
         state.other_rank, state.out = f"rank {launched.rank} of the {launched.launcher} launch", out
     with interrupt_says_what_was_written(state):
         _check_every_stage(sweep, results, nproc, system, req, top, fit_dtype, fit_op, launched=launched,
+                           leave_out_wrong=leave_out_wrong,
                            plan_instead=shlex.join(["commbench", "plan", "--model", model, "--system", system,
                                                     "--gpus", str(gpus)]))
         if launched is not None and launched.rank != 0:
@@ -110,8 +111,10 @@ def tune(
             if results is None:
                 _run_sweep(sweep, nproc, Path(out), None, None, launched=launched)
             return
+        made = _folders_to_make(Path(out))
         folder = check_output_dir(out, "--out")   # made only once every option is known good
         with contextlib.ExitStack() as held:
+            held.callback(_remove_if_left_empty, made)   # a run refused or failed before writing leaves no folder
             state.folder, state.results = folder, Path(results) if results else folder / "tune-sweep.jsonl"
             state.measuring, state.stage = results is None, "claimed"   # the file's points are counted as they are
             locks = _claim(folder, measure=results is None, force=force, results=results)
@@ -120,6 +123,25 @@ def tune(
             _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, force, calibration,
                      cal_file.shipped_terms if cal_file else (), gbs_note, state, other_gpu_terms,
                      leave_out_wrong=leave_out_wrong, fit_dtype=fit_dtype, fit_op=fit_op, launched=launched)
+
+
+def _folders_to_make(folder: Path) -> list[Path]:
+    """The folders check_output_dir will create for `folder` (it and its missing parents), deepest first."""
+    missing = []
+    for path in (folder.absolute(), *folder.absolute().parents):
+        if path.exists():
+            break
+        missing.append(path)
+    return missing
+
+
+def _remove_if_left_empty(made: list[Path]) -> None:
+    """Remove the folders this run created (deepest first) that are still empty: nothing was written there."""
+    for path in made:
+        try:
+            path.rmdir()
+        except OSError:   # something was written there (or it went): kept
+            return
 
 
 def outside_launch():
@@ -381,7 +403,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,
                        top: int, fit_dtype: str | None = None, fit_op: str | None = None, launched=None,
-                       plan_instead: str = "") -> None:
+                       plan_instead: str = "", leave_out_wrong: bool = False) -> None:
     """Every stage's inputs, before the first stage starts (one line, exit 2): the sweep plans on its ranks
     (`launched`: the outside launch's world; a --nproc other than it is refused) and measures the --fit-dtype and
     --fit-op asked for (the fit checks them against a --results file before it writes anything), or the results
@@ -399,6 +421,10 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
     for option, value in (("--sweep", sweep_file), ("--nproc", nproc)):
         if results is not None and value is not None:  # it was ignored: the plan named no sweep of those
             raise invalid(option, value, "not with --results, which skips the sweep: give one or the other")
+    if leave_out_wrong and results is None:   # it was ignored: the sweep tune runs ends at a point with wrong data
+        raise CommbenchError("--leave-out-wrong applies only with --results: the sweep tune runs stops at the first "
+                             "point that fails its data check, before the fit; give --results FILE to fit and plan "
+                             "from measured results leaving wrong points out, or omit --leave-out-wrong")
     if results is None:
         from commbench.comm.backends import resolve_backend
         from commbench.sweep import load_sweep, parse_sweep, plan_sweep

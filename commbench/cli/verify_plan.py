@@ -83,6 +83,7 @@ def verify_plan(
     backend: Annotated[str, typer.Option(help="auto (NCCL if CUDA is available, else gloo), nccl, cupy-nccl (NCCL through CuPy) or gloo")] = "auto",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="largest buffer to measure (K/M/G; 16M, as every command that measures); the plan's larger sizes are cut and flagged")] = "16M",
     iters: Annotated[int, typer.Option(help="timed iterations per collective")] = 5,
+    timeout_s: Annotated[float, typer.Option("--timeout", "-T", help="Seconds before a hung collective aborts the run; under torchrun/srun/mpirun, also how long joining the launch waits for its ranks (plus 5 s).")] = 120.0,
     as_json: Annotated[bool, typer.Option("--json", help="print measured vs predicted per collective as JSON (schema: docs/json-output.md)")] = False,
 ) -> None:
     """'predicted' is the plan's fabric at what was measured here (size, group, racks): the figure to set beside
@@ -95,9 +96,11 @@ def verify_plan(
     from commbench.comm.topology import resolve_before_launch
     from commbench.limits import check_iters
     from commbench.planner.emit.plan import load_plan
-    from commbench.units import parse_size_bytes
+    from commbench.units import parse_size_bytes, timeout_problem
     from commbench.workflows.verify import VerifyJob, plan_context, plan_items, prediction_flags
 
+    if timeout_problem(timeout_s):
+        raise invalid("--timeout", timeout_s, timeout_problem(timeout_s))
     plan_file = plan_path(plan_file)
     doc = load_plan(plan_file)
     resolved = resolve_backend(backend)
@@ -138,7 +141,7 @@ def verify_plan(
     described = _fabric_backends(doc, fabric)
     emulated = _emulated()
     job = VerifyJob(items=tuple(items), flags=tuple(item_flags), backend=resolved, doc=doc, max_bytes=most_bytes,
-                    ctx=ctx, topology=planned_on, iters=iters)
+                    ctx=ctx, topology=planned_on, iters=iters, timeout_s=timeout_s)
     outcomes = run_job(_rank, job, nproc=None if under_launcher else ranks, backend=resolved,
                        validate_world=lambda world: None, output_path="(verify-plan writes no file)")
     outcome = outcomes.get(0)

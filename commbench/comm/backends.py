@@ -93,13 +93,15 @@ def cuda_device_for(rank_env: RankEnv, visible: int) -> int:
                          "--ntasks-per-node N --gpus-per-node N, torchrun --nproc-per-node N)")
 
 
-def create_backend(name: str, rank_env: RankEnv, timeout_s: float):
+def create_backend(name: str, rank_env: RankEnv, timeout_s: float, *, join_timeout_s: float | None = None,
+                   join_setting: str = "--timeout"):
     """Join the job as `rank_env` on backend `name` (collective: every rank calls it); a GPU backend on the device
-    cuda_device_for picks."""
+    cuda_device_for picks. `timeout_s`: the collectives'; `join_timeout_s` (default `timeout_s`): how long joining
+    waits for the launch's ranks, named as `join_setting` (README: joining ends at the command's timeout + 5 s)."""
     if name == "cupy-nccl":
         from commbench.comm.cupy_backend import CupyNcclBackend, cupy_device_count
 
-        backend = CupyNcclBackend(rank_env, timeout_s=timeout_s,
+        backend = CupyNcclBackend(rank_env, timeout_s=timeout_s, join_timeout_s=join_timeout_s,
                                   device_index=cuda_device_for(rank_env, cupy_device_count()))
     else:
         from commbench.comm.torch_backend import TorchBackend
@@ -107,7 +109,7 @@ def create_backend(name: str, rank_env: RankEnv, timeout_s: float):
         device = cuda_device_for(rank_env, cuda_device_count()) if name == "nccl" else None
         backend = TorchBackend(name, rank=rank_env.rank, world_size=rank_env.world_size,
                                local_rank=rank_env.local_rank, timeout_s=timeout_s, init_method=rank_env.init_method,
-                               device_index=device)
+                               device_index=device, join_timeout_s=join_timeout_s, join_setting=join_setting)
     if rank_env.progress is not None:
         rank_env.progress.joined()
     return backend

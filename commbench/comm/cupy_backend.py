@@ -176,8 +176,10 @@ class CupyNcclBackend:
 
     name = "cupy-nccl"
 
-    def __init__(self, rank_env: RankEnv, *, timeout_s: float, device_index: int | None = None) -> None:
-        """`device_index`: the CUDA ordinal (backends.cuda_device_for; the local rank when not given)."""
+    def __init__(self, rank_env: RankEnv, *, timeout_s: float, device_index: int | None = None,
+                 join_timeout_s: float | None = None) -> None:
+        """`device_index`: the CUDA ordinal (backends.cuda_device_for; the local rank when not given).
+        `join_timeout_s` (default `timeout_s`): how long a rank waits for the world's NCCL id (joining the launch)."""
         available, why = cupy_status()
         if not available:
             raise CommbenchError(f"--backend=cupy-nccl is not available here: {why}")
@@ -196,16 +198,18 @@ class CupyNcclBackend:
             world_size=self.world_size, timeout_s=timeout_s, rendezvous=rank_env.rendezvous)
         self._num_splits = 0
         self._subgroups: list[CupyCommunicator] = []
-        self.world = self._communicator("world", list(range(self.world_size)))
+        self.world = self._communicator("world", list(range(self.world_size)),
+                                        timeout_s if join_timeout_s is None else join_timeout_s)
 
-    def _communicator(self, key: str, members: list[int]) -> CupyCommunicator:
+    def _communicator(self, key: str, members: list[int], timeout_s: float | None = None) -> CupyCommunicator:
         """ncclCommInitRank for the group `members` (world ranks) this rank belongs to."""
         creator = members[0]
         if self._store is None:
             raw = bytes(v & 0xFF for v in self._nccl.get_unique_id())
         else:
             raw = share_unique_id(self._store, key, is_creator=self.rank == creator,
-                                  make_id=self._nccl.get_unique_id, timeout_s=self._timeout_s)
+                                  make_id=self._nccl.get_unique_id,
+                                  timeout_s=self._timeout_s if timeout_s is None else timeout_s)
         unique_id = decode_unique_id(raw)
         group_rank = members.index(self.rank)
         try:

@@ -14,21 +14,27 @@ from typing import Any, Callable, Iterator
 from commbench.errors import first_line
 
 MARGIN_S = 5.0  # past --timeout: torch's own timeout error, when it comes, is the better message
+WAITING_NOTE_S = 3.0  # a join not done by then says (once) that it waits for ranks, and until when
 _abandoned: list[threading.Thread] = []  # helpers left blocked in torch's C++ when the wait ended
 
 
 @contextlib.contextmanager
-def quiet_stderr(helper: threading.Thread) -> Iterator[None]:
+def quiet_stderr(helper: threading.Thread) -> Iterator[Callable[[str], None]]:
     """File descriptor 2 to /dev/null for the block: torch's C++ store logs each failed connect with a
     40-frame stack; the one-line error that follows names the cause. A `helper` still blocked in C++ when
     the block ends keeps fd 2 on /dev/null (it would log its stack under the one line); sys.stderr then
-    writes to the original stream through a copy of the descriptor."""
+    writes to the original stream through a copy of the descriptor. Yields a function printing one line on the
+    original stderr meanwhile."""
     sys.stderr.flush()
     saved = os.dup(2)
+
+    def say(line: str) -> None:   # a line of commbench's own on the real stderr while fd 2 is quiet
+        os.write(saved, (line + "\n").encode("utf-8", "backslashreplace"))
+
     try:
         with open(os.devnull, "wb") as null:
             os.dup2(null.fileno(), 2)
-        yield
+        yield say
     finally:
         if helper.is_alive():
             _abandoned.append(helper)
@@ -51,9 +57,12 @@ def exit_if_abandoned(code: int) -> None:
     os._exit(code)
 
 
-def join_within(connect: Callable[[], Any], *, timeout_s: float, where: str) -> Any:
+def join_within(connect: Callable[[], Any], *, timeout_s: float, where: str, setting: str = "--timeout",
+                waiting_note: bool = True) -> Any:
     """`connect()` in a daemon thread; its result, or RunFailed naming `where` on an error or after
-    `timeout_s` + MARGIN_S. KeyboardInterrupt (any stop signal turned into one) reaches the caller."""
+    `timeout_s` + MARGIN_S (`setting`: the option or field that gave `timeout_s`, as the lines name it). A join
+    still waiting after WAITING_NOTE_S says so in one note (`waiting_note`: one rank per node prints it), so a
+    missing rank is never a silent wait. KeyboardInterrupt (any stop signal turned into one) reaches the caller."""
     from commbench.comm.local_ranks import RunFailed
 
     outcome: dict[str, Any] = {}
@@ -65,13 +74,19 @@ def join_within(connect: Callable[[], Any], *, timeout_s: float, where: str) -> 
             outcome["error"] = exc
 
     helper = threading.Thread(target=attempt, name="commbench-rendezvous", daemon=True)
-    with quiet_stderr(helper):
+    limit_s = timeout_s + MARGIN_S
+    with quiet_stderr(helper) as say:
         helper.start()
-        helper.join(timeout_s + MARGIN_S)
+        helper.join(min(WAITING_NOTE_S, limit_s))
+        if helper.is_alive() and waiting_note and WAITING_NOTE_S < limit_s:
+            say(f"note: waiting for every rank of the launch to join {where}: gives up after {setting}="
+                f"{timeout_s:g} s (plus {MARGIN_S:g} s)")
+            helper.join(limit_s - WAITING_NOTE_S)
     if helper.is_alive():
-        raise RunFailed(f"rendezvous {where} did not complete within --timeout={timeout_s:g} s "
+        raise RunFailed(f"rendezvous {where} did not complete within {setting}={timeout_s:g} s "
                         "(is every rank of the launch running, and MASTER_ADDR/MASTER_PORT right?)")
     if "error" in outcome:
         exc = outcome["error"]
-        raise RunFailed(f"rendezvous {where} failed: {type(exc).__name__}: {first_line(exc)}") from None
+        waited = f" ({setting}={timeout_s:g} s)" if "time" in str(exc).lower() else ""   # torch's timeout: which setting
+        raise RunFailed(f"rendezvous {where} failed: {type(exc).__name__}: {first_line(exc)}{waited}") from None
     return outcome["value"]

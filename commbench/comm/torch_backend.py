@@ -125,8 +125,11 @@ class TorchBackend:
     """Process-group backend. `init` joins the job described by the environment (env:// rendezvous)."""
 
     def __init__(self, name: str, *, rank: int, world_size: int, local_rank: int, timeout_s: float,
-                 init_method: str | None = None, device_index: int | None = None) -> None:
-        """`device_index`: the CUDA ordinal for nccl (backends.cuda_device_for; `local_rank` when not given)."""
+                 init_method: str | None = None, device_index: int | None = None,
+                 join_timeout_s: float | None = None, join_setting: str = "--timeout") -> None:
+        """`device_index`: the CUDA ordinal for nccl (backends.cuda_device_for; `local_rank` when not given).
+        `timeout_s`: the collectives'; `join_timeout_s` (default `timeout_s`): how long joining a launch commbench
+        did not start waits for its ranks, `join_setting` the option or field that gave it (rendezvous.join_within)."""
         if name not in ("nccl", "gloo"):
             raise CommbenchError(f"backend={name!r} is not a torch.distributed backend: allowed nccl, gloo")
         self.name = name
@@ -157,7 +160,9 @@ class TorchBackend:
                 waited = f" after --timeout={timeout_s:g} s" if "timeout" in str(exc).lower() else ""
                 raise RunFailed(f"rendezvous failed: {first_line(exc)}{waited}") from None
         else:
-            join_within(connect, timeout_s=timeout_s, where=f"at {method} as rank {rank} of {world_size}")
+            join_within(connect, timeout_s=timeout_s if join_timeout_s is None else join_timeout_s,
+                        where=f"at {method} as rank {rank} of {world_size}", setting=join_setting,
+                        waiting_note=local_rank == 0)   # one note per node, not one per rank
         self.world = TorchCommunicator(None, range(world_size), rank)
 
     def split(self, groups: Sequence[Sequence[int]], *, fresh: bool = False) -> TorchCommunicator:

@@ -248,7 +248,10 @@ def run_sweep_rank(rank_env: RankEnv, job: SweepJob) -> SweepOutcome:
     from commbench.comm.backends import create_backend
 
     timeout_s = max(entry.timeout_s for entry in job.sweep.entries)
-    backend = create_backend(job.backend, rank_env, max(timeout_s, SHARE_TIMEOUT_S))
+    # the collectives' timeout covers rank 0's reading of the file (SHARE_TIMEOUT_S); joining the launch ends at the
+    # sweep's own timeout_s (+ 5 s), as bench's at --timeout (README "Multi-node")
+    backend = create_backend(job.backend, rank_env, max(timeout_s, SHARE_TIMEOUT_S), join_timeout_s=timeout_s,
+                             join_setting="the sweep's timeout_s")
     outcome = run_sweep_on_backend(backend, job, launcher=rank_env.launcher, progress=rank_env.progress or NO_PROGRESS)
     if outcome.stopped is None:
         backend.shutdown()
