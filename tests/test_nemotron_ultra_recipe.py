@@ -83,3 +83,84 @@ def test_the_fused_mlp_offload_needs_the_fused_grouped_mlp_and_no_planned_launch
     for framework in ("megatron", "torchtitan"):
         with pytest.raises(CommbenchError, match="fused_mlp_offload_min=500000000 is invalid"):
             framework_pins(framework, model, {"fused_mlp_offload_min": 500_000_000})
+
+
+# ---------------------------------------------------------------- physics (step/memory.py, step/fsdp.py)
+
+def _ultra_run(gpu: str):
+    return next(r for r in published_runs(tuple(_ultra_rows())) if r.row["gpu"] == gpu)
+
+
+def _evaluate(run, layout=None, core=(0, 19)):
+    from commbench.costmodel import load_preset
+    from commbench.planner.step.evaluate import evaluate_layouts
+    return evaluate_layouts(run.model, load_preset(run.preset, num_gpus=256),
+                            LayoutArrays.from_layouts([layout or run.layout]), seq_len=8192, megatron_core=core)
+
+
+def test_the_fused_mlp_offload_moves_the_experts_fc1_output_of_all_moe_layers_but_one():
+    """Only tensors of at least min_offloaded_tensor_size elements leave (megatron-core cd4afff
+    fine_grained_activation_offload.py tensor_need_offloading_checker). On 256 GB300, TP1: the rank's 8192 x 22 routed
+    copies make an FC1 input of 369M elements (latent 2048) and an FC1 output of 923M (FFN 5120): at 500M only the
+    output goes, 22 x 5120 bf16 elements per token per MoE layer; on GB200 (TP2 + SP) half, against 350M. One MoE
+    layer's stays (post_warmup_callback's margin). The copies run beside the passes on their own streams: at 225 GB/s
+    each way they hide here, so the step is unchanged; host memory holds them."""
+    from commbench.planner.step import memory
+    from commbench.planner.step.mamba import block_counts
+    for gpu, per_token in (("DGX-GB300", 22 * 5120), ("DGX-GB200", 22 * 5120 / 2)):
+        run = _ultra_run(gpu)
+        lay = run.layout
+        arr = LayoutArrays.from_layouts([lay])
+        got = memory.fused_mlp_offload_elements(run.model, arr, tp=lay.tp, cp=1, etp=1, tokens_mb=8192.0)
+        assert float(got[0]) == pytest.approx(per_token)
+        on, off = _evaluate(run), _evaluate(run, Layout(**{**vars(lay), "fused_mlp_offload_min": 0}))
+        moe = block_counts(run.model).moe
+        moved = 8192 * per_token * (moe - 1) * 2
+        assert off.mem_activations_bytes[0] - on.mem_activations_bytes[0] == pytest.approx(moved, rel=1e-9)
+        assert on.mem_host_offload_bytes[0] == pytest.approx(moved, rel=1e-9) and off.mem_host_offload_bytes[0] == 0
+        assert on.step_s[0] == pytest.approx(off.step_s[0])
+    # a threshold above the FC1 output offloads nothing; one below the FC1 input takes it too
+    run = _ultra_run("DGX-GB300")
+    for threshold, per_token in ((1_000_000_000, 0.0), (300_000_000, 22 * (5120 + 2048 * 0.5))):
+        arr = LayoutArrays.from_layouts([Layout(**{**vars(run.layout), "fused_mlp_offload_min": threshold})])
+        got = memory.fused_mlp_offload_elements(run.model, arr, tp=1, cp=1, etp=1, tokens_mb=8192.0)
+        assert float(got[0]) == pytest.approx(per_token)
+
+
+def test_outer_optim_sharding_splits_the_optimizer_state_across_the_hsdp_replicas():
+    """--outer-dp-sharding-strategy optim: 12 B a parameter over the shard group and the 4 replicas, as the
+    distributed optimizer over all of DP, instead of over the 64-GPU shard group alone; weights and gradients keep
+    the shard group's sharding."""
+    run = _ultra_run("DGX-GB300")
+    on, off = _evaluate(run), _evaluate(run, Layout(**{**vars(run.layout), "fsdp_outer_optim": False}))
+    assert on.mem_optimizer_bytes[0] == pytest.approx(off.mem_optimizer_bytes[0] / 4)
+    assert on.mem_weights_bytes[0] == pytest.approx(off.mem_weights_bytes[0])
+    assert on.mem_grads_bytes[0] == pytest.approx(off.mem_grads_bytes[0])
+
+
+def test_megatron_fsdp_wraps_mamba_layers_as_units_from_megatron_core_0_19():
+    """mcore_fsdp_adapter.py: [TransformerLayer] up to 0.18.2, [TransformerLayer, MoETransformerLayer, MambaLayer] in
+    0.19.0 (26.08's pin): Ultra's 48 Mamba layers are gathered per unit instead of kept gathered all step, so the
+    weights drop by their parameters less the shard; a published run reads its release's megatron-core; the plans
+    (None) keep 0.16.1's units."""
+    from commbench.planner.calibrate.published import run_megatron_core
+    from commbench.planner.models.mamba import mamba_params_per_layer
+    assert run_megatron_core({"release": "26.08"}) == (0, 19)
+    assert run_megatron_core({"release": "26.06.01"}) == (0, 18)
+    assert run_megatron_core({"release": "user"}) is None and run_megatron_core({}) is None
+    run = _ultra_run("DGX-GB300")
+    new, old, planned = (_evaluate(run, core=c) for c in ((0, 19), (0, 18), None))
+    assert old.mem_weights_bytes[0] == pytest.approx(planned.mem_weights_bytes[0])
+    mamba = 48 * (mamba_params_per_layer(run.model) + run.model.hidden)
+    drop = old.mem_weights_bytes[0] - new.mem_weights_bytes[0]
+    # kept gathered at 1 B (MXFP8) plus its MXFP8 transpose, less the 1/64 shard charged anyway
+    assert drop == pytest.approx(mamba * 2 * (1 - 1 / 64), rel=0.15)
+    assert new.step_s[0] != old.step_s[0]   # gathered per unit, not once per step exposed
+
+
+def test_the_ultra_rows_fit_their_gpus():
+    """With the three: GB300 ~246 GB of 297, GB200 ~159 GB of 198 (fix-BY; 460 / 264 before)."""
+    for gpu in ("DGX-GB300", "DGX-GB200"):
+        run = _ultra_run(gpu)
+        bd = _evaluate(run)
+        assert bd.fits[0] and bd.mem_total_bytes[0] < 0.9 * bd.mem_capacity_bytes[0], gpu

@@ -767,6 +767,19 @@ class Predictions:
         return np.abs(self.predicted_tokens / self.published_tokens - 1.0) * 100.0
 
 
+def run_megatron_core(row: dict[str, Any]) -> tuple[int, int] | None:
+    """(MAJOR, MINOR) of the megatron-core a published run's release runs (recipes.json releases megatron_core; a
+    release the table lacks reads its stand-in's, as its recipes do); None (the plans' 0.16.1) for a row of no
+    release, "user", or one older than the table. What the step model reads of it: Megatron-FSDP's unit set
+    (step/fsdp.py mamba_units)."""
+    from commbench.planner.layout.recipes import core_version, resolve_release
+    release = row.get("release")
+    if not isinstance(release, str) or release.strip() in ("", "user"):
+        return None
+    stand, _ = resolve_release(release)
+    return core_version(stand) if stand is not None else None
+
+
 def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED) -> Predictions:
     """Predicted tokens/s/GPU for each modelled run (grouped into one vectorised call per system)."""
     from commbench.planner.step.evaluate import evaluate_layouts
@@ -776,12 +789,13 @@ def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED
     mem, cap, model_tflops, peak = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     groups: dict[tuple, list[int]] = {}
     for j, r in enumerate(modelled):
-        key = (r.model, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), step_framework(r.row))
+        key = (r.model, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), step_framework(r.row),
+               run_megatron_core(r.row))
         groups.setdefault(key, []).append(j)
-    for (model, preset, num_gpus, seq_len, framework), idx in groups.items():
+    for (model, preset, num_gpus, seq_len, framework, core), idx in groups.items():
         fabric = _preset(preset, num_gpus)
         bd = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([modelled[j].layout for j in idx]),
-                              seq_len=seq_len, calibration=calibration, framework=framework)
+                              seq_len=seq_len, calibration=calibration, framework=framework, megatron_core=core)
         pred[idx], fits[idx], valid[idx] = bd.tokens_per_s_per_gpu, bd.fits, bd.valid
         mem[idx], cap[idx] = bd.mem_total_bytes, bd.mem_capacity_bytes
         model_tflops[idx], peak[idx] = bd.model_tflops_per_gpu, bd.peak_tflops
