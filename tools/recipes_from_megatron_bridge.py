@@ -80,6 +80,10 @@ Mapping onto the planner's recipe fields:
 - moe_a2a_overlap, fused_moe (cutedsl_fused_grouped_mlp), fp8_attention (fp8_dot_product_attention);
 - cpu_offload_layers: cpu_offloading_num_layers (activations of that many layers kept in host memory,
   scripts/performance/utils/overrides.py _set_recompute_overrides; 0 when unset).
+- flat recipes (0.6.0 on) only: fsdp_replicas (ddp.num_distributed_optimizer_instances under Megatron-FSDP, else 1)
+  and fsdp_outer (ddp.outer_dp_sharding_strategy under Megatron-FSDP, else "no_shard"): HSDP; offload_modules and
+  min_offloaded_tensor_size (model.offload_modules / min_offloaded_tensor_size where
+  model.fine_grained_activation_offloading, else [] and 0): module-level activation offload.
 - tp_comm_overlap / dp_overlap (TE userbuffers TP overlap where TP > 1 and sequence parallel; DDP
   overlap_grad_reduce): on, as the recipes of the Llama, Qwen3 and GPT-OSS families set them (a
   CommOverlapConfig(tp_comm_overlap=True) or tp > 1), unless a fact of OVERLAP_FACTS holds at the release's
