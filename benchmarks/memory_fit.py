@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from cli_args import calibration_argument, calibration_of, parser_for
-from commbench.planner.calibrate.published import _preset, published_runs
+from commbench.planner.calibrate.published import _preset, published_runs, run_megatron_core
 from commbench.planner.layout.spec import LayoutArrays
 from commbench.planner.search.space import DEFAULT_HEADROOM
 from commbench.planner.step.evaluate import evaluate_layouts
@@ -65,7 +65,8 @@ def memory_rows(runs, cal=CALIBRATED) -> list[dict]:
         names = savers(lay)
         lays = [lay] + ([without_savers(lay)] if names else [])
         bd = evaluate_layouts(run.model, _preset(run.preset, int(run.row["num_gpus"])), LayoutArrays.from_layouts(lays),
-                              seq_len=int(run.row["seq_len"]), calibration=cal)
+                              seq_len=int(run.row["seq_len"]), calibration=cal,
+                              megatron_core=run_megatron_core(run.row))
 
         def terms(i):
             return {t: float(getattr(bd, f"mem_{t}_bytes")[i]) for t in TERMS} | {

@@ -160,6 +160,7 @@ def test_older_releases_keep_their_recipes():
     table = recipes._table()
     assert all(e["commit"] == table["releases"][e["release"]]["commit"] for e in table["recipes"])
     assert {e["file"].split("/")[0] for e in table["recipes"] if e["release"] != "26.08"} == {"scripts"}
+    _modules()   # loading the tool puts tools/ on sys.path (as an earlier test in this worker may have, or not)
     assert "tools" in str(TOOLS) and str(TOOLS) in sys.path
 
 
@@ -247,3 +248,75 @@ def test_deepseek_v4_flash_reads_its_26_08_recipes():
         e = recipes.recipe_entry("26.08", "deepseek-v4-flash", system, "mxfp8", sizes)
         assert (e["recompute"], e["cuda_graph"], e["dispatcher"], e["fused_moe"], e["moe_a2a_overlap"]) == \
             ("mla_up_proj", "full", "flex", True, False), e
+
+
+HSDP = '''
+from megatron.bridge.perf_recipes.fam.common import x_pretrain_config
+
+_DOMAIN_GPUS = 64
+
+
+def _hsdp(cfg, num_gpus):
+    cfg.ddp.use_megatron_fsdp = True
+    instances = max(1, num_gpus // _DOMAIN_GPUS)
+    cfg.ddp.num_distributed_optimizer_instances = instances
+    cfg.ddp.outer_dp_sharding_strategy = "optim" if instances > 1 else "no_shard"
+
+
+def deepseek_v3_pretrain_256gpu_gb200_fp8mx_config():
+    cfg = x_pretrain_config()
+    cfg.model.pipeline_model_parallel_size = 1
+    cfg.model.expert_model_parallel_size = 64
+    cfg.train.global_batch_size = 256
+    cfg.model.cuda_graph_impl = "none"
+    cfg.model.cuda_graph_scope = []
+    cfg.model.fine_grained_activation_offloading = True
+    cfg.model.offload_modules = ["fused_group_mlp"]
+    cfg.model.min_offloaded_tensor_size = 350_000_000
+    _hsdp(cfg, num_gpus=256)
+    return cfg
+
+
+def deepseek_v3_pretrain_64gpu_gb200_fp8mx_config():
+    cfg = deepseek_v3_pretrain_256gpu_gb200_fp8mx_config()
+    _hsdp(cfg, num_gpus=64)
+    cfg.model.fine_grained_activation_offloading = False
+    return cfg
+'''
+
+
+def test_the_reader_sizes_hsdp_from_the_gpu_count_and_reads_the_module_offload():
+    """Nemotron-3-Ultra's recipes size HSDP from the GPU count (perf_recipes/nemotronh/common.py at v0.6.0:
+    num_optim_instances = max(1, num_gpus // _GB300_NVLINK_DOMAIN_GPUS), outer "optim" where > 1) and offload the
+    fused grouped MLP's large saved tensors: integer arithmetic and max() on known values are read, and the entry
+    carries fsdp_replicas, fsdp_outer, offload_modules and min_offloaded_tensor_size (0 / [] with the offload off)."""
+    flat, reader_module = _modules()
+    files = {f"{PKG}/common.py": COMMON, f"{PKG}/gb200/h.py": HSDP,
+             "src/megatron/bridge/perf_recipes/_common.py": SHARED,
+             "src/megatron/bridge/training/comm_overlap.py": OVERLAP}
+    out = {}
+    for name in ("deepseek_v3_pretrain_256gpu_gb200_fp8mx_config", "deepseek_v3_pretrain_64gpu_gb200_fp8mx_config"):
+        reader = reader_module.Reader(files.get, flat.runtime_facts("deepseek-v3", "gb200"))
+        values, where = flat.perf_fields(reader.call_function("megatron.bridge.perf_recipes.fam.gb200.h", name))
+        out[name] = flat.perf_entry(values, where, "deepseek-v3")
+    big, small = out.values()
+    assert "unresolved" not in big and "unresolved" not in small, (big.get("unresolved"), small.get("unresolved"))
+    assert (big["fsdp"], big["fsdp_replicas"], big["fsdp_outer"]) == (True, 4, "optim")
+    assert (big["offload_modules"], big["min_offloaded_tensor_size"]) == (["fused_group_mlp"], 350_000_000)
+    assert (small["fsdp_replicas"], small["fsdp_outer"], small["offload_modules"], small["min_offloaded_tensor_size"]) \
+        == (1, "no_shard", [], 0)
+
+
+def test_nemotron_3_ultra_reads_its_26_08_recipes():
+    """perf_recipes/nemotronh/{gb300,gb200}/nemotronh.py at 51885cf (v0.6.0): 256 GPUs, EP64, TP1 (GB300) / TP2 with
+    SP (GB200), moe_act recompute, no CUDA graph, HybridEP, the fused grouped MLP, no TP overlap, Megatron-FSDP HSDP
+    over 64-GPU domains (4 instances, outer "optim"), the fused grouped MLP offloaded above 500M / 350M elements."""
+    sizes = dict(num_gpus=256, pp=1, vp=1, ep=64, mbs=1, gbs=256)
+    for system, tp, threshold in (("gb300-nvl72", 1, 500_000_000), ("gb200-nvl72", 2, 350_000_000)):
+        e = recipes.recipe_entry("26.08", "nemotron-3-ultra-550b-a55b", system, "mxfp8", dict(sizes, tp=tp))
+        assert e is not None and "unresolved" not in e
+        assert (e["tp"], e["recompute"], e["cuda_graph"], e["dispatcher"], e["flex_backend"], e["fused_moe"],
+                e["tp_comm_overlap"]) == (tp, "moe_act", "none", "flex", "hybridep", True, False), e
+        assert (e["fsdp"], e["fsdp_replicas"], e["fsdp_outer"]) == (True, 4, "optim")
+        assert (e["offload_modules"], e["min_offloaded_tensor_size"]) == (["fused_group_mlp"], threshold)
+    assert recipes.recipe_entry("26.06.01", "nemotron-3-ultra-550b-a55b", "gb300-nvl72", "mxfp8") is None

@@ -28,7 +28,8 @@ DEVICES = {"h100": (9, "NVIDIA H100"), "b200": (10, "NVIDIA B200"), "gb200": (10
            "b300": (10, "NVIDIA B300"), "gb300": (10, "NVIDIA GB300")}
 # num_moe_experts: routed experts of the model's Hugging Face config (commbench/data/models.toml routed_experts).
 EXPERTS = {"deepseek-v3": 256, "kimi-k2": 384, "qwen3-30b-a3b": 128, "qwen3-235b-a22b": 128, "gpt-oss-120b": 128,
-           "llama3-8b": None, "llama3.1-70b": None, "llama3.1-405b": None, "deepseek-v4-flash": 256}
+           "llama3-8b": None, "llama3.1-70b": None, "llama3.1-405b": None, "deepseek-v4-flash": 256,
+           "nemotron-3-ultra-550b-a55b": 512}
 
 
 # utils/cuda_graph.py (v0.5.0 on) asks whether the installed Megatron-Core has per-layer graph modules:
@@ -55,7 +56,13 @@ PERF_FIELDS = {"tensor_model_parallel_size": "model", "pipeline_model_parallel_s
                "cpu_offloading": "model", "cpu_offloading_num_layers": "model", "moe_token_dispatcher_type": "model",
                "moe_flex_dispatcher_backend": "model", "overlap_moe_expert_parallel_comm": "comm_overlap",
                "fp8_dot_product_attention": "mixed_precision", "tp_comm_overlap": "comm_overlap",
-               "overlap_grad_reduce": "ddp", "comm_overlap_grad_reduce": "comm_overlap"}
+               "overlap_grad_reduce": "ddp", "comm_overlap_grad_reduce": "comm_overlap",
+               # Megatron-FSDP's HSDP (ddp) and the module-level activation offload (model): read since Nemotron-3-Ultra's
+               # recipes set them (perf_recipes/nemotronh/common.py _apply_nemotron_3_ultra_fsdp_hsdp, gb300/ and
+               # gb200/nemotronh.py at v0.6.0)
+               "num_distributed_optimizer_instances": "ddp", "outer_dp_sharding_strategy": "ddp",
+               "fine_grained_activation_offloading": "model", "offload_modules": "model",
+               "min_offloaded_tensor_size": "model"}
 
 
 # A field no code read sets keeps its class default. The model config comes from AutoBridge's conversion of the
@@ -67,10 +74,16 @@ PERF_FIELDS = {"tensor_model_parallel_size": "model", "pipeline_model_parallel_s
 # class may set another default: not read, a known limit). Bridge's own config classes are read (their literal
 # dataclass defaults: CommOverlapConfig.overlap_moe_expert_parallel_comm None, MixedPrecisionConfig
 # .fp8_dot_product_attention False).
+# The DDP config's (distributed/distributed_data_parallel_config.py at cd4afffa): num_distributed_optimizer_instances
+# 1, outer_dp_sharding_strategy "no_shard"; the module-level offload's (transformer_config.py):
+# fine_grained_activation_offloading False, offload_modules [], min_offloaded_tensor_size 1024 * 1024.
 CORE_DEFAULTS = {"expert_model_parallel_size": 1, "expert_tensor_parallel_size": None, "cpu_offloading": False,
                  "cpu_offloading_num_layers": 0, "recompute_granularity": None, "recompute_method": None,
                  "recompute_num_layers": None,
-                 "recompute_modules": None, "moe_token_dispatcher_type": "allgather"}
+                 "recompute_modules": None, "moe_token_dispatcher_type": "allgather",
+                 "num_distributed_optimizer_instances": 1, "outer_dp_sharding_strategy": "no_shard",
+                 "fine_grained_activation_offloading": False, "offload_modules": [],
+                 "min_offloaded_tensor_size": 1024 * 1024}
 
 
 def perf_fields(cfg) -> tuple[dict, dict]:
@@ -124,6 +137,16 @@ def perf_entry(known: dict, where: dict, model: str) -> dict:
     dp_from = "comm_overlap_grad_reduce" if values["has_comm_overlap"] else "overlap_grad_reduce"
     overlap = {"tp_comm_overlap": values["tp_comm_overlap"], "dp_overlap": values[dp_from]}
     out = dict(entry(fields, model), recompute=recompute, recompute_layers=layers)
+    # Megatron-FSDP's HSDP: the distributed-optimizer instances (replicas of the shard group) and the outer sharding
+    # ("optim": the optimizer state sharded across the replicas too); only with Megatron-FSDP
+    fsdp = bool(fields["use_megatron_fsdp"])
+    instances = values["num_distributed_optimizer_instances"] if fsdp else 1
+    out.update(fsdp_replicas=int(instances or 1), fsdp_outer=values["outer_dp_sharding_strategy"] if fsdp else "no_shard")
+    # module-level activation offload (TransformerConfig.fine_grained_activation_offloading): the modules whose saved
+    # tensors go to host memory and the element count a tensor must reach (min_offloaded_tensor_size)
+    offload = bool(values["fine_grained_activation_offloading"])
+    out.update(offload_modules=sorted(values["offload_modules"] or []) if offload else [],
+               min_offloaded_tensor_size=int(values["min_offloaded_tensor_size"]) if offload else 0)
     out.update(tp_comm_overlap=True, dp_overlap=True, overlap_facts=[])
     for flag, field in (("tp_comm_overlap", "tp_comm_overlap"), ("dp_overlap", dp_from)):
         # on unless the recipe's config turns it off; TP overlap also off with no CommOverlapConfig at all

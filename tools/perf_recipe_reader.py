@@ -5,7 +5,7 @@ call), resolved through the modules' imports at one commit.
 
 It evaluates literals, names, attribute reads and writes on config objects, calls (arguments bound to the
 callee's parameters and defaults), `if` on values it knows (a helper's `if compute_dtype == "fp8_mx"` on the
-call's literal argument), comparisons, and/or/not, dicts with `**`, getattr / hasattr, and a repository
+call's literal argument), comparisons, integer arithmetic (+ - * // %), and/or/not, dicts with `**`, getattr / hasattr, max / min, and a repository
 dataclass called (its literal field defaults, then the keywords). What it cannot know is an `Unknown` saying
 why, never a guess: the result of code outside the repository (torch, AutoBridge), which may also change any
 object handed to it (its fields become Unknown; a class name called, CommOverlapConfig(tp_comm_overlap=True),
@@ -28,7 +28,10 @@ UNPACKED = "<**>"   # the keyword under which a call's `**` of a value not resol
 SCRIPT_PACKAGES = ("utils", "configs")   # scripts/performance/'s packages (the workload configs' releases)
 TEXTS: dict[tuple[str, str], str | None] = {}   # (commit, path) -> file text, shared by the readers of a run
 BUILTINS = {"getattr": getattr, "hasattr": hasattr, "isinstance": isinstance, "int": int, "float": float,
-            "bool": bool, "str": str, "len": len, "list": list, "dict": dict}
+            "bool": bool, "str": str, "len": len, "list": list, "dict": dict, "max": max, "min": min}
+# numbers only (a list's + or a string's % stays unresolved): the recipes size groups from the GPU count
+ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+              ast.Mod: operator.mod}
 COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b, ast.Gt: operator.gt, ast.Lt: operator.lt,
            ast.GtE: operator.ge, ast.LtE: operator.le}
@@ -237,6 +240,15 @@ class Reader:
             truth = self.truth(self.evaluate(node.test, scope, mod))
             return truth if isinstance(truth, Unknown) else self.evaluate(node.body if truth else node.orelse,
                                                                           scope, mod)
+        if isinstance(node, ast.BinOp) and type(node.op) in ARITHMETIC:   # num_gpus // _GB300_NVLINK_DOMAIN_GPUS
+            left, right = self.evaluate(node.left, scope, mod), self.evaluate(node.right, scope, mod)
+            if isinstance(left, (int, float)) and isinstance(right, (int, float)) \
+                    and not isinstance(left, bool) and not isinstance(right, bool):
+                try:
+                    return ARITHMETIC[type(node.op)](left, right)
+                except ZeroDivisionError:
+                    pass
+            return Unknown(f"arithmetic on a value not resolved at {mod.path}:{node.lineno}")
         if isinstance(node, ast.Subscript):
             owner, key = self.evaluate(node.value, scope, mod), self.evaluate(node.slice, scope, mod)
             try:

@@ -80,6 +80,10 @@ Mapping onto the planner's recipe fields:
 - moe_a2a_overlap, fused_moe (cutedsl_fused_grouped_mlp), fp8_attention (fp8_dot_product_attention);
 - cpu_offload_layers: cpu_offloading_num_layers (activations of that many layers kept in host memory,
   scripts/performance/utils/overrides.py _set_recompute_overrides; 0 when unset).
+- flat recipes (0.6.0 on) only: fsdp_replicas (ddp.num_distributed_optimizer_instances under Megatron-FSDP, else 1)
+  and fsdp_outer (ddp.outer_dp_sharding_strategy under Megatron-FSDP, else "no_shard"): HSDP; offload_modules and
+  min_offloaded_tensor_size (model.offload_modules / min_offloaded_tensor_size where
+  model.fine_grained_activation_offloading, else [] and 0): module-level activation offload.
 - tp_comm_overlap / dp_overlap (TE userbuffers TP overlap where TP > 1 and sequence parallel; DDP
   overlap_grad_reduce): on, as the recipes of the Llama, Qwen3 and GPT-OSS families set them (a
   CommOverlapConfig(tp_comm_overlap=True) or tp > 1), unless a fact of OVERLAP_FACTS holds at the release's
@@ -106,7 +110,12 @@ RELEASES = (("25.09", "v0.1.0rc3"), ("25.11", "v0.2.0"), ("26.02", "v0.3.0"), ("
             ("26.08", "v0.6.0"))
 MODELS = {"DEEPSEEK_V3": "deepseek-v3", "QWEN3_30B_A3B": "qwen3-30b-a3b", "QWEN3_235B_A22B": "qwen3-235b-a22b",
           "GPT_OSS_120B": "gpt-oss-120b", "LLAMA3_8B": "llama3-8b", "LLAMA3_70B": "llama3.1-70b",
-          "LLAMA31_405B": "llama3.1-405b", "KIMI_K2": "kimi-k2", "DEEPSEEK_V4_FLASH": "deepseek-v4-flash"}
+          "LLAMA31_405B": "llama3.1-405b", "KIMI_K2": "kimi-k2", "DEEPSEEK_V4_FLASH": "deepseek-v4-flash",
+          # Nemotron-3-Ultra: v0.6.0's perf_recipes/nemotronh/{gb300,gb200}/nemotronh.py (26.08 the first release with
+          # it; no workload config of an older release names it). Unlike Nano and Super (below) its rows run
+          # Megatron-FSDP HSDP with the experts' FC1 output offloaded, which the recipe table reads (fsdp_replicas,
+          # fsdp_outer, offload_modules, min_offloaded_tensor_size).
+          "NEMOTRON_3_ULTRA": "nemotron-3-ultra-550b-a55b"}
 # Nemotron-3 Nano / Super (configs/nemotronh/nemotron_3_workload_base_configs.py, v0.4.0 on) are not read
 # yet: with their recipes (no recompute, per-layer graphs of attn + mamba + router) the step model predicts
 # the published hybrid runs 6-48% too fast (benchmarks/family_coverage.py: Nano 1.7% -> 8.9%, Super 9.2% ->

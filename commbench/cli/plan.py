@@ -43,7 +43,9 @@ def _layout_keys() -> str:
             "0 or more cpu_offload_layers (layers whose activations go to host memory; needs pp=1; not for hybrid "
             "(Mamba) models under Megatron, whose MambaStack offloads nothing; searched "
             "for dense FSDP layouts where the --software release's recipes offload on the GPU) and "
-            "recompute_layers (with recompute=full, layers of each model chunk recomputed; 0 = all)")
+            "recompute_layers (with recompute=full, layers of each model chunk recomputed; 0 = all); "
+            "fused_mlp_offload_min (a 26.08 recipe's offload of the fused grouped MLP's tensors of at least that many "
+            "elements; 0, as no planned launch runs it)")
 
 
 LAYOUT_KEYS = _layout_keys()

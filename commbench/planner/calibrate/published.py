@@ -39,7 +39,9 @@ Mapping assumptions, the same for every row (the tables do not state them):
 - DeepSeek-V3 rows tagged "w/o MTP" drop the MTP layer;
 - rows with Megatron-FSDP (FSDP=N in the notes, any case, "FSDP: N" too: N of the DP ranks shard) are modelled with fsdp
   (step/fsdp.py), as HSDP with dp/N replicas when N < dp; N not dividing dp and models outside the zoo
-  are listed but not modelled.
+  are listed but not modelled. A row whose notes state no FSDP at all (the 26.08 table has no FSDP column) takes
+  its release recipe's Megatron-FSDP, HSDP replica count and outer optimizer sharding where that recipe's sizes are
+  the row's (recipe_fsdp).
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="
 
 RECIPE_FIELDS = ("cpu_offload_layers", "recompute_layers", "recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "cuda_graph_scope",
                  "fp8_attention", "fused_moe",
-                 "tp_comm_overlap", "dp_overlap", "sequence_parallel", "distributed_optimizer")
+                 "tp_comm_overlap", "dp_overlap", "sequence_parallel", "distributed_optimizer", "fused_mlp_offload_min")
 
 
 def release_recipe(row: dict[str, Any], preset: str, model_name: str) -> dict[str, Any] | None:
@@ -116,7 +118,7 @@ def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict
     from commbench.planner.layout.recipes import OVERLAP_KEYS, RECIPE_KEYS
     released = release_recipe(row, preset, model_name) or {}
     flags.update({k: released[k] for k in (*RECIPE_KEYS, *OVERLAP_KEYS, "cpu_offload_layers", "recompute_layers",
-                                          "cuda_graph_scope")
+                                          "cuda_graph_scope", "fused_mlp_offload_min")
                   if k in released})
     recipe = row.get("recipe") or {}
     for name in RECIPE_FIELDS:
@@ -454,6 +456,31 @@ def _fsdp(notes: str) -> int:
     return int(match.group(1)) if match else 0
 
 
+def _fsdp_published(notes: str) -> bool:
+    """Whether a row's notes state its Megatron-FSDP at all ("FSDP=0" included): the newer tables' rows without an FSDP
+    column do not, and their release recipe's Megatron-FSDP is the run's where its sizes are (recipe_fsdp)."""
+    return bool(re.search(r"\bFSDP\s*[=:]\s*\d+", notes or "", re.IGNORECASE))
+
+
+def recipe_fsdp(row: dict[str, Any], preset: str, model_name: str) -> dict[str, Any] | None:
+    """The Megatron-FSDP flags (fsdp, distributed_optimizer, fsdp_replicas, fsdp_outer_optim) of a row whose notes
+    publish no FSDP field (_fsdp_published) from its release recipe (release_recipe) where that recipe runs
+    Megatron-FSDP and its sizes (MATCH_KEYS) are the row's: the run's configuration (Megatron-Bridge v0.6.0's
+    Nemotron-3-Ultra recipes: HSDP over 64-GPU NVLink domains, 4 distributed-optimizer instances, outer sharding
+    "optim", perf_recipes/nemotronh/common.py _apply_nemotron_3_ultra_fsdp_hsdp). None otherwise, a row the recipe
+    table has no state for, or a replica count that does not divide the row's DP."""
+    if _fsdp_published(row.get("notes", "")) or isinstance(row.get("recipe"), dict) or not sizes_fit(row):
+        return None
+    recipe = release_recipe(row, preset, model_name)
+    if recipe is None or not recipe["sizes_match"] or not recipe["megatron_fsdp"] or recipe.get("release_note"):
+        return None
+    replicas = int(recipe.get("fsdp_replicas") or 1)
+    if _dp_of(row) % replicas:
+        return None
+    return {"fsdp": True, "distributed_optimizer": True, "fsdp_replicas": replicas,
+            "fsdp_outer_optim": bool(recipe.get("fsdp_outer_optim"))}
+
+
 def recipe_mbs_if_row_contradicts(row: dict[str, Any], preset: str, model_name: str) -> tuple[int, str] | None:
     """(mbs, note) when a row contradicts itself: its published gradient-accumulation count (notes 'GA=N')
     differs from gbs / (mbs x dp), so one of its columns is wrong. Its release's recipe (the run's own
@@ -618,6 +645,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
         if _fsdp(r.get("notes", "")) and sizes_fit(r):  # Megatron-FSDP over all of DP, or part of it as HSDP
             # (step/fsdp.py); sizes that do not fit the GPUs: the layout rules (world, expert_fold) name them
             flags.update(fsdp=True, distributed_optimizer=True, fsdp_replicas=_dp_of(r) // _fsdp(r["notes"]))
+        elif fsdp_of_recipe := recipe_fsdp(r, preset, name):   # no FSDP field: the release recipe's, sizes alike
+            flags.update(fsdp_of_recipe)
         fixed = recipe_mbs_if_row_contradicts(r, preset, name)
         layout = Layout(tp=tp, pp=pp, vp=int(r.get("vp") or 1), ep=int(r.get("ep") or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
@@ -661,7 +690,7 @@ def flags_assumed(row: dict[str, Any], preset: str, model_name: str, mbs: int | 
     differ = [f"{k} {recipe['sizes'][k]} vs the row's {given[k]}" for k in recipe["sizes"]
               if given.get(k) is not None and int(given[k]) != recipe["sizes"][k]]
     fsdp = _fsdp(row.get("notes", ""))
-    if bool(fsdp) != recipe["megatron_fsdp"]:
+    if bool(fsdp) != recipe["megatron_fsdp"] and not recipe_fsdp(row, preset, model_name):
         differ.append(f"Megatron-FSDP {'on' if recipe['megatron_fsdp'] else 'off'} vs the row's "
                       f"{f'FSDP={fsdp}' if fsdp else 'none'}")
     if not differ:
@@ -738,6 +767,19 @@ class Predictions:
         return np.abs(self.predicted_tokens / self.published_tokens - 1.0) * 100.0
 
 
+def run_megatron_core(row: dict[str, Any]) -> tuple[int, int] | None:
+    """(MAJOR, MINOR) of the megatron-core a published run's release runs (recipes.json releases megatron_core; a
+    release the table lacks reads its stand-in's, as its recipes do); None (the plans' 0.16.1) for a row of no
+    release, "user", or one older than the table. What the step model reads of it: Megatron-FSDP's unit set
+    (step/fsdp.py mamba_units)."""
+    from commbench.planner.layout.recipes import core_version, resolve_release
+    release = row.get("release")
+    if not isinstance(release, str) or release.strip() in ("", "user"):
+        return None
+    stand, _ = resolve_release(release)
+    return core_version(stand) if stand is not None else None
+
+
 def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED) -> Predictions:
     """Predicted tokens/s/GPU for each modelled run (grouped into one vectorised call per system)."""
     from commbench.planner.step.evaluate import evaluate_layouts
@@ -747,12 +789,13 @@ def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED
     mem, cap, model_tflops, peak = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     groups: dict[tuple, list[int]] = {}
     for j, r in enumerate(modelled):
-        key = (r.model, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), step_framework(r.row))
+        key = (r.model, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), step_framework(r.row),
+               run_megatron_core(r.row))
         groups.setdefault(key, []).append(j)
-    for (model, preset, num_gpus, seq_len, framework), idx in groups.items():
+    for (model, preset, num_gpus, seq_len, framework, core), idx in groups.items():
         fabric = _preset(preset, num_gpus)
         bd = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([modelled[j].layout for j in idx]),
-                              seq_len=seq_len, calibration=calibration, framework=framework)
+                              seq_len=seq_len, calibration=calibration, framework=framework, megatron_core=core)
         pred[idx], fits[idx], valid[idx] = bd.tokens_per_s_per_gpu, bd.fits, bd.valid
         mem[idx], cap[idx] = bd.mem_total_bytes, bd.mem_capacity_bytes
         model_tflops[idx], peak[idx] = bd.model_tflops_per_gpu, bd.peak_tflops

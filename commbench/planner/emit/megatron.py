@@ -53,7 +53,8 @@ from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, meg
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
 # strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it);
-# HSDP adds --num-distributed-optimizer-instances (the outer, replicated DP; outer-dp-sharding no_shard).
+# HSDP adds --num-distributed-optimizer-instances (the outer, replicated DP; outer-dp-sharding no_shard, or optim with
+# fsdp_outer_optim: --outer-dp-sharding-strategy optim, the optimizer state sharded across the replicas too).
 MEGATRON_FSDP_ARGS = ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params",
                       "--ckpt-format", "fsdp_dtensor"]
 
@@ -190,6 +191,11 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
     if a.fsdp and a.fsdp_replicas > 1 and model.is_moe:
         raise invalid("fsdp_replicas", a.fsdp_replicas, f"1 for {model.name} under Megatron-LM {MEGATRON_LM_RELEASE} "
                       "(Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh for HSDP; TorchTitan 0.3 does)")
+    if a.fused_mlp_offload_min:
+        raise invalid("fused_mlp_offload_min", a.fused_mlp_offload_min,
+                      f"0 under Megatron-LM {MEGATRON_LM_RELEASE} (megatron-core 0.16.1's --offload-modules has no "
+                      "fused_group_mlp and it has no --min-offloaded-tensor-size: both first in megatron-core 0.19.0, "
+                      "transformer/transformer_config.py)")
     graphs = megatron_fsdp_graph_refusal(a.fsdp, a.cuda_graph)
     if graphs:
         raise CommbenchError(graphs)
@@ -249,6 +255,8 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
         out += MEGATRON_FSDP_ARGS
         if a.fsdp_replicas > 1:  # HSDP: megatron-core 0.16.1 mcore_fsdp_adapter enables it for > 1 instance
             out += ["--num-distributed-optimizer-instances", str(a.fsdp_replicas)]
+            if a.fsdp_outer_optim:   # core_v0.16.1 arguments.py: optimizer state sharded across the replicas too
+                out += ["--outer-dp-sharding-strategy", "optim"]
     if a.dp_overlap:
         out.append("--overlap-grad-reduce")
         if a.distributed_optimizer:
@@ -399,7 +407,7 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(f"--{name}", action="store_true")
     for name in ("moe-token-dispatcher-type", "moe-flex-dispatcher-backend", "recompute-granularity",
                  "recompute-method", "fp8-format", "fp8-recipe", "fp4-format", "fp4-recipe",
-                 "pipeline-model-parallel-layout"):
+                 "pipeline-model-parallel-layout", "outer-dp-sharding-strategy"):
         p.add_argument(f"--{name}")
     p.add_argument("--recompute-modules", nargs="+")
     p.add_argument("--cuda-graph-impl")
@@ -470,4 +478,6 @@ def parse_megatron_args(args: list[str] | str, num_gpus: int, model: ModelSpec |
                   distributed_optimizer=ns.use_distributed_optimizer, tp_comm_overlap=ns.tp_comm_overlap,
                   moe_a2a_overlap=ns.overlap_moe_expert_parallel_comm, dp_overlap=ns.overlap_grad_reduce,
                   fsdp=ns.use_megatron_fsdp,
-                  fsdp_replicas=(ns.num_distributed_optimizer_instances or 1) if ns.use_megatron_fsdp else 1)
+                  fsdp_replicas=(ns.num_distributed_optimizer_instances or 1) if ns.use_megatron_fsdp else 1,
+                  fsdp_outer_optim=bool(ns.use_megatron_fsdp and (ns.num_distributed_optimizer_instances or 1) > 1
+                                        and ns.outer_dp_sharding_strategy == "optim"))

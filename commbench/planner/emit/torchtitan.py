@@ -470,6 +470,13 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
     if layout.recompute_layers:
         return titan, (f"TorchTitan {full} {TITAN_NO_RECOMPUTE_LAYERS} (recompute_layers={layout.recompute_layers}): "
                        "plan with recompute_layers=0")
+    if layout.fused_mlp_offload_min:
+        return titan, (f"TorchTitan {full} has no module-level activation offload (megatron-core's "
+                       f"fine_grained_activation_offloading): plan with fused_mlp_offload_min=0")
+    if layout.fsdp_outer_optim:
+        return titan, (f"TorchTitan {full}'s HSDP replicates the optimizer state across data_parallel_replicate_degree "
+                       "(no outer optimizer sharding as Megatron-FSDP's --outer-dp-sharding-strategy optim): plan with "
+                       "fsdp_outer_optim=false")
     if layout.cpu_offload_layers:
         return titan, (f"TorchTitan {full} has no activation offloading (training.enable_cpu_offload offloads FSDP2's "
                        f"parameters and optimizer state): the layout offloads {layout.cpu_offload_layers} layers' "

@@ -198,8 +198,8 @@ def default_gbs(release: str | None, model: str, gpu: str | None, precision: str
 def recipe_for(release: str, model: str, gpu: str, precision: str,
                sizes: dict[str, int] | None = None) -> dict[str, Any] | None:
     """The recipe flags (RECIPE_KEYS, OVERLAP_KEYS, cpu_offload_layers, recompute_layers, the per-layer graphs' cuda_graph_scope
-    as the layout field), their citation ('source'; 'config', 'release'), the recipe's sizes (MATCH_KEYS) and
-    Megatron-FSDP (megatron_fsdp), whether those are `sizes` ('sizes_match') and, for a release
+    as the layout field, fused_mlp_offload_min), their citation ('source'; 'config', 'release'), the recipe's sizes
+    (MATCH_KEYS) and Megatron-FSDP (megatron_fsdp, its HSDP fsdp_replicas and fsdp_outer_optim), whether those are `sizes` ('sizes_match') and, for a release
     the table lacks, the note saying whose recipes stood in ('release_note'); or None."""
     stand, note = resolve_release(release)
     entry = recipe_entry(stand, model, gpu, precision, sizes) if stand else None
@@ -233,8 +233,15 @@ def _flags_of(entry: dict[str, Any], sizes: dict[str, int] | None, note: str) ->
     recompute_layers = int(entry.get("recompute_layers", 0)) if same_split else 0
     from commbench.planner.layout.graph_scope import recipe_scope_text
     scope = recipe_scope_text(entry["cuda_graph"], entry.get("cuda_graph_scope"))
+    # module-level offload of the fused grouped MLP (recipes.json offload_modules, min_offloaded_tensor_size: 26.08 on);
+    # its other offload modules (attention's, expert_fc1) have no planner field and are not read
+    fused_offload = int(entry.get("min_offloaded_tensor_size") or 0) \
+        if "fused_group_mlp" in (entry.get("offload_modules") or []) else 0
+    replicas = int(entry.get("fsdp_replicas") or 1) if entry.get("fsdp") else 1
     return {**{k: entry[k] for k in RECIPE_KEYS}, **{k: bool(entry.get(k, True)) for k in OVERLAP_KEYS},
             "cpu_offload_layers": offload, "recompute_layers": recompute_layers, "cuda_graph_scope": scope,
+            "fused_mlp_offload_min": fused_offload, "fsdp_replicas": replicas,
+            "fsdp_outer_optim": replicas > 1 and entry.get("fsdp_outer") == "optim",
             "source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']} "
                       f"{entry['config']}", "sizes_match": exact,
             "config": entry["config"], "release": entry["release"], "sizes": {k: entry.get(k) for k in MATCH_KEYS},

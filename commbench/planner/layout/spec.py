@@ -49,8 +49,11 @@ INT_FIELDS = ("tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs", "gbs", "fsdp_rep
 # permute + grouped MLP kernels (Megatron-Bridge cutedsl_fused_grouped_mlp, moe_permute_fusion).
 # fsdp: data parallelism that also shards parameters and gradients (ZeRO-3: Megatron-FSDP
 # optim_grads_params, TorchTitan FSDP2), gathered per layer (step/fsdp.py).
+# fsdp_outer_optim: under HSDP (fsdp_replicas > 1) the optimizer state is sharded across the replicas too, over all
+# of DP (Megatron-FSDP --outer-dp-sharding-strategy optim, megatron-core 0.16.1 on: "Optimizer State Hybrid
+# Sharding"; Megatron-Bridge v0.6.0's Nemotron-3-Ultra recipes, perf_recipes/nemotronh/common.py).
 BOOL_FIELDS = ("sequence_parallel", "distributed_optimizer", "tp_comm_overlap", "moe_a2a_overlap", "dp_overlap",
-               "fp8_attention", "fused_moe", "fsdp")
+               "fp8_attention", "fused_moe", "fsdp", "fsdp_outer_optim")
 # cpu_offload_layers: transformer layers per rank whose activations Transformer Engine keeps in host
 # memory (Megatron-Core --cpu-offloading-num-layers; Megatron-Bridge recipes' cpu_offloading_num_layers).
 # Taken from a release's recipe for its published runs; the search leaves it at 0.
@@ -58,7 +61,13 @@ BOOL_FIELDS = ("sequence_parallel", "distributed_optimizer", "tp_comm_overlap", 
 # stored (Megatron-Core --recompute-method block --recompute-num-layers N: TransformerBlock checkpoints
 # the first N layers of its chunk; the recipes' recompute_num_layers, Megatron-Bridge
 # scripts/performance/utils/overrides.py _set_recompute_overrides); 0 = every layer (method uniform).
-COUNT_FIELDS = ("cpu_offload_layers", "recompute_layers")
+# fused_mlp_offload_min: module-level activation offload of the fused grouped MLP (megatron-core 0.19.0
+# --fine-grained-activation-offloading --offload-modules fused_group_mlp): each saved tensor of the routed experts'
+# fused MLP with at least this many elements (--min-offloaded-tensor-size) goes to host memory after the layer's
+# forward and comes back before its backward (step/memory.py fused_mlp_offload); 0 = off. From a release's recipe
+# for its published runs (Megatron-Bridge v0.6.0 Nemotron-3-Ultra: 500M elements on GB300, 350M on GB200); the
+# search leaves it at 0 and the Megatron-LM emitter (megatron-core 0.16.1) refuses it.
+COUNT_FIELDS = ("cpu_offload_layers", "recompute_layers", "fused_mlp_offload_min")
 # The fields that make a layout's structure, its flags aside (what a user choosing a layout compares; the
 # search's distinct structures, a published run's layout beside another release's).
 STRUCTURE = ("tp", "cp", "pp", "vp", "ep", "etp", "mbs")
@@ -94,6 +103,8 @@ class Layout:
     fsdp_replicas: int = 1
     cpu_offload_layers: int = 0
     recompute_layers: int = 0
+    fsdp_outer_optim: bool = False
+    fused_mlp_offload_min: int = 0
 
     def __post_init__(self) -> None:
         if self.etp is None:
@@ -198,6 +209,8 @@ class LayoutArrays:
     cuda_graph: np.ndarray
     cpu_offload_layers: np.ndarray
     recompute_layers: np.ndarray
+    fsdp_outer_optim: np.ndarray
+    fused_mlp_offload_min: np.ndarray
     cuda_graph_scope: np.ndarray   # graph_scope.scope_mask per layout (0: the recipes' scope for the model)
 
     @property
@@ -287,12 +300,18 @@ RULES: tuple[tuple[str, str], ...] = (
     ("fsdp", "fsdp needs pp=1 and the distributed optimizer (FSDP plans here run without pipeline parallelism)"),
     ("hsdp", "fsdp_replicas > 1 (HSDP) needs fsdp, dp divisible by fsdp_replicas and, for a MoE model, ep*etp dividing "
              "a shard group's dp/fsdp_replicas*cp*tp ranks (TorchTitan 0.3's efsdp mesh; Megatron-FSDP in megatron-core "
-             "0.16.1 builds no expert mesh for HSDP, so Megatron plans of a MoE model refuse it)"),
+             "0.16.1 builds no expert mesh for HSDP, so Megatron plans of a MoE model refuse it); fsdp_outer_optim "
+             "needs HSDP (megatron-core --outer-dp-sharding-strategy optim: only with optim_grads_params and an outer "
+             "DP group)"),
     ("offload", "cpu_offload_layers needs pp=1, recompute=none, cuda_graph=none and fewer offloaded layers than the "
                 "model has (megatron-core TransformerConfig.__post_init__: \"CUDA graphs not supported with CPU offloading\")"),
     ("recompute_layers", "recompute_layers > 0 (layers of each model chunk recomputed) needs recompute=full and at "
                          "most the layers of the layout's largest model chunk (megatron-core 0.16.1 TransformerConfig: "
                          "recompute_num_layers 'between 1 and num_layers_per_pipeline_rank')"),
+    ("fused_mlp_offload", "fused_mlp_offload_min > 0 (offload of the fused grouped MLP's saved tensors) needs a MoE model, "
+                          "fused_moe and cpu_offload_layers = 0 (megatron-core 0.19.0 TransformerConfig: fused_group_mlp "
+                          "requires use_transformer_engine_op_fuser; fine_grained_activation_offloading 'cannot be "
+                          "enabled with cpu_offloading')"),
 )
 RULE_BITS = {name: 1 << i for i, (name, _) in enumerate(RULES)}
 
@@ -325,6 +344,7 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     shard_ranks = arr.dp // np.maximum(arr.fsdp_replicas, 1) * arr.cp * arr.tp
     expert_bad = (shard_ranks % (arr.ep * arr.etp) != 0) if model.is_moe else np.zeros(len(arr), dtype=bool)
     bits |= np.where(hsdp & (~arr.fsdp | (arr.dp % arr.fsdp_replicas != 0) | expert_bad), RULE_BITS["hsdp"], 0)
+    bits |= np.where(arr.fsdp_outer_optim & ~(hsdp & arr.fsdp), RULE_BITS["hsdp"], 0)
     offload_bad = (arr.cpu_offload_layers > 0) & ((arr.pp > 1) | (arr.recompute != 0) | (arr.cuda_graph != 0)
                                                   | (arr.cpu_offload_layers >= model.num_layers))
     bits |= np.where(offload_bad, RULE_BITS["offload"], 0)
@@ -333,6 +353,9 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
     if np.any(counted):
         over[counted] = arr.recompute_layers[counted] > most_chunk_layers(model, arr.pp[counted], arr.vp[counted])
     bits |= np.where(counted & ((arr.recompute != RECOMPUTE.index("full")) | over), RULE_BITS["recompute_layers"], 0)
+    offload_mlp_bad = (arr.fused_mlp_offload_min > 0) & (~arr.fused_moe | (arr.cpu_offload_layers > 0)
+                                                         | (not model.is_moe))
+    bits |= np.where(offload_mlp_bad, RULE_BITS["fused_mlp_offload"], 0)
     return bits
 
 
@@ -391,13 +414,15 @@ def rule_detail(name: str, model: ModelSpec, layout: Layout, num_gpus: int, seq_
                     f"sequence_parallel = {a.sequence_parallel}" + (", framework torchtitan)" if framework == "torchtitan"
                                                                     else ")"),
         "fsdp": f"fsdp = {a.fsdp}, pp = {a.pp}, distributed_optimizer = {a.distributed_optimizer}",
-        "hsdp": f"fsdp_replicas = {a.fsdp_replicas}, fsdp = {a.fsdp}, dp = {a.dp}, "
+        "hsdp": f"fsdp_replicas = {a.fsdp_replicas}, fsdp = {a.fsdp}, fsdp_outer_optim = {a.fsdp_outer_optim}, dp = {a.dp}, "
                 f"{'MoE' if model.is_moe else 'dense'} model" + (f", ep*etp = {a.ep * a.etp}, shard group "
                                                                   f"dp/fsdp_replicas*cp*tp = {shard}" if model.is_moe else ""),
         "offload": f"cpu_offload_layers = {a.cpu_offload_layers}, pp = {a.pp}, "
                    f"recompute = {a.recompute}, cuda_graph = {a.cuda_graph}, layers = {model.num_layers}",
         "recompute_layers": f"recompute_layers = {a.recompute_layers}, recompute = {a.recompute}; allowed 1..{most} "
                             f"(the largest model chunk's layers: {model.num_layers} layers over pp = {a.pp} x vp = {a.vp})",
+        "fused_mlp_offload": f"fused_mlp_offload_min = {a.fused_mlp_offload_min}, fused_moe = {a.fused_moe}, "
+                             f"cpu_offload_layers = {a.cpu_offload_layers}, {'MoE' if model.is_moe else 'dense'} model",
     }[name]
 
 

@@ -183,6 +183,8 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["fp8_attention"] = np.full(len(tp), bool(pins.get("fp8_attention", False)))
     cols["cpu_offload_layers"] = np.full(len(tp), int(pins.get("cpu_offload_layers", 0)))  # only when pinned
     cols["recompute_layers"] = np.full(len(tp), int(pins.get("recompute_layers", 0)))      # only when pinned
+    # HSDP's outer optimizer sharding: only when pinned (valid on HSDP rows only: rule hsdp)
+    cols["fsdp_outer_optim"] = np.full(len(tp), bool(pins.get("fsdp_outer_optim", False)))
     cols["cuda_graph_scope"] = np.full(len(tp), scope_mask(str(pins.get("cuda_graph_scope", ""))), dtype=np.int64)
     cols = _without_synced_preprocess_graphs(cols, req)
     cols = _one_connections_setting(_with_offload(_with_fsdp(cols, pins, req), pins, req, has), req)

@@ -828,6 +828,16 @@ def megatron_dropout_graph_refusal(model: ModelSpec, cuda_graph: object, recompu
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) -> dict[str, object]:
     """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
     and so is a model the framework cannot build."""
+    if int(pins.get("fused_mlp_offload_min", 0) or 0) > 0:   # published runs' field (26.08 recipes): never planned
+        raise CommbenchError(f"fused_mlp_offload_min={pins['fused_mlp_offload_min']} is invalid with --framework "
+                             f"{framework}: " + ("megatron-core 0.16.1 (the plans' Megatron-LM) has no fused_group_mlp "
+                                                 "offload module and no --min-offloaded-tensor-size (both first in "
+                                                 "megatron-core 0.19.0)" if framework != "torchtitan" else
+                                                 "TorchTitan 0.3.0 has no module-level activation offload")
+                             + "; plan with fused_mlp_offload_min=0")
+    if pins.get("fsdp_outer_optim") and framework == "torchtitan":
+        raise CommbenchError("fsdp_outer_optim=true is invalid with --framework torchtitan: its HSDP replicates the "
+                             "optimizer state across data_parallel_replicate_degree; plan with fsdp_outer_optim=false")
     if framework != "torchtitan":
         reason = megatron_unbuildable(model)
         if reason:

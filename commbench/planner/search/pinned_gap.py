@@ -37,10 +37,14 @@ DEFAULT_REASONS = {
                           "GPU (as the search chooses; 0 = none)",
     "recompute_layers": "with recompute=full, every layer of each model chunk (0) unless pinned",
     "cuda_graph_scope": "with per-layer CUDA graphs, the modules the release's recipes capture for this kind of model",
+    "fsdp_outer_optim": "with HSDP, the optimizer state replicated across the replicas (false) unless pinned "
+                        "(--outer-dp-sharding-strategy optim)",
+    "fused_mlp_offload_min": "0: megatron-core 0.16.1 has no fused_group_mlp offload (a 26.08 recipe's field)",
 }
 # Fields that only mean something beside another value: named only then (a dense eager layout lists no graph scope).
 APPLIES = {
     "fsdp_replicas": lambda lay: lay.fsdp,
+    "fsdp_outer_optim": lambda lay: lay.fsdp and lay.fsdp_replicas > 1,
     "recompute_layers": lambda lay: lay.recompute == "full",
     "cuda_graph_scope": lambda lay: lay.cuda_graph == "layer",
 }
@@ -79,6 +83,9 @@ TITAN_DEFAULT_REASONS = {
                           "parameters and optimizer state)",
     "recompute_layers": "with recompute=full, TorchTitan 0.3.0's full activation checkpointing of every layer (0)",
     "cuda_graph_scope": "TorchTitan 0.3.0 graphs no single layer",
+    "fsdp_outer_optim": "false: TorchTitan 0.3.0's HSDP replicates the optimizer state across "
+                        "data_parallel_replicate_degree",
+    "fused_mlp_offload_min": "0: TorchTitan 0.3.0 has no module-level activation offload",
 }
 assert TITAN_DEFAULT_REASONS.keys() == DEFAULT_REASONS.keys()
 TITAN_IMPLIED_FLAGS = {  # TorchTitan 0.3.0 arguments a default puts in the launch (torchtitan_args.txt), with why

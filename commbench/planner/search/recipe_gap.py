@@ -48,7 +48,7 @@ def recipe_layout(result: SearchResult, entry: dict) -> Layout:
     req = result.request
     flags = recipe_for(req.software, recipe_model(req.model), req.fabric.gpu.name, req.precision,
                        {k: entry[k] for k in MATCH_KEYS})
-    flags = {k: v for k, v in flags.items() if k in Layout.__dataclass_fields__}
+    flags = {k: v for k, v in flags.items() if k in Layout.__dataclass_fields__ and k != "fsdp_replicas"}   # below
     tp, pp, cp = int(entry["tp"]), int(entry["pp"]), int(entry.get("cp") or 1)
     fsdp = bool(entry.get("fsdp"))
     return Layout(tp=tp, pp=pp, vp=int(entry.get("vp") or 1), ep=int(entry.get("ep") or 1),

@@ -173,13 +173,17 @@ def peak_tflops(gpu, precision_codes: np.ndarray) -> np.ndarray:
 
 def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len: int | None = None,
                      calibration: Calibration = CALIBRATED, moe_imbalance: float = 1.0,
-                     moe_capacity_factor: float | None = None, framework: str = "megatron") -> StepBreakdown:
+                     moe_capacity_factor: float | None = None, framework: str = "megatron",
+                     megatron_core: tuple[int, int] | None = None) -> StepBreakdown:
     """Predict one training step for every layout in `layouts` on `system` (a commbench.costmodel
     Fabric: `.gpu` datasheet, `.domain_size`, `.num_gpus`). Invalid layouts get valid=False,
     step_s=inf and fits=False; their other figures are meaningless. `framework` (megatron, torchtitan)
     sets what the layout fields do not: the loss's logits, the parameter all-gather's dtype and the layers trained
-    (models/counts.framework_model: TorchTitan's launch trains no MTP layer)."""
+    (models/counts.framework_model: TorchTitan's launch trains no MTP layer). `megatron_core` (MAJOR, MINOR): the
+    megatron-core the run uses where it is not the plans' 0.16.1 (a published run's release: Megatron-FSDP's unit set,
+    step/fsdp.py mamba_units)."""
     model = framework_model(model, framework)   # what the emitted launch trains (TorchTitan: no MTP)
+    mamba_units = fsdp.mamba_units(framework, megatron_core)
     collective_time_s, moe_all_to_all_time_s = _costmodel()
     hierarchical_reduce_scatter_time_s = _hierarchical()
     cal = calibration
@@ -309,6 +313,16 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     if np.any(a.cpu_offload_layers > 0):
         moved = memory.offloaded_bytes_per_microbatch(model, a, tp=tp, cp=cp, pp=pp, etp=etp, tokens_mb=tokens_mb,
                                                       sp=sp, framework=framework)
+    # Module-level offload of the fused grouped MLP's large saved tensors (memory.fused_mlp_offload_elements): the
+    # stage's MoE layers but the kept margin send them out after their forward and read them back before their
+    # backward, on their own copy streams (fine_grained_activation_offload.py: d2h_stream / h2d_stream, "asynchronously
+    # transferring activations"): the same copies as layer offloading, charged by kernels.offload_exposed_s.
+    if model.is_moe and np.any(a.fused_mlp_offload_min > 0):
+        fused = memory.fused_mlp_offload_elements(model, a, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb,
+                                                  framework=framework)
+        fused_moved = tokens_mb * fused * memory.fused_mlp_offloaded_layers(block_counts(model).moe / pp) * memory.BF16
+        moved = fused_moved if moved is None else moved + fused_moved
+    if moved is not None:
         offload_mb = kernels.offload_exposed_s(moved / kernels.host_link_bytes_per_s(gpu), compute_mb)
 
     # Tensor parallel: per (column, row) linear pair the forward and backward collectives (tp_comm.py).
@@ -468,9 +482,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         # one stage holds all of them (/ pp as dense_local); the units are the TransformerLayers.
         non_unit = fsdp.megatron_non_unit_params(
             model, vocab_params=vocab * model.hidden, vocab_matrices=1 if model.tied_embeddings else 2, loss=True,
-            mamba_blocks=blocks.mamba, mtp_layers=model.num_mtp_layers, dense_share=1.0 / tp,
+            mamba_blocks=0 if mamba_units else blocks.mamba, mtp_layers=model.num_mtp_layers, dense_share=1.0 / tp,
             framework=framework) / pp
-        units = blocks.layers - (blocks.mamba if framework == "megatron" else 0)
+        units = blocks.layers - (blocks.mamba if framework == "megatron" and not mamba_units else 0)
         # the non-unit vocabulary matrices are bf16 parameters (module_precision): gathered at 2 B
         vocab_kept = np.where(framework == "megatron", pc.embeddings / (tp * pp), 0.0)
         for local, kept, kept_bf16, group, domains, terms in (
@@ -488,6 +502,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                                    param_bytes=param_bytes[sel], grad_size=grad_bytes(framework))
             for out, value in zip(terms, got):
                 out[sel] = value
+    # HSDP's outer "optim" sharding (memory.outer_optim_shards) is charged in memory only: its optimizer steps 1/replicas
+    # of the shard, but the updated parameters then cross the replicas by an all-gather after the step (the gradients
+    # by a reduce-scatter instead of the all-reduce: a ring all-reduce's two halves), and where that gather runs is
+    # not read here. Charging the smaller step alone (fix-BY) moved the two Nemotron-3-Ultra 26.08 rows, the only
+    # rows with it, from +4.5% / +12.3% to +7.4% / +15.0% (GB300 / GB200): not kept.
     owned = np.where(dist, dense_local / shard_group + expert_local / expert_shard_group,
                      dense_local + expert_local)
     optimizer_s = owned * OPTIMIZER_BYTES_PER_PARAM / memory_rate
@@ -510,7 +529,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     mem = memory.memory_per_gpu(model, a, system.gpu, cal, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, etp=etp,
                                 dense_group=shard_group, expert_group=expert_shard_group, n_mb=n_mb,
                                 tokens_mb=tokens_mb, sp=sp, framework=framework,
-                                offloaded_bytes=moved)
+                                offloaded_bytes=moved, mamba_units=mamba_units)
     return StepBreakdown(
         valid=valid, violations=violations, num_microbatches=n_mb,
         compute_s=n_mb * compute_mb, gemm_s=n_mb * gemm_s, attention_s=n_mb * attention_s,

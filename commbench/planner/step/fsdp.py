@@ -30,6 +30,13 @@ ParallelDims.build_mesh): efsdp = dp_shard*cp*tp/ep ranks of a replica shard the
 replicas all-reduce their gradient shards, so their shard group is EDP/replicas (step/evaluate.py).
 Megatron-FSDP in megatron-core 0.16.1 builds no expert mesh for HSDP: Megatron plans refuse it.
 
+The unit set depends on the megatron-core a run uses (mamba_units): from 0.19.0 (core_v0.19.0 and cd4afff, the
+commit Megatron-Bridge v0.6.0 / NeMo 26.08 pins) mcore_fsdp_adapter.py:160-162 sets fsdp_unit_modules =
+[TransformerLayer, MoETransformerLayer, MambaLayer] under optim_grads_params, so a hybrid's Mamba layers are units
+too (gathered per micro-batch and freed, charged as the others) and only the embedding, output layer, final norm and
+MTP projections stay outside; 0.16.1 to 0.18.2 (core_v0.16.1, d7288711 / 2edffad 0.17.x, d0b3b77 0.18.0, 458c8d0
+0.18.2: adapter line 97 / 126 / 154) have [TransformerLayer] only, as below. The plans target 0.16.1; a published
+run is charged with its release's (calibrate/published.py run_megatron_core).
 Megatron-FSDP's units are TransformerLayers only (megatron-core 0.16.1; paths below under
 megatron/core/distributed/fsdp/, `mf` = src/megatron_fsdp/megatron_fsdp.py, `pgb` = src/megatron_fsdp/
 param_and_grad_buffer.py). mcore_fsdp_adapter.py:93-99: with optim_grads_params and no fsdp_unit_modules, which
@@ -103,6 +110,14 @@ from commbench.planner.step.dp_sync import GRAD_BYTES, PARAM_BYTES, hidden
 from commbench.planner.step.stage_memory import _layer_kinds, _per_kind_params
 
 GATHERED_UNITS = 2  # the running unit and the prefetched one
+MAMBA_UNITS_FROM = (0, 19)   # the first megatron-core whose Megatron-FSDP wraps MambaLayer as a unit (docstring)
+PLANNED_MEGATRON_CORE = (0, 16)   # the megatron-core the plans' Megatron-LM (core_v0.16.1) runs
+
+
+def mamba_units(framework: str = "megatron", megatron_core: tuple[int, int] | None = None) -> bool:
+    """Whether Megatron-FSDP's units include a hybrid's Mamba layers (module docstring): megatron-core `megatron_core`
+    (MAJOR, MINOR; None: the plans' PLANNED_MEGATRON_CORE) 0.19 or newer. TorchTitan's blocks are units anyway."""
+    return framework == "megatron" and tuple(megatron_core or PLANNED_MEGATRON_CORE) >= MAMBA_UNITS_FROM
 
 
 def fsdp_sync_s(system, cal, coll, *, local, group, domains, n_mb, units, compute_mb, dp_overlap,

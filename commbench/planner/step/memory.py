@@ -20,6 +20,10 @@ framework builds (models/counts.step_vocab: Megatron-LM's vocabulary padded to m
 TorchTitan's unpadded). Blocks are
 counted by kind (step/mamba.py block_counts), so a hybrid model's Mamba, attention, MLP and MoE
 layers each add their own terms (Mamba's in step/mamba.py).
+Module-level offload of the fused grouped MLP (layout fused_mlp_offload_min, megatron-core 0.19.0) takes the routed
+experts' saved tensors that reach the element threshold off the GPU for all MoE layers but one
+(fused_mlp_offload_elements); HSDP's outer "optim" sharding splits the optimizer state across the replicas
+(outer_optim_shards).
 """
 
 from __future__ import annotations
@@ -315,6 +319,51 @@ def offloaded_bytes_per_microbatch(model: ModelSpec, arr, *, tp, cp, pp, etp, to
     return offloaded_share(model, arr, pp) * tokens_mb * per_token * BF16 / pp
 
 
+def fused_mlp_offload_elements(model: ModelSpec, arr, *, tp, cp, etp, tokens_mb, recompute=None,
+                               framework: str = "megatron") -> np.ndarray:
+    """bf16-equivalent elements per micro-batch token per MoE layer that module-level activation offload of the fused
+    grouped MLP (layout fused_mlp_offload_min > 0: megatron-core 0.19.0 --fine-grained-activation-offloading
+    --offload-modules fused_group_mlp --min-offloaded-tensor-size N) moves to host memory on one GPU; 0 elsewhere.
+
+    megatron-core cd4afff (26.08's pin) transformer/moe/experts.py wraps the fused grouped MLP (TE op fuser) in one
+    offload group; pipeline_parallel/fine_grained_activation_offload.py intercepts every tensor autograd saves inside
+    it (saved_tensors_hooks) and offloads those whose numel() reaches min_offloaded_tensor_size
+    (tensor_need_offloading_checker: `tensor.numel() < self.min_offloaded_tensor_size` stays). The routed saved
+    tensors of one layer and micro-batch on a rank, as _per_token_elements counts them, with their element counts:
+    the FC1 input (etp x the rank's routed copies x the expert width, a quantized copy in 8/4-bit recipes), the FC1
+    output (the activation input, (g - 1) x FFN wide, bf16) and the activation output (FFN wide, quantized; freed by
+    moe_act recompute). The rank's routed copies per layer are tokens_mb x top-k / (tp x cp), as the routed term
+    charges them (Megatron-Bridge's Ultra recipes force-balance the routing). Nemotron-3-Ultra on 256 GB300 (TP1,
+    8192 tokens, top-22, latent 2048, FFN 5120, squared ReLU): FC1 input 369M elements, FC1 output 923M: only the FC1
+    output passes the recipe's 500M, as its comment says ("approximates offloading the moe_act input"); on GB200
+    (TP2 + SP) 184.5M and 461M against 350M. Not under full recompute (the layer's input alone is kept)."""
+    n = np.broadcast(np.asarray(tp), np.asarray(arr.fused_mlp_offload_min)).shape
+    if not model.is_moe or framework != "megatron" or not np.any(arr.fused_mlp_offload_min > 0):
+        return np.zeros(n)
+    recompute = arr.recompute if recompute is None else recompute
+    keep = rc.keep_factors(model, None, recompute)
+    gemm_in = saved_gemm_input(arr.precision)
+    k, ffn, w, g = model.top_k, model.expert_ffn, model.expert_width, model.glu_factor
+    rows = tokens_mb * k / (tp * cp)                 # the rank's routed token copies in one MoE layer
+    threshold = arr.fused_mlp_offload_min
+    tensors = ((rows * etp * w, etp * w * gemm_in),                          # FC1 input (etp gathered copies)
+               (rows * ffn * (g - 1), ffn * (g - 1)),                        # FC1 output: the activation's input
+               (rows * ffn, keep[rc.EXPERT_ACT] * ffn * gemm_in))            # activation output (FC2 input)
+    per_token = sum(np.where(numel >= threshold, elements, 0.0) for numel, elements in tensors) * k / (tp * cp)
+    return np.where((threshold > 0) & (recompute != 2), per_token, 0.0)
+
+
+# The offload groups megatron-core keeps on the GPU: after the first iteration's warm-up, post_warmup_callback
+# (fine_grained_activation_offload.py at cd4afff) marks the last group of each module name not offloadable "to make
+# sure the reloading won't block the main stream" (the offload margin: one per name, fused_group_mlp's one layer).
+FUSED_MLP_KEPT_LAYERS = 1
+
+
+def fused_mlp_offloaded_layers(moe_layers) -> np.ndarray:
+    """MoE layers of a rank whose fused grouped MLP's large tensors go to host memory: all but the margin."""
+    return np.maximum(np.asarray(moe_layers, dtype=float) - FUSED_MLP_KEPT_LAYERS, 0.0)
+
+
 def logits_bytes(model: ModelSpec, *, tp, cp, tokens_mb, framework: str = "megatron") -> np.ndarray:
     """The loss stage's logits of one micro-batch (main head and MTP heads) at the rows the framework builds."""
     return (tokens_mb / (tp * cp) * step_vocab(model, tp, framework) * LOGITS_BYTES[framework]
@@ -322,11 +371,14 @@ def logits_bytes(model: ModelSpec, *, tp, cp, tokens_mb, framework: str = "megat
 
 
 def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedElements, *, vp, n_mb, tokens_mb,
-                          logits) -> np.ndarray:
+                          logits, fused_offload=0.0) -> np.ndarray:
     """Activation bytes one pipeline rank (`load`: stage_memory.candidate_arrays) keeps at its peak: its blocks'
-    saved tensors for the micro-batches it keeps in flight, and the `logits` (logits_bytes) where it holds the
-    loss."""
+    saved tensors for the micro-batches it keeps in flight, less what the fused grouped MLP's offload moves to host
+    memory (`fused_offload`: fused_mlp_offload_elements per token per MoE layer, all but the margin's layer), and the
+    `logits` (logits_bytes) where it holds the loss."""
     per_mb_rank = tokens_mb * saved.of(load.counts) * BF16              # one micro-batch, all chunks of the rank
+    if np.any(np.asarray(fused_offload) > 0):
+        per_mb_rank = per_mb_rank - tokens_mb * fused_offload * fused_mlp_offloaded_layers(load.counts.moe) * BF16
     if np.any(arr.cpu_offload_layers):                                  # offloading keeps the other layers'
         per_mb_rank = per_mb_rank * (1.0 - offloaded_share(model, arr, None, layers_local=load.counts.layers))
     # --overlap-moe-expert-parallel-comm runs one more forward chunk before the steady state (megatron-core 0.16.1
@@ -343,8 +395,10 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
     """The largest pipeline rank's activation bytes (rank_activation_bytes over stage_memory's candidates)."""
     saved = SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp, framework=framework)
     logits = logits_bytes(model, tp=tp, cp=cp, tokens_mb=tokens_mb, framework=framework)
+    fused_offload = fused_mlp_offload_elements(model, arr, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb,
+                                               framework=framework)
     return np.max([rank_activation_bytes(model, arr, load, saved, vp=vp, n_mb=n_mb, tokens_mb=tokens_mb,
-                                         logits=logits)
+                                         logits=logits, fused_offload=fused_offload)
                    for load in candidate_arrays(model, pp, vp, tp, framework)], axis=0)
 
 
@@ -362,7 +416,7 @@ LOGITS_BYTES = {"megatron": 2.0, "torchtitan": 8.0}
 
 def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, dense_group, expert_group,
                    n_mb, tokens_mb, sp, framework: str = "megatron",
-                   offloaded_bytes=None) -> MemoryBytes:
+                   offloaded_bytes=None, mamba_units: bool = False) -> MemoryBytes:
     """Memory of the pipeline rank that holds the most (stage_memory: what each rank's stages build and keep in
     flight); MemoryBytes.rank names it.
 
@@ -380,15 +434,17 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
         host_capacity[:] = host_memory_bytes(gpu) * (1.0 - cal.host_reserve_fraction)
     graph_full = np.where(arr.cuda_graph == 2, cal.graph_full_fraction, 0.0)  # of the activations
 
+    outer = outer_optim_shards(arr)
     static = RowGroups(tp, pp, vp, ep, etp, dense_group, expert_group, arr.precision, arr.distributed_optimizer,
-                       arr.fsdp)
+                       arr.fsdp, outer)
     s = static.columns(arr, ("precision", "distributed_optimizer", "fsdp"))
+    s.outer_optim_shards = static.of(outer)
     s_loads = candidate_arrays(model, static.of(pp), static.of(vp), static.of(tp), framework)
     weights, grads, optimizer = (np.array([np.broadcast_to(x, (len(static),)) for x in term]).reshape(-1, len(static))
                                  for term in static_bytes_per_rank(
                                      model, s, gpu, s_loads, tp=static.of(tp), ep=static.of(ep), etp=static.of(etp),
                                      dense_group=static.of(dense_group), expert_group=static.of(expert_group),
-                                     framework=framework))
+                                     framework=framework, mamba_units=mamba_units))
     held = weights + grads + optimizer   # per rank x group
     rank = np.array([np.broadcast_to(load.rank, (len(static),)) for load in s_loads]).reshape(-1, len(static))
 
@@ -396,15 +452,18 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     # dispatcher and EP: grouped by its answer, not by them
     kept = rc.graph_kept_moe_norm(model, arr) if framework == "megatron" and model.is_moe else np.zeros(n, dtype=bool)
     act = RowGroups(tp, cp, pp, vp, etp, sp, n_mb, tokens_mb, arr.precision, arr.recompute, arr.recompute_layers,
-                    arr.cpu_offload_layers, arr.moe_a2a_overlap, arr.pp, arr.vp, kept)
+                    arr.cpu_offload_layers, arr.moe_a2a_overlap, arr.pp, arr.vp, kept, arr.fused_mlp_offload_min)
     a = act.columns(arr, ("precision", "recompute", "recompute_layers", "cpu_offload_layers", "moe_a2a_overlap",
-                          "pp", "vp"))
+                          "pp", "vp", "fused_mlp_offload_min"))
     a_tp, a_cp, a_vp, a_tokens = act.of(tp), act.of(cp), act.of(vp), act.of(tokens_mb)
     saved = SavedElements(model, a, tp=a_tp, cp=a_cp, etp=act.of(etp), sp=act.of(sp), framework=framework,
                           graph_kept_norm=act.of(kept))
     logits = logits_bytes(model, tp=a_tp, cp=a_cp, tokens_mb=a_tokens, framework=framework)
+    fused_offload = fused_mlp_offload_elements(model, a, tp=a_tp, cp=a_cp, etp=act.of(etp), tokens_mb=a_tokens,
+                                               framework=framework)
     activations = np.array([np.broadcast_to(rank_activation_bytes(model, a, load, saved, vp=a_vp, n_mb=act.of(n_mb),
-                                                                  tokens_mb=a_tokens, logits=logits), (len(act),))
+                                                                  tokens_mb=a_tokens, logits=logits,
+                                                                  fused_offload=fused_offload), (len(act),))
                             for load in candidate_arrays(model, act.of(pp), a_vp, a_tp, framework)])
     activations = activations.reshape(-1, len(act))
     assert len(activations) == len(held)   # the same (pp, vp, tp) keys: the same candidates, in the same order
@@ -436,8 +495,23 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     )
 
 
+def outer_optim_shards(arr) -> np.ndarray:
+    """How many ways Megatron-FSDP's outer (inter-replica) DP splits each shard group's optimizer state: the HSDP
+    replicas (fsdp_replicas) with --outer-dp-sharding-strategy optim (layout fsdp_outer_optim; megatron-core
+    arguments.py: "optim" (Optimizer State Hybrid Sharding); mcore_fsdp_adapter.py hsdp_outer_dp_shard =
+    outer_dp_sharding_strategy != "no_shard"), so the fp32 main parameters and Adam moments of a rank are 1/(shard
+    group x replicas) of its parameters, as the distributed optimizer's over all of DP; 1 otherwise (no_shard: each
+    replica holds its shard group's state whole)."""
+    outer = getattr(arr, "fsdp_outer_optim", None)
+    if outer is None:
+        return np.ones(np.shape(arr.fsdp))
+    return np.where(np.asarray(arr.fsdp, dtype=bool) & np.asarray(outer, dtype=bool),
+                    np.maximum(np.asarray(arr.fsdp_replicas), 1), 1).astype(float)
+
+
 def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *, tp, ep, etp, dense_group,
-                          expert_group, framework: str = "megatron") -> tuple[list, list, list]:
+                          expert_group, framework: str = "megatron",
+                          mamba_units: bool = False) -> tuple[list, list, list]:
     """(weights, gradients, optimizer state) bytes of each pipeline rank in `loads` (stage_memory.candidate_arrays),
     three lists in its order; `arr` needs only precision, distributed_optimizer and fsdp."""
     vocab = step_vocab(model, tp, framework)   # the embedding/output rows it builds
@@ -453,8 +527,11 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
     dense_share, expert_share = 1.0 / tp, 1.0 / (etp * ep)
     held_bytes = weight_bytes + cache_bytes
     vocab_params = vocab * model.hidden
-    optimizer_dense = 12.0 * np.where(dist, dense_share / dense_group, dense_share)
-    optimizer_expert = 12.0 * np.where(dist, expert_share / expert_group, expert_share)
+    # HSDP with outer "optim" sharding: the state of a shard group's shard split again across the replicas
+    outer = getattr(arr, "outer_optim_shards", None)
+    outer = outer_optim_shards(arr) if outer is None else outer
+    optimizer_dense = 12.0 * np.where(dist, dense_share / (dense_group * outer), dense_share)
+    optimizer_expert = 12.0 * np.where(dist, expert_share / (expert_group * outer), expert_share)
     any_fsdp = bool(np.any(arr.fsdp))
     mtp_dense, mtp_expert = _per_kind_params(model, _layer_kinds(model))[3]
     mtp_per_layer = (mtp_dense * dense_share + mtp_expert * expert_share) / max(model.num_mtp_layers, 1)
@@ -476,9 +553,9 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
             # TransformerLayers (Mamba layers are not); TorchTitan's units are its blocks (step/fsdp.py)
             non_unit = fsdp.megatron_non_unit_params(
                 model, vocab_params=vocab_params, vocab_matrices=load.vocab_matrices, loss=load.loss,
-                mamba_blocks=load.counts.mamba, mtp_layers=load.mtp_layers, dense_share=dense_share,
+                mamba_blocks=0 if mamba_units else load.counts.mamba, mtp_layers=load.mtp_layers, dense_share=dense_share,
                 framework=framework)
-            units = load.counts.layers - (load.counts.mamba if framework == "megatron" else 0)
+            units = load.counts.layers - (load.counts.mamba if framework == "megatron" and not mamba_units else 0)
             shard = dense_local / dense_group + expert_local / expert_group
             kept = fsdp.megatron_kept_gathered_params(non_unit, dense_group)
             f_weights, f_grads = fsdp.fsdp_memory_bytes(
