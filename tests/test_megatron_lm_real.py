@@ -167,16 +167,19 @@ def test_a_pinned_per_layer_graph_is_never_planned_with_full_recompute(monkeypat
     """plan --layout cuda_graph=layer for DeepSeek-V3 on 64 GB200 picked recompute=full (the only recompute that
     fits there), which megatron-core refuses under per-layer graphs ("full recompute is only supported with full
     iteration CUDA graph"): the plan's Megatron section was refused. The search now keeps per-layer graphs off
-    full-recompute rows, and pinning both is refused in one line; the planned layout launches. On 64 GPUs nothing
-    else fits (Megatron-FSDP rows, which did, run no CUDA graph: frameworks.MEGATRON_FSDP_NO_GRAPHS), so the search
-    says so; on 128 it plans per-layer graphs without full recompute."""
+    full-recompute rows, and pinning both is refused in one line; the planned layout launches. On 64 GPUs only
+    selective-recompute rows at the memory edge fit under the default 2% headroom (Megatron-FSDP rows run no CUDA
+    graph: frameworks.MEGATRON_FSDP_NO_GRAPHS); on 128 it plans per-layer graphs without full recompute."""
     from commbench.errors import CommbenchError
     from commbench.planner import load_model
     from commbench.planner.search.space import SearchRequest, search
     model = load_model("deepseek-v3")
+    edge = search(SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=64), num_gpus=64, gbs=256,
+                                precision="mxfp8", pins={"cuda_graph": "layer"}, keep=5))
+    assert len(edge.layouts) and (edge.layouts.cuda_graph == 1).all() and (edge.layouts.recompute != 2).all()
     with pytest.raises(CommbenchError, match=r"^no layout of deepseek-v3 fits in memory on 64 GPUs"):
         search(SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=64), num_gpus=64, gbs=256,
-                             precision="mxfp8", pins={"cuda_graph": "layer"}, keep=5))
+                             precision="mxfp8", pins={"cuda_graph": "layer"}, keep=5, headroom_fraction=0.05))
     gpus = 128
     fabric = load_preset("gb200-nvl72", num_gpus=gpus)
     res = search(SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=256, precision="mxfp8",

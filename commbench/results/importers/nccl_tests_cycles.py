@@ -8,6 +8,8 @@ to 16 bytes: src/all_gather.cu `base = (count/nranks) & ~(16/eltSize - 1)`; befo
 sizes below ranks x 16 B each print the same `0 0` row, and a -i byte step below the alignment prints an aligned size
 more than once. Such a row is its sweep's point again, not a cycle: a cycle starts where the sweep restarts, its size
 falling, or where the sweep already printed every size its banner steps through (a sweep whose sizes all print alike).
+Without a banner (a log cut to its table) the sweep's length is unknown: a size printed again starts a cycle (nccl-tests'
+-N over one size, -b = -e), except the `0 0` rows, which only the alignment repeats within a sweep.
 commbench's own --format nccl-tests text prints each point once a cycle, in its size list's order (its banner's step
 may stand in for a list: results/nccl_tests_text.size_step): there a point the cycle already printed starts the next.
 """
@@ -36,7 +38,8 @@ class Cycles:
         elif self.ours:
             restart = (sweep, lead) in self.printed
         else:
-            restart = size < self.last[sweep] or (self.sizes is not None and self.rows[sweep] >= self.sizes)
+            restart = size < self.last[sweep] or (self.sizes is not None and self.rows[sweep] >= self.sizes) or (
+                self.sizes is None and size == self.last[sweep] and size > 0)
         if restart:
             self.last, self.rows, self.printed = {}, {}, set()
         self.last[sweep] = size
