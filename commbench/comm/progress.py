@@ -77,23 +77,28 @@ def lead_last_error(output_path: str, pending: dict | None, cause: str) -> bool:
     if not last_record_is(output_path, pending):
         return False
     with open(output_path, "rb+") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        start = max(0, size - (1 << 16))
-        handle.seek(start)
-        tail = handle.read()
-        body = tail.rstrip(b"\n")
-        cut = body.rfind(b"\n") + 1
-        try:
-            record = json.loads(body[cut:])
-        except ValueError:
-            return False
-        if record.get("status") != "failed" or str(record.get("error", "")).startswith(cause):
+        line_at, record = _last_failed_record(handle)
+        if record is None or str(record.get("error", "")).startswith(cause):
             return False
         record["error"] = f"{cause}; the ranks still running then reported: {record.get('error', '')}"
-        handle.seek(start + cut)
+        handle.seek(line_at)
         handle.truncate()
         handle.write((json.dumps(record, separators=(",", ":")) + "\n").encode())
     return True
+
+
+def _last_failed_record(handle) -> tuple[int, dict | None]:
+    """(offset of the file's last line, its record where it is a failed one, else None)."""
+    size = handle.seek(0, os.SEEK_END)
+    start = max(0, size - (1 << 16))
+    handle.seek(start)
+    body = handle.read().rstrip(b"\n")
+    cut = body.rfind(b"\n") + 1
+    try:
+        record = json.loads(body[cut:])
+    except ValueError:
+        return start + cut, None
+    return start + cut, record if isinstance(record, dict) and record.get("status") == "failed" else None
 
 
 def drop_last_failed(output_path: str, pending: dict | None) -> bool:
@@ -102,16 +107,8 @@ def drop_last_failed(output_path: str, pending: dict | None) -> bool:
     if not last_record_is(output_path, pending):
         return False
     with open(output_path, "rb+") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        start = max(0, size - (1 << 16))
-        handle.seek(start)
-        body = handle.read().rstrip(b"\n")
-        cut = body.rfind(b"\n") + 1
-        try:
-            record = json.loads(body[cut:])
-        except ValueError:
+        line_at, record = _last_failed_record(handle)
+        if record is None:
             return False
-        if record.get("status") != "failed":
-            return False
-        handle.truncate(start + cut)
+        handle.truncate(line_at)
     return True
