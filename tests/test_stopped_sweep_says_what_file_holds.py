@@ -45,16 +45,22 @@ def _interrupted_after(after_points: bool):
     return run_job
 
 
-def test_a_sweep_stopped_after_its_last_point_says_the_file_holds_every_point(tmp_path, monkeypatch):
+def _stopped_sweep(tmp_path, monkeypatch, after_points: bool):
+    """(spec, output, the closing output flattened, exit code) of a sweep its launcher stops after or before its
+    points."""
     from commbench.comm import job
 
     spec = tmp_path / "allin.toml"
     spec.write_text(SWEEP)
     output = tmp_path / "allin.jsonl"
-    monkeypatch.setattr(job, "run_job", _interrupted_after(True))
+    monkeypatch.setattr(job, "run_job", _interrupted_after(after_points))
     result = CliRunner().invoke(app, ["sweep", str(spec), "-O", str(output), "--nproc", "1"])
-    said = " ".join(result.output.split())
-    assert result.exit_code == 130, result.output
+    return spec, output, " ".join(result.output.split()), result.exit_code
+
+
+def test_a_sweep_stopped_after_its_last_point_says_the_file_holds_every_point(tmp_path, monkeypatch):
+    spec, output, said, exit_code = _stopped_sweep(tmp_path, monkeypatch, True)
+    assert exit_code == 130, said
     assert f"every planned point (2) is in {output}: nothing is left for --resume" in said, said
     assert "continue with" not in said
     # what it says is what --resume finds
@@ -64,15 +70,8 @@ def test_a_sweep_stopped_after_its_last_point_says_the_file_holds_every_point(tm
 
 
 def test_a_sweep_stopped_before_its_points_says_continue_with_resume(tmp_path, monkeypatch):
-    from commbench.comm import job
-
-    spec = tmp_path / "allin.toml"
-    spec.write_text(SWEEP)
-    output = tmp_path / "allin.jsonl"
-    monkeypatch.setattr(job, "run_job", _interrupted_after(False))
-    result = CliRunner().invoke(app, ["sweep", str(spec), "-O", str(output), "--nproc", "1"])
-    said = " ".join(result.output.split())
-    assert result.exit_code == 130 and "continue with: commbench sweep" in said and "--resume" in said, said
+    _, _, said, exit_code = _stopped_sweep(tmp_path, monkeypatch, False)
+    assert exit_code == 130 and "continue with: commbench sweep" in said and "--resume" in said, said
     assert "nothing is left" not in said
 
 
