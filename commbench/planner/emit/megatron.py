@@ -103,14 +103,17 @@ MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELE
 CROSS_ENTROPY_ARGS = ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "native"]
 
 
-def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = None) -> str:
+def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = None,
+                       free_bytes: float | None = None) -> str:
     """What the launch's loss holds beyond what the prediction charges (plan.json megatron.notes). The step model
     charges Transformer Engine's fused cross entropy as the calibrated Megatron-Bridge runs ran it (step/memory.py
     LOGITS_BYTES: the logits' gradient written in place into the bf16 logits, 2 B per logit; terms.py: its triton
     kernel's traffic). megatron-core's native one (core_v0.16.1 fusions/fused_cross_entropy.py, tensor_parallel/
     cross_entropy.py) casts the logits to fp32 (calculate_logits_max: .float()), turns them into the softmax in place
     and saves that fp32 softmax for backward: 4 B per logit, 2 B more than charged, on the loss stage per micro-batch
-    in flight there (the backward's bf16 gradient beside it)."""
+    in flight there (the backward's bf16 gradient beside it). `free_bytes`: HBM less the plan's predicted total on its
+    busiest rank; where the extra is more, the note says the launch may run out of memory (the search's fit charges
+    te's bytes, as the published rows ran)."""
     from commbench.planner.step.memory import logits_bytes
     tokens = layout.mbs * (seq_len or model.seq_len)
     extra = float(logits_bytes(model, tp=layout.tp, cp=layout.cp, tokens_mb=tokens, framework="megatron"))
@@ -118,7 +121,11 @@ def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = N
             "later); the prediction charges Transformer Engine's fused cross entropy as the calibrated Megatron-Bridge "
             "runs ran it (2 B per logit), while megatron-core's native one saves its softmax in fp32 for backward "
             f"(4 B per logit): predicted about {extra / 1e9:.2g} GB more on the loss stage per micro-batch than the "
-            "plan's memory figure, and a slower loss kernel than charged")
+            "plan's memory figure, and a slower loss kernel than charged" + (
+                "" if free_bytes is None or extra <= free_bytes else
+                f"; WARNING: that is more than the {max(free_bytes, 0.0) / 1e9:.2g} GB of HBM this plan leaves free on "
+                "its busiest rank: the launch may run out of memory on the loss stage (plan with a larger "
+                "--mem-headroom, or pin a smaller mbs or a larger tp)"))
 
 
 PRECISION_ARGS = {

@@ -72,7 +72,7 @@ def release_core_note(release: str | None, args: list[str] | None = None, *, ask
 
 def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str, domain_size: int = 8,
                      seq_len: int | None = None, flex_backend: str = "deepep", release: str | None = None,
-                     release_asked: bool = True) -> dict[str, Any]:
+                     release_asked: bool = True, free_bytes: float | None = None) -> dict[str, Any]:
     """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env; `release`: the
     plan's release (`release_asked`: given with --software, else the default), whose megatron-core and the flags its
     parse_args refuses are in "release" and, where its core is not the target's, in a note (release_core_note)."""
@@ -96,7 +96,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
                                                domain_size=domain_size, script=megatron_script(model),
                                                connections_why=connections_why),
             "notes": precision_notes(layout) + connections_notes(layout, gpu_name) + architecture_notes(model)
-            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len)])
+            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, free_bytes)])
             + release_core_note(release, args.get("args"), asked=release_asked) + (
                 [] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
@@ -553,7 +553,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     placement = place(lay, req.num_gpus, result.gpus_per_rack)
     megatron = megatron_section(lay, req.model, gpu_name=req.fabric.gpu.name, fabric_name=req.fabric.name,
                                 domain_size=int(req.fabric.domain_size), seq_len=req.seq_len,
-                                flex_backend=flex_backend, release=req.software, release_asked=bool(req.software_asked))
+                                flex_backend=flex_backend, release=req.software, release_asked=bool(req.software_asked),
+                                free_bytes=float(bd.mem_capacity_bytes[0] - bd.mem_total_bytes[0]))
     torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version, framework=framework,
                                 gpu=req.fabric.gpu)
     assumptions = [
