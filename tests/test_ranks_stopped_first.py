@@ -37,9 +37,14 @@ warmup_iters = 0
 
 
 def _signal_ranks_then_launcher(proc, pids: list[int], signum: int, lag_s: float | None) -> None:
-    """`signum` to every rank, then to the launcher `lag_s` later (None: the ranks only)."""
+    """`signum` to every rank, then to the launcher `lag_s` later (None: the ranks only). A child of the launcher gone
+    by then (a short-lived helper process rank_pids saw beside the ranks on a loaded machine) is skipped; the exit code
+    and lines the tests assert say whether the ranks were stopped."""
     for pid in pids:
-        os.kill(pid, signum)
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            continue
     if lag_s is not None:
         time.sleep(lag_s)
         proc.send_signal(signum)
