@@ -75,3 +75,14 @@ def test_the_rule_reads_the_values_too():
     assert refused_flags(["--cuda-graph-scope", "attn", "moe_router"], "25.09") != []
     assert refused_flags(["--cuda-graph-scope", "moe_router"], "25.09") != []
     assert refused_flags(["--cuda-graph-impl", "local"], "26.08") == []
+
+
+def test_the_flags_file_and_the_recipe_table_name_one_megatron_core_per_release():
+    """tools/megatron_release_flags.py records each release's megatron-core beside its flags; release_core reads the
+    version from the recipe table: a regenerated file that disagrees would mean one of them read another tree."""
+    from commbench.data.reference import megatron_release_flags_json
+    from commbench.planner.layout.recipes import recipes_json_releases
+    flags = megatron_release_flags_json()["releases"]
+    table = recipes_json_releases()
+    assert set(flags) == set(table)
+    assert {r: d["megatron_core"] for r, d in flags.items()} == {r: d["megatron_core"]["version"] for r, d in table.items()}

@@ -55,9 +55,12 @@ def refused_flags(args: list[str], release: str) -> list[str]:
 
 
 def release_core(release: str) -> tuple[str, str] | None:
-    """(the Megatron-LM ref, the megatron-core version) `release` runs, or None where the data has no such release."""
+    """(the Megatron-LM ref, the megatron-core version) `release` runs, or None where the data has no such release. The
+    version is the recipe table's (recipes.json, the one source the step model's version rules read too)."""
+    from commbench.planner.layout.recipes import recipes_json_releases
     data = megatron_release_flags_json()["releases"].get(release)
-    return None if data is None else (data["ref"], data["megatron_core"])
+    table = recipes_json_releases().get(release)
+    return None if data is None or table is None else (data["ref"], table["megatron_core"]["version"])
 
 
 __all__ = ["TARGET_CORE", "argv_values", "refused_flags", "release_core"]
