@@ -3,6 +3,11 @@
 `run_ranks(fn, world_size)` calls `fn(backend, *args)` on every rank with a TorchBackend("gloo")
 joined on a fresh port, and returns the ranks' return values in rank order. A rank that raises fails
 the test with its traceback; a rank that hangs is killed after `timeout_s`.
+
+A launch whose ranks never all join (rendezvous, within `JOIN_TIMEOUT_S`) is started once more on a fresh port, with
+a note on stderr: CI at a55c80b saw forked ranks that never reached the store on a loaded 2-core runner ("3/6 clients
+joined" after 61 s, then passing on rerun). What a test asserts is what its ranks compute once joined; a rendezvous
+that fails twice still fails the test.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import socket
+import sys
 import traceback
 from typing import Any, Callable
 
@@ -20,12 +26,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+JOIN_TIMEOUT_S = 40.0
+_JOIN_FAILED = "RunFailed: rendezvous"   # how commbench.comm.rendezvous.join_within's failures read
+_HUNG = "timed out after"
+
+
 def _rank_main(rank: int, world_size: int, port: int, fn: Callable, args: tuple, queue, timeout_s: float) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     from commbench.comm.torch_backend import TorchBackend
 
     try:
-        backend = TorchBackend("gloo", rank=rank, world_size=world_size, local_rank=rank, timeout_s=timeout_s)
+        backend = TorchBackend("gloo", rank=rank, world_size=world_size, local_rank=rank, timeout_s=timeout_s,
+                               join_timeout_s=min(timeout_s, JOIN_TIMEOUT_S))
         try:
             queue.put((rank, True, fn(backend, *args)))
         finally:
@@ -35,6 +47,18 @@ def _rank_main(rank: int, world_size: int, port: int, fn: Callable, args: tuple,
 
 
 def run_ranks(fn: Callable[..., Any], world_size: int, *, timeout_s: float = 60.0, args: tuple = ()) -> list[Any]:
+    results, errors = _launch(fn, world_size, timeout_s, args)
+    joins_failed = [e for e in errors if _JOIN_FAILED in e]
+    if joins_failed and not results and all(e in joins_failed or e.startswith(_HUNG) for e in errors):
+        print(f"note: {world_size} gloo ranks did not all join; starting them once more on a fresh port",
+              file=sys.stderr)
+        results, errors = _launch(fn, world_size, timeout_s, args)
+    if errors:
+        raise AssertionError("\n".join(errors))
+    return [results[r] for r in range(world_size)]
+
+
+def _launch(fn: Callable[..., Any], world_size: int, timeout_s: float, args: tuple) -> tuple[dict[int, Any], list[str]]:
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
     port = free_port()
@@ -52,12 +76,10 @@ def run_ranks(fn: Callable[..., Any], world_size: int, *, timeout_s: float = 60.
             else:
                 errors.append(f"rank {rank} raised:\n{value}")
     except Exception as exc:  # queue.Empty: a rank hung
-        errors.append(f"timed out after {timeout_s} s waiting for ranks ({type(exc).__name__})")
+        errors.append(f"{_HUNG} {timeout_s} s waiting for ranks ({type(exc).__name__})")
     finally:
         for proc in procs:
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
-    if errors:
-        raise AssertionError("\n".join(errors))
-    return [results[r] for r in range(world_size)]
+    return results, errors
