@@ -100,6 +100,33 @@ those units and FSDP2's dtypes (titan_unit_params, titan_fsdp_memory_bytes):
   fp32 reduce-scatter input they are cast into (reduce_dtype float32: torch/distributed/fsdp/_fully_shard/
   _fsdp_collectives.py foreach_reduce, `reduce_scatter_input` allocated in reduce_dtype while the unsharded
   gradients are still alive): 6 B per parameter of the largest unit, not 4.
+
+Checked (session 39, fix-CD): Megatron-FSDP on a MoE model at EP1, the search's best for Qwen3-235B-A22B on 256 H100
+FP8 (tp1 pp1 ep1 mbs8 full recompute, predicted +36% over the published TP2 PP8 VP4 EP32: vendor_layouts rows 20, 46,
+69; +64% row 97). What the charge above gives there, derived by hand: each rank gathers all 128 experts of every
+layer, 235B parameters at 1 B (fp8_param_gather) twice per micro-batch and reduce-scatters them at 2 B once: 1.88 TB
+each way per step (n_mb 4), priced 4.9 s each (384 GB/s per rank: the node's eight 400 Gb/s NICs at 96%, as an
+all-gather's bytes cross into a node over all of them), 6.9 s of the 67.4 s step exposed. One unit's gather (2.49 GB,
+6.5 ms) is a sixth of its forward (~40 ms) and its backward traffic a tenth of its backward with the recompute, so the
+one-unit prefetch window hides it; full recompute adds no gather (megatron_fsdp.py:684-689 at core_v0.16.1: the
+recompute's pre-forward cancels only the forward prefetch; the recomputed unit's pre-backward prefetches the next
+unit in backward order). Megatron-FSDP with experts (mcore_fsdp_adapter.py:156-222, the expert DP mesh) and
+fp8_param_gather (arguments.py:656) are in every release from 25.09. So the communication charge is not what makes
+the claim; nor is FSDP at all: with every FSDP layout out of the search, the best is tp2 pp8 vp3 ep8 mbs1 (no FSDP)
+at +34.2% (rows 20, 46; rows 69 / 97: +33.0% / +58.7%). The gain rests on the published EP32's all-to-all across
+four H100 nodes: 55.5 s total, 37.4 s exposed of a 91.7 s predicted step (measured 81.4 s: the row is predicted
+-11%), against 8.3 s for EP8 inside a node.
+Not charged here (memory; no published row separates them): (1) the reduce-scatter queue. Without
+--fsdp-double-buffer (the plans do not emit it) a unit's unsharded gradient bucket is freed only when popped from
+GradReducePipeline's queue, which pops while the queued elements exceed suggested_communication_unit_size, by default
+max(1e9, 2 x the mean unit's parameters) (megatron_fsdp.py:375-399, param_and_grad_buffer.py:3093-3116, 3316-3335):
+with uniform units of >= 0.5B parameters, three queued units and the one accumulating are alive, not one.
+With --fsdp-double-buffer (Megatron-Bridge's Llama 3 / 3.1 FSDP recipes set it: scripts/performance/configs/llama/
+llama3_llm_pretrain.py:75 and llama31_llm_pretrain.py:71 at 9c9dd84) two. Charged at four, the published Llama3-70B
+64x GB200 FSDP rows (double-buffered) come out 0.1 GB over HBM; charged at two for every row, they fit (194.2 of
+197.6 GB) and nothing ranks differently. At four the EP1 layout above (75.2 -> 90.1 GB of 84.9) no longer fits and the
+rows' gains drop to the EP8 figures above; (2) on Hopper, per-tensor fp8 weights' transposes for the backward
+(keep_fp8_transpose_cache off: one gathered unit's, 1 B a parameter, 2.5 GB there).
 """
 
 from __future__ import annotations
