@@ -22,6 +22,16 @@ fit) are listed and counted apart.
   GB200, B300 over B200, rack over HGX): the check of the hardware difference the model derives from sourced
   facts instead of a per-GPU factor.
 
+- absent GB300 rows: the DGX-GB300 rows of the 26.02 and 26.02.01 tables (performance-summary-archive.md at
+  067f987; benchmarks/data/heldout-gb300-2602-runs.json, 18 rows). calibration-runs.json holds those releases'
+  GB200/B200/B300/H100 rows and no GB300 row, so these runs are unseen on a GPU the fit never saw, at releases it did:
+  shipped, and (with --transfer naming 26.02 / 26.02.01, or all) after `commbench calibrate` on that release's
+  calibration rows of the other GPUs. Two 26.02.01 Llama3-70B rows publish layouts that contradict their release
+  recipe and that the memory model puts over HBM (MXFP8: MBS 2, PP4 without VP, 425 GB; NVFP4: MBS 2, PP1 with
+  DDP, 670 GB of 297), while the recipe at v0.3.1 (LLAMA3_70B_PRETRAIN_CONFIG_GB300_FP8_MX_V2 / NVFP4_V2 @9c9dd84:
+  PP4 VP5 MBS1) is published by 26.04 / 26.04.01 within 1-6% of their throughput: they are predicted as published
+  (an outside check would), and their errors (MXFP8 -30%) are the table's columns, not the model's.
+
     python benchmarks/newer_releases.py [--transfer 26.06,26.08|all] [--rows]
 """
 
@@ -45,6 +55,7 @@ from commbench.planner.calibrate.regularise import calibrate_report  # noqa: E40
 from cli_args import calibration_argument, calibration_of  # noqa: E402
 
 ROWS = Path(__file__).parent / "data" / "newer-release-runs.json"
+ABSENT_GB300 = Path(__file__).parent / "data" / "heldout-gb300-2602-runs.json"
 GOALS = {"all": 8.0, "MoE": 10.0, "transfer": 12.0}
 
 
@@ -132,15 +143,27 @@ def _pair_name(faster: str, slower: str) -> str:
     return f"{faster.split('-')[0].upper()}/{slower.split('-')[0].upper()}"
 
 
-def gpu_steps(runs, errors) -> list[tuple[str, str, str, float, float]]:
+def _as_published(run) -> tuple:
+    """(model, release, GPUs, precision) as a table spells them."""
+    return run.row["model"], run.row["release"], run.row["num_gpus"], run.row["precision"]
+
+
+def _as_modelled(run) -> tuple:
+    """(model, release, GPUs, precision) as the zoo and the layout read them: the calibration set and the newer tables
+    spell a model and a precision differently ('Llama3-70B' / 'LLAMA3_70B', 'FP8-MX' / 'MXFP8')."""
+    return run.model.name, run.row["release"], run.row["num_gpus"], run.layout.precision.upper()
+
+
+def gpu_steps(runs, errors, same_job=_as_published) -> list[tuple[str, str, str, float, float]]:
     """(GPU pair, precision, label, published ratio, predicted ratio) for every run and the same model, release, GPU
     count and precision on the pair's other GPU (GPU_PAIRS; footnoted rows left out), each at its own published
     layout and recipe: how much faster one GPU ran the same job, and how much the model says. Calibration-level
-    errors shared by both cancel, so this isolates the hardware difference the model derives."""
+    errors shared by both cancel, so this isolates the hardware difference the model derives. `same_job`: the (model,
+    release, GPUs, precision) a pair shares, as one table spells it (_as_modelled across two spellings)."""
     by_config = {}
     for r, e in zip(runs, errors):
         if not _footnoted(r):
-            by_config[(r.row["model"], r.row["release"], r.row["num_gpus"], r.row["precision"], r.preset)] = (r, e)
+            by_config[(*same_job(r), r.preset)] = (r, e)
     steps = []
     for (model, release, gpus, precision, preset), (new, e_new) in sorted(by_config.items(), key=lambda kv: kv[1][0].label):
         for faster, slower in GPU_PAIRS:
@@ -170,16 +193,23 @@ def _gpu_steps_summary(steps, show_rows: bool) -> None:
             print(f"  {pair:12s} {label:58s} published x{pub:.2f} predicted x{pred:.2f}")
 
 
-def transfer(runs, releases, calibration) -> tuple[list, list, list]:
-    """Per (release, GPU) in `releases`: fit on the release's other GPUs' rows (calibrate's prior: `calibration`),
-    predict this GPU's as `plan` does with that file (its kernel terms the prior's: calibrate.fit.kernel_terms_of);
-    the third list: the same predicted with every term the fit's (the diagnostic that chose the split)."""
+def _gpu_of(run) -> str:
+    """'DGX-GB300' and 'GB300' alike: the calibration rows and the newer tables spell a system differently."""
+    return str(run.row["gpu"]).removeprefix("DGX-").upper()
+
+
+def transfer(runs, releases, calibration, pool=()) -> tuple[list, list, list]:
+    """Per (release, GPU) in `releases`: fit on the release's other GPUs' rows (`runs` and `pool`, e.g. the
+    calibration set's rows of that release; calibrate's prior: `calibration`), predict this GPU's rows of `runs` as
+    `plan` does with that file (its kernel terms the prior's: calibrate.fit.kernel_terms_of); the third list: the
+    same predicted with every term the fit's (the diagnostic that chose the split)."""
     held, errors, every_term = [], [], []
     for release in releases:
         mine = [r for r in runs if r.row["release"] == release]
-        for gpu in sorted({str(r.row["gpu"]) for r in mine}):
-            train = [r for r in mine if str(r.row["gpu"]) != gpu]
-            test = [r for r in mine if str(r.row["gpu"]) == gpu]
+        others = [r for r in pool if r.row.get("release") == release]
+        for gpu in sorted({_gpu_of(r) for r in mine}):
+            train = [r for r in mine + others if _gpu_of(r) != gpu]
+            test = [r for r in mine if _gpu_of(r) == gpu]
             if not train:
                 print(f"  {release} {gpu}: no other GPU's rows to calibrate on", file=sys.stderr)
                 continue
@@ -203,10 +233,15 @@ def main() -> None:
     runs = published_runs(tuple(json.loads(ROWS.read_text())))
     refused = [r for r in runs if r.layout is None]
     runs = [r for r in runs if r.layout is not None]
+    absent = [r for r in published_runs(tuple(json.loads(ABSENT_GB300.read_text()))) if r.layout is not None]
     known = sorted({r.row["release"] for r in runs})
-    releases = known if args.transfer == "all" else [r for r in args.transfer.split(",") if r]
-    if unknown := [r for r in releases if r not in known]:
-        parser.error(f"--transfer {','.join(unknown)}: no such release in {ROWS.name} (allowed: {', '.join(known)}, or all)")
+    known_absent = sorted({r.row["release"] for r in absent})
+    asked = [r for r in args.transfer.split(",") if r]
+    if unknown := [r for r in asked if r != "all" and r not in known + known_absent]:
+        parser.error(f"--transfer {','.join(unknown)}: no such release in {ROWS.name} or {ABSENT_GB300.name} "
+                     f"(allowed: {', '.join(known + known_absent)}, or all)")
+    releases = known if "all" in asked else [r for r in asked if r in known]
+    releases_absent = known_absent if "all" in asked else [r for r in asked if r in known_absent]
     print(f"{len(runs)} rows modelled of {len(runs) + len(refused)} ({ROWS.name}); not modelled: "
           + (", ".join(sorted({r.row['model'] for r in refused})) or "none"))
     errors = _errors(runs, calibration)
@@ -216,13 +251,43 @@ def main() -> None:
     _summary(f"predicted with {args.calibration or 'the shipped calibration'} vs published", runs, errors)
     _steps_summary(release_steps(runs, errors), args.rows)
     _gpu_steps_summary(gpu_steps(runs, errors), args.rows)
-    if args.transfer:
+    if releases:
         held, errs, every_term = transfer(runs, releases, calibration)
         _summary(f"predicted after calibrate on the release's other GPUs vs published (transfer; {', '.join(releases)}; "
                  "the file's software terms, the kernel terms shipped, as plan uses it)", held, errs)
         _summary("  diagnostic, every term the file's (as plan used it before the kernel terms were scoped to the "
                  "file's GPUs)", held, every_term)
+    _absent_gb300(absent, releases_absent, calibration, args.rows)
     print("goals (issue 24): " + ", ".join(f"{k} <= {v:g}%" for k, v in GOALS.items()))
+
+
+def _absent_gb300(absent, releases, calibration, show_rows: bool) -> None:
+    """The GB300 rows of the 26.02 / 26.02.01 tables (ABSENT_GB300): shipped, and after calibrate on the release's
+    calibration rows of the other GPUs (`releases`)."""
+    print(f"\n{len(absent)} GB300 rows of the 26.02 / 26.02.01 tables ({ABSENT_GB300.name}; absent from "
+          "calibration-runs.json, which holds those releases' other GPUs)")
+    errors = _errors(absent, calibration)
+    if show_rows:
+        for r, e in sorted(zip(absent, errors), key=lambda x: x[0].label):
+            print(f"  {r.label:58s} {e:+7.1f}")
+    _summary("predicted with the shipped calibration vs published", absent, errors)
+    labels = {r.label for r in absent}   # the GB300 row over the same run on GB200 / B300 (a calibration row)
+    steps = gpu_steps(*_with_pool(absent, errors, calibration), same_job=_as_modelled)
+    _gpu_steps_summary([s for s in steps if s[2] in labels], show_rows)
+    if releases:
+        pool = [r for r in published_runs() if r.layout is not None]
+        held, errs, every_term = transfer(absent, releases, calibration, pool)
+        _summary(f"predicted after calibrate on the release's calibration rows of the other GPUs vs published "
+                 f"(transfer; {', '.join(releases)}; the kernel terms shipped, as plan uses the file)", held, errs)
+        _summary("  diagnostic, every term the file's", held, every_term)
+
+
+def _with_pool(absent, errors, calibration) -> tuple[list, list]:
+    """The absent rows with the calibration set's rows of the same releases (their shipped errors): the pairs
+    gpu_steps forms are GB300 over GB200 / B300 at one release, layout and precision as each published."""
+    releases = {r.row["release"] for r in absent}
+    pool = [r for r in published_runs() if r.layout is not None and r.row.get("release") in releases]
+    return absent + pool, list(errors) + _errors(pool, calibration)
 
 
 if __name__ == "__main__":

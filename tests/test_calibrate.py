@@ -302,6 +302,34 @@ def test_held_out_gb300_runs_are_disjoint_from_the_calibration_set():
     assert sum(r.layout.fsdp for r in modelled) == 1
 
 
+def test_absent_gb300_rows_of_26_02_are_the_tables_and_never_fitted():
+    """benchmarks/data/heldout-gb300-2602-runs.json: the DGX-GB300 rows of the 26.02 and 26.02.01 tables
+    (performance-summary-archive.md at 067f987, cited per row), which no other table here holds. Every row reads as a
+    calibration row and is modelled; the calibration set holds those releases (the transfer check fits on their other
+    GPUs) and no GB300 row; no run of it is in the held-out or newer-release tables."""
+    from commbench.data.reference import calibration_runs
+    from commbench.planner.calibrate.published import check_row
+
+    data = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+    rows = json.loads((data / "heldout-gb300-2602-runs.json").read_text())
+    assert len(rows) == 18 and {r["gpu"] for r in rows} == {"DGX-GB300"}
+    assert {r["release"] for r in rows} == {"26.02", "26.02.01"}
+    for i, row in enumerate(rows):
+        check_row(row, f"absent GB300 run {i}")
+        assert row["source"] == ("https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/"
+                                 "067f987df03b8355b03192d88d70f1709fedf51a/docs/performance-summary-archive.md")
+    assert len([r for r in published_runs(tuple(rows)) if r.layout is not None]) == len(rows)
+    calibration = list(calibration_runs())
+    assert {"26.02", "26.02.01"} <= {r["release"] for r in calibration}
+    assert not [r for r in calibration if "gb300" in str(r["gpu"]).lower()]
+
+    def key(r):
+        return (r["release"], str(r["gpu"]).removeprefix("DGX-"), r["num_gpus"], r["gbs"], r["tokens_per_s_per_gpu"])
+    others = [r for name in ("heldout-gb300-runs.json", "newer-release-runs.json", "new-family-runs.json")
+              for r in json.loads((data / name).read_text())]
+    assert not {key(r) for r in rows} & {key(r) for r in others + calibration}
+
+
 def test_a_logged_block_recompute_and_cpu_offload_become_layout_fields():
     text = MEGATRON.read_text()
     block = (text.replace("recompute_granularity ........................... None",

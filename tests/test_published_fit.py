@@ -84,11 +84,13 @@ def test_a_row_whose_release_contradicts_its_ep_is_modelled_at_the_recipes():
     release recipe (workload_base_configs.py@7af9601 GPT_OSS_120B_B200_BF16_BASE_CONFIG) has every other size of the
     row and EP 64; 26.02 publishes the EP 64 run at 8,047 (2% off), 26.02.01 the EP 8 one at 13,722 (+67%): the
     throughput is the EP 64 run's, so EP 64 is modelled, its flags the recipe's own, and the note says why. The rule
-    catches no other row of the calibration, held-out GB300 or newer-release tables; the published row is kept."""
+    catches no other row of the calibration, held-out GB300 (25.11, 26.02, 26.02.01) or newer-release tables; the
+    published row is kept."""
     from commbench.data.reference import calibration_runs
     from commbench.planner.calibrate.published import flags_assumed, recipe_size_if_release_contradicts
     root = Path(__file__).parent.parent / "benchmarks" / "data"
-    for rows in (None, json.loads(HELD_OUT.read_text()), json.loads((root / "newer-release-runs.json").read_text())):
+    for rows in (None, json.loads(HELD_OUT.read_text()), json.loads((root / "newer-release-runs.json").read_text()),
+                 json.loads((root / "heldout-gb300-2602-runs.json").read_text())):
         caught = [r for r in published_runs(None if rows is None else tuple(rows))
                   if "contradicts its release" in r.layout_note]
         assert [r.label for r in caught] == (["gpt-oss-120b 64x B200 BF16 25.11"] if rows is None else [])
