@@ -28,6 +28,7 @@ from commbench.planner.calibrate.published import _preset, published_runs, run_m
 from commbench.planner.layout.spec import LayoutArrays
 from commbench.planner.search.space import DEFAULT_HEADROOM
 from commbench.planner.step.evaluate import evaluate_layouts
+from commbench.planner.step.loss_memory import run_loss
 from commbench.planner.step.terms import CALIBRATED
 
 DATA = Path(__file__).parent / "data"
@@ -66,7 +67,8 @@ def memory_rows(runs, cal=CALIBRATED) -> list[dict]:
         lays = [lay] + ([without_savers(lay)] if names else [])
         bd = evaluate_layouts(run.model, _preset(run.preset, int(run.row["num_gpus"])), LayoutArrays.from_layouts(lays),
                               seq_len=int(run.row["seq_len"]), calibration=cal,
-                              megatron_core=run_megatron_core(run.row))
+                              megatron_core=run_megatron_core(run.row),
+                              loss=run_loss("megatron"))   # the TE cross entropy the published runs ran
 
         def terms(i):
             return {t: float(getattr(bd, f"mem_{t}_bytes")[i]) for t in TERMS} | {

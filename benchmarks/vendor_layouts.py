@@ -54,6 +54,7 @@ from commbench.planner.layout.recipes import releases
 from commbench.planner.search.space import STRUCTURE, SearchRequest, best_for_pins, rank_of, search, structure_rank_of
 from commbench.planner.layout.spec import LayoutArrays
 from commbench.planner.step.evaluate import evaluate_layouts
+from commbench.planner.step.loss_memory import run_loss
 from commbench.planner.step.terms import (CALIBRATED, MODEL_GAIN_MEDIAN_ABS_ERROR, MODEL_GAIN_P80_ABS_ERROR,
                                          MODEL_MEDIAN_ABS_ERROR)
 
@@ -76,7 +77,8 @@ def rank_rows(runs, cal=CALIBRATED) -> list[dict]:
             try:  # the request itself may refuse the row (a model the default framework cannot build)
                 req = SearchRequest(model=r.model, fabric=_preset(r.preset, int(r.row["num_gpus"])),
                                     num_gpus=int(r.row["num_gpus"]), gbs=r.layout.gbs, precision=r.layout.precision,
-                                    seq_len=int(r.row["seq_len"]), calibration=cal, software=software)
+                                    seq_len=int(r.row["seq_len"]), calibration=cal, software=software,
+                                    loss=run_loss("megatron"))   # the TE cross entropy the published runs ran
                 cache[key] = search(req)
             except Exception as exc:  # noqa: BLE001 - a row the search cannot cover is reported, not fatal
                 cache[key] = str(exc)
@@ -233,7 +235,7 @@ def flag_gains(rows: list[dict], cal=CALIBRATED) -> dict[str, list[float]]:
         run, changed = r["run"], [dataclasses.replace(lay, **{f: getattr(best, f)}) for f in names]
         bd = evaluate_layouts(run.model, _preset(run.preset, int(run.row["num_gpus"])),
                               LayoutArrays.from_layouts([lay] + changed), seq_len=int(run.row["seq_len"]),
-                              calibration=cal)
+                              calibration=cal, loss=run_loss("megatron"))
         tok = bd.tokens_per_s_per_gpu
         for name, t, ok in zip(names, tok[1:], bd.valid[1:]):
             switch = f"{name} {getattr(lay, name)}->{getattr(best, name)}"

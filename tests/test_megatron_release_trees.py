@@ -90,33 +90,22 @@ def test_each_release_parses_exactly_the_plans_whose_flags_the_data_says_it_take
     assert wrong == [], f"release {release}: " + "\n".join(wrong)
 
 
-def test_the_launch_runs_native_cross_entropy_and_the_plan_says_what_it_holds_beyond_the_charge():
+def test_the_launch_runs_native_cross_entropy_and_the_plan_says_its_memory_charges_it():
     """Runs without the trees: the emitted loss is impl native (the one every table release's validate_args takes)
-    and the plan's Megatron notes give the fp32 softmax native keeps beyond the TE kernel the prediction charges."""
+    and the plan's Megatron notes say the fp32 softmax native keeps is what the plan's memory charges (one note, no
+    warning: step/loss_memory.py), or what it charges instead where the plan is another framework's."""
     from commbench.planner.emit.plan import megatron_section
     model = load_model("qwen3-30b-a3b")
     layout = Layout.for_world(8, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256)
     argv = megatron_args(layout, model)
     assert argv[argv.index("--cross-entropy-fusion-impl") + 1] == "native"
-    notes = megatron_section(layout, model, gpu_name="B200", fabric_name="b200-hgx")["notes"]
-    loss = [n for n in notes if n.startswith("loss: --cross-entropy-fusion-impl native")]
-    # 4096 tokens x 151936 rows x 2 B more than charged
-    assert len(loss) == 1 and "predicted about 1.2 GB more" in loss[0], notes
 
-
-def test_the_native_loss_note_warns_where_the_plan_leaves_less_free_than_it_holds():
-    """The search's fit charges te's 2 B per logit (as the published rows ran); the launch's native loss holds 2 B
-    more. Where the plan leaves less HBM free than that, its note says the launch may run out of memory."""
-    from commbench.planner.emit.plan import megatron_section
-    model = load_model("qwen3-30b-a3b")
-    layout = Layout.for_world(8, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256)   # about 1.2 GB more than charged
-
-    def loss_note(free_bytes):
-        notes = megatron_section(layout, model, gpu_name="B200", fabric_name="b200-hgx", free_bytes=free_bytes)["notes"]
+    def loss_note(**kw):
+        notes = megatron_section(layout, model, gpu_name="B200", fabric_name="b200-hgx", **kw)["notes"]
         (loss,) = [n for n in notes if n.startswith("loss: --cross-entropy-fusion-impl native")]
         return loss
 
-    assert "WARNING" not in loss_note(None) and "WARNING" not in loss_note(2e9)
-    tight = loss_note(0.5e9)
-    assert "WARNING: that is more than the 0.5 GB of HBM this plan leaves free" in tight
-    assert "may run out of memory on the loss stage" in tight
+    # 4096 tokens x 151936 rows x 4 B
+    assert "predicted about 2.5 GB on the loss stage" in loss_note()
+    assert "the plan's predicted memory charges it" in loss_note() and "WARNING" not in loss_note()
+    assert "charges TorchTitan's cross entropy" in loss_note(loss="torchtitan")

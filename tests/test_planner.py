@@ -208,10 +208,10 @@ def test_memory_terms_hand_computed(monkeypatch):
     assert bd.mem_grads_bytes[0] == pytest.approx(2 * p)
     assert bd.mem_optimizer_bytes[0] == pytest.approx(12 * p / 8)
     assert bd.mem_optimizer_bytes[1] == pytest.approx(12 * p)
-    # full recompute keeps each layer's input (h bf16 per token) plus the bf16 logits (the fused cross
-    # entropy writes their gradient in place), and while a layer is re-run for its backward that layer's whole
+    # full recompute keeps each layer's input (h bf16 per token) plus the logits' fp32 softmax (the launch's native
+    # fused cross entropy: step/loss_memory.py), and while a layer is re-run for its backward that layer's whole
     # saved activations (row 0, recompute none: 32 such layers + the logits) less its input
-    logits = 8192 * 128256 * 2
+    logits = 8192 * 128256 * 4
     one_layer = (bd.mem_activations_bytes[0] - logits) / 32
     assert bd.mem_activations_bytes[2] == pytest.approx(8192 * 4096 * 2 * 32 + one_layer - 8192 * 4096 * 2 + logits)
     assert bd.mem_reserve_bytes[0] == pytest.approx(BARE.reserve_fixed_bytes + BARE.reserve_fraction * 178.35 * 2 ** 30)   # B200: what CUDA exposes
@@ -237,7 +237,7 @@ def test_fp8_weights_and_cpu_offload_memory(monkeypatch):
     assert list(bd.mem_weights_bytes[:4]) == pytest.approx([2 * p, layers_p + 2 * v, (2 + 1 / 32) * layers_p + 2 * v,
                                                             (2 + 2 * 0.5625) * layers_p + 2 * v])
     assert list(bd.mem_grads_bytes[:4]) == pytest.approx([2 * p] * 4)
-    layers, logits = 8192 * 4096 * 2 * 32, 8192 * 128256 * 2
+    layers, logits = 8192 * 4096 * 2 * 32, 8192 * 128256 * 4   # the launch's native loss: 4 B per logit
     working = bd.mem_activations_bytes[0] - layers - logits   # the layer full recompute re-runs: on the GPU
     assert working > 0
     assert bd.mem_activations_bytes[4] == pytest.approx(layers * 24 / 32 + working + logits)
@@ -300,7 +300,7 @@ def test_block_recompute_charges_and_frees_its_share_of_each_chunk(monkeypatch):
     act = bd.mem_activations_bytes
     assert act[1] < act[2] < act[0]
     # the layer being re-run holds its whole activations beside the stored ones (full and block alike)
-    working = act[1] - 8192 * 4096 * 2 * 32 - 8192 * 128256 * 2
+    working = act[1] - 8192 * 4096 * 2 * 32 - 8192 * 128256 * 4   # native's fp32 softmax: 4 B per logit
     assert working > 0
     assert act[2] == pytest.approx(5 / 32 * (act[1] - working) + 27 / 32 * act[0] + working)   # logits in both
     assert act[3] == pytest.approx(act[1])

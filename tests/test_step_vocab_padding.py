@@ -102,9 +102,10 @@ def test_logits_memory_at_the_padded_rows():
     padded = memory.activation_bytes(m, arr, **kw)[0]
     # the same model with --make-vocab-size-divisible-by 1: TP2 pads 129,280 to 129,280
     no_pad = dataclasses.replace(m, architecture=dataclasses.replace(m.architecture, vocab_divisible_by=1))
-    # bf16 logits of the micro-batch's tokens over TP, main head + MTP head, 1,280 more rows
+    # the launch's native cross entropy keeps a fp32 softmax of the micro-batch's tokens over TP (4 B per logit,
+    # step/loss_memory.py), main head + MTP head, 1,280 more rows
     assert padded - memory.activation_bytes(no_pad, arr, **kw)[0] == pytest.approx(
-        m.seq_len / 2 * (DSV3_TP2_ROWS - m.vocab) * 2.0 * 2, rel=1e-9)
-    # TorchTitan keeps the model's rows (and its fp32 copy + log-probabilities, memory.LOGITS_BYTES)
+        m.seq_len / 2 * (DSV3_TP2_ROWS - m.vocab) * 4.0 * 2, rel=1e-9)
+    # TorchTitan keeps the model's rows (and its fp32 copy + log-probabilities, loss_memory.LOSS_LOGIT_BYTES)
     kw["framework"] = "torchtitan"
     assert memory.activation_bytes(m, arr, **kw)[0] == pytest.approx(memory.activation_bytes(no_pad, arr, **kw)[0])

@@ -62,6 +62,7 @@ class PlanContext:
     calibration: Calibration
     framework: str
     flags: tuple[str, ...] = ()
+    loss: str | None = None   # the cross entropy the plan's memory charged (inputs.loss; None: the launch's)
 
     @property
     def flex(self) -> bool:
@@ -226,7 +227,8 @@ def prediction_flags(doc: dict, ctx: PlanContext, fabric) -> list[str]:
         return []   # no fabric the plan's, or one without a GPU (a fitted profile alone): nothing to predict on
     bd = evaluate_layouts(ctx.model, fabric, LayoutArrays.from_layouts([ctx.layout]), seq_len=ctx.seq_len,
                           calibration=ctx.calibration, moe_imbalance=ctx.imbalance,
-                          moe_capacity_factor=inputs.get("moe_capacity_factor"), framework=ctx.framework)
+                          moe_capacity_factor=inputs.get("moe_capacity_factor"), framework=ctx.framework,
+                          loss=ctx.loss)
     row = bd.row(0)
     differ = [f"{k} {recorded[k]:.6g} (now {float(row[k]):.6g})" for k in REPREDICTED
               if isinstance(recorded.get(k), (int, float)) and not math.isclose(float(recorded[k]), float(row[k]),
@@ -270,11 +272,26 @@ def plan_context(doc: dict) -> PlanContext:
                                      "again with `commbench plan`)") from None
     flags.extend(filter(None, [model_spec_flag(inputs), *step_model_flags(inputs), *release_flags(inputs)]))
     framework = doc.get("framework")
+    framework = str(framework.get("name", "megatron")) if isinstance(framework, dict) else "megatron"
     return PlanContext(model=model, layout=lay, seq_len=int(inputs.get("seq_len", model.seq_len)),
                        gpus=int(inputs["gpus"]), per_rack=int(doc["placement"]["gpus_per_rack"]),
                        imbalance=float(inputs.get("moe_imbalance", 1.0)), calibration=cal,
-                       framework=str(framework.get("name", "megatron")) if isinstance(framework, dict) else "megatron",
-                       flags=tuple(flags))
+                       framework=framework, flags=tuple(flags), loss=plan_loss(inputs, framework))
+
+
+def plan_loss(inputs: dict, framework: str) -> str:
+    """The cross entropy the plan's memory charged (step/loss_memory.py): inputs.loss, or for a plan written before
+    it was recorded the one plans charged then, the published runs' (run_loss: TE's for Megatron), so its re-prediction
+    is the plan's own."""
+    from commbench.planner.step.loss_memory import check_loss, run_loss
+    loss = inputs.get("loss")
+    if loss is None:
+        return run_loss(framework)
+    try:
+        return check_loss(loss if isinstance(loss, str) else repr(loss), framework)
+    except CommbenchError as exc:
+        raise CommbenchError(f"plan field 'inputs.loss' is invalid: {exc} (write the plan again with "
+                             "`commbench plan`)") from None
 
 
 def _scaled_groups(size: int, nproc: int, divides: int = 0, *, ranks_per_rack: int | None = None,

@@ -783,6 +783,7 @@ def run_megatron_core(row: dict[str, Any]) -> tuple[int, int] | None:
 def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED) -> Predictions:
     """Predicted tokens/s/GPU for each modelled run (grouped into one vectorised call per system)."""
     from commbench.planner.step.evaluate import evaluate_layouts
+    from commbench.planner.step.loss_memory import run_loss
     modelled = [r for r in runs if r.layout is not None]
     n = len(modelled)
     pred, fits, valid = np.zeros(n), np.zeros(n, bool), np.zeros(n, bool)
@@ -795,7 +796,8 @@ def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED
     for (model, preset, num_gpus, seq_len, framework, core), idx in groups.items():
         fabric = _preset(preset, num_gpus)
         bd = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([modelled[j].layout for j in idx]),
-                              seq_len=seq_len, calibration=calibration, framework=framework, megatron_core=core)
+                              seq_len=seq_len, calibration=calibration, framework=framework, megatron_core=core,
+                              loss=run_loss(framework))   # the cross entropy the run ran (TE's for Megatron)
         pred[idx], fits[idx], valid[idx] = bd.tokens_per_s_per_gpu, bd.fits, bd.valid
         mem[idx], cap[idx] = bd.mem_total_bytes, bd.mem_capacity_bytes
         model_tflops[idx], peak[idx] = bd.model_tflops_per_gpu, bd.peak_tflops

@@ -23,9 +23,10 @@ megatron-core 0.16):
 - the fused cross entropy as megatron-core's own kernels run it (`--cross-entropy-loss-fusion
   --cross-entropy-fusion-impl native`): Megatron-LM's validate_args refuses impl te from core_v0.18.2 on
   (168cb15d70, "Disable TE cross entropy loss fusion (#5115)": "Transformer Engine cross entropy loss fusion is
-  disabled due to stability issues"), so a `te` line failed in 26.06.01's and 26.08's containers. The step model
-  still charges Transformer Engine's kernel, as the calibrated Megatron-Bridge runs ran it (their recipes set te and
-  do not go through validate_args); CROSS_ENTROPY_NOTE says what native holds beyond that.
+  disabled due to stability issues"), so a `te` line failed in 26.06.01's and 26.08's containers. The step time
+  still prices Transformer Engine's kernel, as the calibrated Megatron-Bridge runs ran it (their recipes set te and
+  do not go through validate_args); the memory charges native's fp32 softmax (step/loss_memory.py), and the plan
+  says so (cross_entropy_note).
 Launch environment: CUDA_DEVICE_MAX_CONNECTIONS as Megatron's rules set it (layout/connections.py, which cites
 them): 1 on Hopper and earlier with TP/CP > 1 and neither EP overlap nor Megatron-FSDP (validate_args asserts
 it); above 1 with Megatron-FSDP (asserted), with EP all-to-all overlap (megatron-core's MoE README; on Hopper
@@ -103,29 +104,27 @@ MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELE
 CROSS_ENTROPY_ARGS = ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "native"]
 
 
-def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = None,
-                       free_bytes: float | None = None) -> str:
-    """What the launch's loss holds beyond what the prediction charges (plan.json megatron.notes). The step model
-    charges Transformer Engine's fused cross entropy as the calibrated Megatron-Bridge runs ran it (step/memory.py
-    LOGITS_BYTES: the logits' gradient written in place into the bf16 logits, 2 B per logit; terms.py: its triton
-    kernel's traffic). megatron-core's native one (core_v0.16.1 fusions/fused_cross_entropy.py, tensor_parallel/
-    cross_entropy.py) casts the logits to fp32 (calculate_logits_max: .float()), turns them into the softmax in place
-    and saves that fp32 softmax for backward: 4 B per logit, 2 B more than charged, on the loss stage per micro-batch
-    in flight there (the backward's bf16 gradient beside it). `free_bytes`: HBM less the plan's predicted total on its
-    busiest rank; where the extra is more, the note says the launch may run out of memory (the search's fit charges
-    te's bytes, as the published rows ran)."""
+def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = None, charged: str = "native") -> str:
+    """What the launch's loss holds and what the plan's memory charges for it (plan.json megatron.notes). megatron-core's
+    native fused cross entropy (core_v0.16.1 fusions/fused_cross_entropy.py, tensor_parallel/cross_entropy.py) casts
+    the logits to fp32 (calculate_logits_max: .float()), turns them into the softmax in place and saves that fp32
+    softmax for backward: 4 B per logit on the loss stage per micro-batch, 2 B more than Transformer Engine's kernel
+    the calibrated Megatron-Bridge runs ran (step/loss_memory.py). `charged`: the cross entropy the plan's memory
+    charges (SearchRequest.loss: native for a Megatron-LM plan, so the search's fit and a pinned layout's fit are
+    the launch's own; TorchTitan's for a TorchTitan plan). The step time still prices TE's kernel's traffic (terms.py)."""
+    from commbench.planner.step.loss_memory import loss_description
     from commbench.planner.step.memory import logits_bytes
     tokens = layout.mbs * (seq_len or model.seq_len)
-    extra = float(logits_bytes(model, tp=layout.tp, cp=layout.cp, tokens_mb=tokens, framework="megatron"))
-    return ("loss: --cross-entropy-fusion-impl native (Megatron-LM refuses te from core_v0.18.2 on, 26.06.01 and "
-            "later); the prediction charges Transformer Engine's fused cross entropy as the calibrated Megatron-Bridge "
-            "runs ran it (2 B per logit), while megatron-core's native one saves its softmax in fp32 for backward "
-            f"(4 B per logit): predicted about {extra / 1e9:.2g} GB more on the loss stage per micro-batch than the "
-            "plan's memory figure, and a slower loss kernel than charged" + (
-                "" if free_bytes is None or extra <= free_bytes else
-                f"; WARNING: that is more than the {max(free_bytes, 0.0) / 1e9:.2g} GB of HBM this plan leaves free on "
-                "its busiest rank: the launch may run out of memory on the loss stage (plan with a larger "
-                "--mem-headroom, or pin a smaller mbs or a larger tp)"))
+    native = float(logits_bytes(model, tp=layout.tp, cp=layout.cp, tokens_mb=tokens, framework="megatron",
+                                loss="native"))
+    head = ("loss: --cross-entropy-fusion-impl native (Megatron-LM refuses te from core_v0.18.2 on, 26.06.01 and "
+            "later): megatron-core's native fused cross entropy saves its softmax in fp32 for backward, 4 B per logit "
+            f"(predicted about {native / 1e9:.2g} GB on the loss stage per micro-batch, twice what Transformer "
+            "Engine's kernel, which the calibrated Megatron-Bridge runs ran, holds)")
+    if charged == "native":
+        return (head + "; the plan's predicted memory charges it (the layout fits with it), while the step time "
+                "prices TE's faster loss kernel")
+    return head + f"; this plan's predicted memory charges {loss_description(charged)} instead"
 
 
 PRECISION_ARGS = {

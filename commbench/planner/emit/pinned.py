@@ -35,7 +35,7 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
     megatron = megatron_section(layout, model, gpu_name=fabric.gpu.name, fabric_name=fabric.name,
                                 domain_size=int(fabric.domain_size), seq_len=seq_len, flex_backend=flex_backend,
                                 release=req.software, release_asked=bool(req.software_asked),
-                                free_bytes=float(row["mem_capacity_bytes"] - row["mem_total_bytes"]))
+                                loss=req.loss)
     torchtitan = torchtitan_plan(layout, model, seq_len=seq_len, version=torchtitan_version, framework=framework,
                                 gpu=fabric.gpu)
     return {

@@ -72,10 +72,11 @@ def release_core_note(release: str | None, args: list[str] | None = None, *, ask
 
 def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str, domain_size: int = 8,
                      seq_len: int | None = None, flex_backend: str = "deepep", release: str | None = None,
-                     release_asked: bool = True, free_bytes: float | None = None) -> dict[str, Any]:
+                     release_asked: bool = True, loss: str = "native") -> dict[str, Any]:
     """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env; `release`: the
     plan's release (`release_asked`: given with --software, else the default), whose megatron-core and the flags its
-    parse_args refuses are in "release" and, where its core is not the target's, in a note (release_core_note)."""
+    parse_args refuses are in "release" and, where its core is not the target's, in a note (release_core_note);
+    `loss`: the cross entropy the plan's memory charged (SearchRequest.loss), which the loss note names."""
     vocab = split_vocab(model, layout.tp, "megatron")   # the rows the step model charged the loss stage with
     split = choose_split(model, layout.pp, layout.vp, vocab)
     env = launch_env(layout, gpu_name)
@@ -96,7 +97,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
                                                domain_size=domain_size, script=megatron_script(model),
                                                connections_why=connections_why),
             "notes": precision_notes(layout) + connections_notes(layout, gpu_name) + architecture_notes(model)
-            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, free_bytes)])
+            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss)])
             + release_core_note(release, args.get("args"), asked=release_asked) + (
                 [] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
@@ -529,6 +530,7 @@ def plan_inputs(req, *, system: str, pins: dict, searched: bool, calibration_fil
             **({"mem_headroom_fraction": req.headroom_fraction} if searched else {}),
             "moe_imbalance": req.moe_imbalance,
             **({"moe_capacity_factor": req.moe_capacity_factor} if req.moe_capacity_factor is not None else {}),
+            "loss": req.loss,   # the cross entropy whose logits the memory charged (step/loss_memory.py)
             "pins": pins, "fabric": fabric_summary(req.fabric),
             "software": req.software, **({"software_note": req.software_note} if req.software_note else {}),
             **calibration_inputs(calibration_file, calibration_shipped_terms, req.calibration,
@@ -554,7 +556,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     megatron = megatron_section(lay, req.model, gpu_name=req.fabric.gpu.name, fabric_name=req.fabric.name,
                                 domain_size=int(req.fabric.domain_size), seq_len=req.seq_len,
                                 flex_backend=flex_backend, release=req.software, release_asked=bool(req.software_asked),
-                                free_bytes=float(bd.mem_capacity_bytes[0] - bd.mem_total_bytes[0]))
+                                loss=req.loss)
     torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version, framework=framework,
                                 gpu=req.fabric.gpu)
     assumptions = [

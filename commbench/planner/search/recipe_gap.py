@@ -78,9 +78,12 @@ def versus_recipe(result: SearchResult) -> dict | None:
     if req.num_gpus % (int(entry["tp"]) * int(entry["pp"]) * int(entry.get("cp") or 1)):
         return where | {"unavailable": "its tp*pp*cp does not divide the GPU count"}
     lay = recipe_layout(result, entry)
+    # as the recipe runs: Megatron-Bridge's TE cross entropy (step/loss_memory.py run_loss)
+    from commbench.planner.step.loss_memory import run_loss
     bd = evaluate_layouts(req.model, req.fabric, LayoutArrays.from_layouts([lay]), seq_len=req.seq_len,
                           calibration=req.calibration, moe_imbalance=req.moe_imbalance,
-                          moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
+                          moe_capacity_factor=req.moe_capacity_factor, framework=req.framework,
+                          loss=run_loss(req.framework))
     if not bool(bd.valid[0]):
         return where | {"recipe_layout": short(lay), "unavailable": f"its layout {short(lay)} {_broken(result, lay, bd)}"}
     out = where | {"recipe_layout": short(lay), "recipe_flags": _flags(lay), "recipe_pins": _pins(lay, req.model)} \

@@ -42,6 +42,7 @@ from commbench.planner.layout.recipe_model import recipe_model
 from commbench.planner.layout.recipes import release_features
 from commbench.planner.layout.placement import PLACEMENT_BITS, PLACEMENT_RULES
 from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
+from commbench.planner.step.loss_memory import check_loss
 from commbench.planner.search.candidates import candidates
 from commbench.limits import DEFAULT_MEM_HEADROOM
 
@@ -70,6 +71,9 @@ class SearchRequest:
     software: str | None = None  # Megatron-Bridge release whose features are searched (None: the newest)
     software_note: str = ""      # set here: whose recipes stand in for a release the table lacks
     software_asked: bool | None = None   # set here (None): whether `software` was given, not the newest by default
+    # the cross entropy whose logits the memory charges (step/loss_memory.py); None: the emitted launch's (set here).
+    # run_loss(framework) for a published run's or a recipe's system (benchmarks/vendor_layouts.py)
+    loss: str | None = None
 
     @property
     def gpu_name(self) -> str | None:
@@ -99,6 +103,7 @@ class SearchRequest:
             raise invalid("etp", etp, f"only for a MoE model's experts: {self.model.name} is dense (its etp is tp; "
                           "leave etp out)")
         object.__setattr__(self, "framework", check_framework(self.framework))
+        object.__setattr__(self, "loss", check_loss(self.loss, self.framework))
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins))
         check_recompute_layers(self.model, self.pins, self.framework)
         check_precision_runs(self.framework, self.model, self.precision)
@@ -247,7 +252,8 @@ def _evaluated_chunks(req: SearchRequest, arr: LayoutArrays, valid_idx: np.ndarr
     for hi in ends:
         bd = evaluate_layouts(req.model, req.fabric, arr.take(valid_idx[lo:hi]), seq_len=req.seq_len,
                               calibration=req.calibration, moe_imbalance=req.moe_imbalance,
-                              moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
+                              moe_capacity_factor=req.moe_capacity_factor, framework=req.framework,
+                              loss=req.loss)
         for start in range(lo, hi, CHUNK):
             stop = min(start + CHUNK, hi)
             yield valid_idx[start:stop], bd.take(slice(start - lo, stop - lo))
@@ -306,7 +312,7 @@ def no_fit_message(req: SearchRequest) -> str:
             if len(idx) == 0:
                 continue
             bd = evaluate_layouts(trial.model, trial.fabric, arr.take(idx[:CHUNK * 4]), seq_len=req.seq_len,
-                                  calibration=req.calibration, framework=req.framework)
+                                  calibration=req.calibration, framework=req.framework, loss=req.loss)
         except CommbenchError:
             continue
         if np.any(bd.fits & (bd.mem_capacity_bytes * (1 - req.headroom_fraction) >= bd.mem_total_bytes)):
@@ -369,7 +375,7 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
         return np.where(bd.fits & bd.valid & (room >= 0), bd.tokens_per_s_per_gpu, -1.0)
 
     kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
-              moe_capacity_factor=req.moe_capacity_factor, framework=req.framework)
+              moe_capacity_factor=req.moe_capacity_factor, framework=req.framework, loss=req.loss)
     has = release_features(req.software, req.gpu_name, req.precision, recipe_model(req.model), req.model.is_moe)
     if "cuda_graph" not in req.pins and "full" in has["cuda_graph"]:
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
@@ -402,7 +408,7 @@ def best_for_pins(req: SearchRequest) -> tuple[LayoutArrays, StepBreakdown]:
     one = arr.take(np.array([0]))
     return one, evaluate_layouts(req.model, req.fabric, one, seq_len=req.seq_len, calibration=req.calibration,
                                  moe_imbalance=req.moe_imbalance, moe_capacity_factor=req.moe_capacity_factor,
-                                 framework=req.framework)
+                                 framework=req.framework, loss=req.loss)
 
 
 def is_complete(pins: dict[str, object]) -> bool:

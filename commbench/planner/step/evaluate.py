@@ -174,14 +174,16 @@ def peak_tflops(gpu, precision_codes: np.ndarray) -> np.ndarray:
 def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len: int | None = None,
                      calibration: Calibration = CALIBRATED, moe_imbalance: float = 1.0,
                      moe_capacity_factor: float | None = None, framework: str = "megatron",
-                     megatron_core: tuple[int, int] | None = None) -> StepBreakdown:
+                     megatron_core: tuple[int, int] | None = None, loss: str | None = None) -> StepBreakdown:
     """Predict one training step for every layout in `layouts` on `system` (a commbench.costmodel
     Fabric: `.gpu` datasheet, `.domain_size`, `.num_gpus`). Invalid layouts get valid=False,
     step_s=inf and fits=False; their other figures are meaningless. `framework` (megatron, torchtitan)
     sets what the layout fields do not: the loss's logits, the parameter all-gather's dtype and the layers trained
     (models/counts.framework_model: TorchTitan's launch trains no MTP layer). `megatron_core` (MAJOR, MINOR): the
     megatron-core the run uses where it is not the plans' 0.16.1 (a published run's release: Megatron-FSDP's unit set,
-    step/fsdp.py mamba_units)."""
+    step/fsdp.py mamba_units). `loss`: the cross entropy the run runs, whose logits the loss stage holds
+    (step/loss_memory.py: None, the framework's emitted launch's; run_loss for a published run or a recipe); memory
+    only, the step time prices TE's kernel (terms.py)."""
     model = framework_model(model, framework)   # what the emitted launch trains (TorchTitan: no MTP)
     mamba_units = fsdp.mamba_units(framework, megatron_core)
     collective_time_s, moe_all_to_all_time_s = _costmodel()
@@ -529,7 +531,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     mem = memory.memory_per_gpu(model, a, system.gpu, cal, tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, etp=etp,
                                 dense_group=shard_group, expert_group=expert_shard_group, n_mb=n_mb,
                                 tokens_mb=tokens_mb, sp=sp, framework=framework,
-                                offloaded_bytes=moved, mamba_units=mamba_units)
+                                offloaded_bytes=moved, mamba_units=mamba_units, loss=loss)
     return StepBreakdown(
         valid=valid, violations=violations, num_microbatches=n_mb,
         compute_s=n_mb * compute_mb, gemm_s=n_mb * gemm_s, attention_s=n_mb * attention_s,

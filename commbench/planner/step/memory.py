@@ -15,7 +15,9 @@ per rank, times ETP for the all-gathered (full-width) FC1 input. 1F1B keeps PP m
 keeps only each layer's input; selective and the light modes drop the saved tensors layout/recompute.py's table
 says their modules free on the model's layer specs (Megatron: the MLA input norm, the MoE pre-MLP norm, the routed
 experts' activation output, MLA's up-projections; never a fused norm or a dense MLP's activation output), the one
-table the emitter writes --recompute-modules from. The last stage also holds the bf16 logits (their gradient, written in place by the fused cross entropy). The embedding, output layer and logits have the rows the
+table the emitter writes --recompute-modules from. The last stage also holds what its loss keeps of the logits for
+backward, by the cross entropy the run runs (step/loss_memory.py: TE's 2 B, megatron-core native's 4 B per logit).
+The embedding, output layer and logits have the rows the
 framework builds (models/counts.step_vocab: Megatron-LM's vocabulary padded to make_vocab_size_divisible_by x TP,
 TorchTitan's unpadded). Blocks are
 counted by kind (step/mamba.py block_counts), so a hybrid model's Mamba, attention, MLP and MoE
@@ -40,6 +42,7 @@ from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import param_counts, step_vocab
 from commbench.planner.step import fsdp, gdn, mamba, module_precision
 from commbench.planner.step.dp_sync import grad_bytes, param_gather_bytes
+from commbench.planner.step.loss_memory import LOSS_LOGIT_BYTES, check_loss
 from commbench.planner.step.mamba import block_counts
 from commbench.planner.step.stage_memory import RankArrays, _layer_kinds, _per_kind_params, candidate_arrays
 from commbench.row_groups import RowGroups
@@ -364,10 +367,12 @@ def fused_mlp_offloaded_layers(moe_layers) -> np.ndarray:
     return np.maximum(np.asarray(moe_layers, dtype=float) - FUSED_MLP_KEPT_LAYERS, 0.0)
 
 
-def logits_bytes(model: ModelSpec, *, tp, cp, tokens_mb, framework: str = "megatron") -> np.ndarray:
-    """The loss stage's logits of one micro-batch (main head and MTP heads) at the rows the framework builds."""
-    return (tokens_mb / (tp * cp) * step_vocab(model, tp, framework) * LOGITS_BYTES[framework]
-            * (1 + model.num_mtp_layers))
+def logits_bytes(model: ModelSpec, *, tp, cp, tokens_mb, framework: str = "megatron",
+                 loss: str | None = None) -> np.ndarray:
+    """What the loss stage's cross entropy `loss` (loss_memory.py; None: the framework's emitted launch's) keeps of
+    one micro-batch's logits (main head and MTP heads) at the rows the framework builds."""
+    per_logit = LOSS_LOGIT_BYTES[check_loss(loss, framework)]
+    return tokens_mb / (tp * cp) * step_vocab(model, tp, framework) * per_logit * (1 + model.num_mtp_layers)
 
 
 def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedElements, *, vp, n_mb, tokens_mb,
@@ -391,10 +396,11 @@ def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedE
 
 
 def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
-                     framework: str = "megatron") -> np.ndarray:
-    """The largest pipeline rank's activation bytes (rank_activation_bytes over stage_memory's candidates)."""
+                     framework: str = "megatron", loss: str | None = None) -> np.ndarray:
+    """The largest pipeline rank's activation bytes (rank_activation_bytes over stage_memory's candidates); `loss`
+    as logits_bytes."""
     saved = SavedElements(model, arr, tp=tp, cp=cp, etp=etp, sp=sp, framework=framework)
-    logits = logits_bytes(model, tp=tp, cp=cp, tokens_mb=tokens_mb, framework=framework)
+    logits = logits_bytes(model, tp=tp, cp=cp, tokens_mb=tokens_mb, framework=framework, loss=loss)
     fused_offload = fused_mlp_offload_elements(model, arr, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb,
                                                framework=framework)
     return np.max([rank_activation_bytes(model, arr, load, saved, vp=vp, n_mb=n_mb, tokens_mb=tokens_mb,
@@ -402,23 +408,14 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
                    for load in candidate_arrays(model, pp, vp, tp, framework)], axis=0)
 
 
-# Bytes per vocab entry of the loss's logits at their peak, by framework:
-# - megatron: the fused cross entropy (cross_entropy_fusion_impl="te", set by every Megatron-Bridge
-#   performance recipe: scripts/performance/utils/overrides.py at v0.3.0, helpers.py at v0.2.0, the 25.09
-#   YAMLs) writes the logits' gradient in place into the bf16 logits during forward: 2 B, no fp32 copy. The
-#   calibrated runs ran it; the emitted Megatron-LM launch runs megatron-core's native one (Megatron-LM refuses te
-#   from core_v0.18.2 on), which holds 4 B: emit/megatron.cross_entropy_note says so in every plan;
-# - torchtitan: components/loss.py (0.3.0) cross_entropy_loss passes pred.flatten(0, 1).float() to
-#   F.cross_entropy: the fp32 copy (4 B) and the fp32 log-probabilities log_softmax saves for backward
-#   (4 B) are both alive at the loss.
-LOGITS_BYTES = {"megatron": 2.0, "torchtitan": 8.0}
 
 
 def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, dense_group, expert_group,
                    n_mb, tokens_mb, sp, framework: str = "megatron",
-                   offloaded_bytes=None, mamba_units: bool = False) -> MemoryBytes:
+                   offloaded_bytes=None, mamba_units: bool = False, loss: str | None = None) -> MemoryBytes:
     """Memory of the pipeline rank that holds the most (stage_memory: what each rank's stages build and keep in
-    flight); MemoryBytes.rank names it.
+    flight); MemoryBytes.rank names it. `loss`: the cross entropy the run runs (loss_memory.py; None: the framework's
+    emitted launch's), whose logits the loss stage holds.
 
     Each candidate rank's weights, gradients and optimizer state are computed once per group of rows that share
     what fixes them (rank_static_bytes), its activations once per group that shares theirs (rank_activation_bytes:
@@ -458,7 +455,7 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     a_tp, a_cp, a_vp, a_tokens = act.of(tp), act.of(cp), act.of(vp), act.of(tokens_mb)
     saved = SavedElements(model, a, tp=a_tp, cp=a_cp, etp=act.of(etp), sp=act.of(sp), framework=framework,
                           graph_kept_norm=act.of(kept))
-    logits = logits_bytes(model, tp=a_tp, cp=a_cp, tokens_mb=a_tokens, framework=framework)
+    logits = logits_bytes(model, tp=a_tp, cp=a_cp, tokens_mb=a_tokens, framework=framework, loss=loss)
     fused_offload = fused_mlp_offload_elements(model, a, tp=a_tp, cp=a_cp, etp=act.of(etp), tokens_mb=a_tokens,
                                                framework=framework)
     activations = np.array([np.broadcast_to(rank_activation_bytes(model, a, load, saved, vp=a_vp, n_mb=act.of(n_mb),

@@ -1,0 +1,135 @@
+"""The loss stage's memory charges the cross entropy the run runs (step/loss_memory.py): a Megatron-LM plan's launch
+runs megatron-core's native fused cross entropy (4 B per logit: its fp32 softmax kept for backward), the published
+runs and Megatron-Bridge's recipes ran Transformer Engine's (2 B per logit). The search's fit, a pinned layout's fit,
+plan.json and verify-plan's re-prediction charge the launch's; calibration and the benchmarks the runs'."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.costmodel import load_preset
+from commbench.errors import CommbenchError
+from commbench.planner import load_model
+from commbench.planner.calibrate.published import _preset, predict_runs, published_runs, run_megatron_core
+from commbench.planner.layout.spec import LayoutArrays
+from commbench.planner.search.space import SearchRequest, best_for_pins, search
+from commbench.planner.step import loss_memory, memory
+from commbench.planner.step.evaluate import evaluate_layouts
+
+
+def _total(model, fabric, lay, loss, seq_len=None, framework="megatron"):
+    bd = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([lay]), seq_len=seq_len, framework=framework,
+                          loss=loss)
+    return float(bd.mem_total_bytes[0]), float(bd.mem_capacity_bytes[0])
+
+
+def test_the_search_for_a_megatron_lm_plan_excludes_a_layout_that_fits_only_with_te():
+    """At a headroom where the te winner fits with TE's 2 B per logit but not with native's 4 B, the Megatron-LM
+    plan's search (its default loss: native) picks another layout, which fits with native; the same search charged
+    with te (the published rows' loss) still picks it."""
+    model, fabric = load_model("llama3-8b"), load_preset("h100-hgx", num_gpus=8)
+    req = SearchRequest(model=model, fabric=fabric, num_gpus=8, gbs=64, precision="bf16", keep=20,
+                        pins={"pp": 1})   # one pipeline rank: the loss stage is the busiest
+    assert req.loss == "native"
+    edge = search(dataclasses.replace(req, loss="te")).layouts.layout(0)
+    te, cap = _total(model, fabric, edge, "te")
+    native, _ = _total(model, fabric, edge, "native")
+    assert native > te
+    headroom = 1.0 - (te + native) / 2.0 / cap          # te fits it, native does not
+    with_te = search(dataclasses.replace(req, loss="te", headroom_fraction=headroom))
+    assert with_te.layouts.layout(0) == edge
+    plan = search(dataclasses.replace(req, headroom_fraction=headroom))
+    chosen = plan.layouts.layout(0)
+    assert chosen != edge
+    assert _total(model, fabric, chosen, "native")[0] <= cap * (1.0 - headroom)
+    assert float(plan.breakdown.mem_total_bytes[0]) == pytest.approx(_total(model, fabric, chosen, "native")[0])
+
+
+# qwen3-30b-a3b on 8 H100s at 4096 tokens, this layout: 84.74 GB predicted with te, 89.71 GB with native, 84.94 GB HBM
+EDGE_PINS = dict(tp=1, pp=1, vp=1, ep=8, etp=1, cp=1, mbs=4, recompute="full", fsdp=False, cpu_offload_layers=0,
+                 dispatcher="alltoall")
+
+
+def test_a_pinned_layout_that_fits_only_with_te_does_not_fit_a_megatron_lm_plan():
+    model, fabric = load_model("qwen3-30b-a3b"), load_preset("h100-hgx", num_gpus=8)
+    req = SearchRequest(model=model, fabric=fabric, num_gpus=8, gbs=64, precision="bf16", seq_len=4096,
+                        pins=EDGE_PINS)
+    one, bd = best_for_pins(req)
+    _, te_bd = best_for_pins(dataclasses.replace(req, loss="te"))
+    assert one.layout(0).recompute == "full" and one.layout(0).mbs == 4
+    assert bool(te_bd.fits[0]) and not bool(bd.fits[0])
+    gap = float(bd.mem_total_bytes[0] - te_bd.mem_total_bytes[0])
+    # 4 x 4096 tokens x 151936 rows (a multiple of 128 already) x (4 - 2) B
+    assert gap == pytest.approx(4 * 4096 * 151936 * 2.0)
+
+
+def test_published_rows_keep_tes_bytes():
+    """Calibration's predictions (predict_runs) charge the TE cross entropy the published runs ran."""
+    runs = [r for r in published_runs() if r.layout is not None and r.layout.pp == 1][:3]
+    assert runs
+    p = predict_runs(runs)
+    for j, run in enumerate(p.runs):
+        bd = evaluate_layouts(run.model, _preset(run.preset, int(run.row["num_gpus"])),
+                              LayoutArrays.from_layouts([run.layout]), seq_len=int(run.row["seq_len"]),
+                              megatron_core=run_megatron_core(run.row), loss="te")
+        assert float(p.mem_total_bytes[j]) == float(bd.mem_total_bytes[0]), run.label
+
+
+def test_bytes_per_logit_per_implementation_and_which_run_holds_which():
+    assert loss_memory.LOSS_LOGIT_BYTES == {"te": 2.0, "native": 4.0, "torchtitan": 8.0}
+    assert loss_memory.launch_loss("megatron") == "native" and loss_memory.run_loss("megatron") == "te"
+    assert loss_memory.launch_loss("torchtitan") == loss_memory.run_loss("torchtitan") == "torchtitan"
+    model = load_model("qwen3-30b-a3b")
+    kw = dict(tp=2, cp=1, tokens_mb=4096)
+    logits = 4096 * 152064 / 2     # per TP rank: 151936 rows padded to a multiple of 128 x 2 (step_vocab)
+    assert float(memory.logits_bytes(model, **kw, loss="te")) == logits * 2.0
+    assert float(memory.logits_bytes(model, **kw)) == logits * 4.0           # the launch's: native
+    with pytest.raises(CommbenchError, match=r"loss='te' is invalid: a cross entropy framework torchtitan runs"):
+        memory.logits_bytes(model, **kw, framework="torchtitan", loss="te")
+
+
+def test_the_bytes_are_what_the_sources_keep():
+    """megatron-core 0.16.1's native fused cross entropy casts the logits to fp32 and saves the softmax it makes of
+    them for backward; TorchTitan 0.3.0's loss passes a fp32 copy of the logits to the cross entropy."""
+    fused = pytest.importorskip("megatron.core.fusions.fused_cross_entropy")
+    from megatron.core.tensor_parallel.cross_entropy import VocabParallelCrossEntropy
+    assert "ctx.save_for_backward(exp_logits, target_mask, masked_target_1d)" in inspect.getsource(fused)
+    assert ".float()" in inspect.getsource(VocabParallelCrossEntropy.calculate_logits_max)
+    titan = pytest.importorskip("torchtitan.components.loss")
+    assert "pred.flatten(0, 1).float()" in inspect.getsource(titan.cross_entropy_loss)
+
+
+def test_plan_json_records_the_loss_and_verify_plan_repredicts_with_it(tmp_path):
+    """A pinned Megatron-LM plan records inputs.loss native, its memory is native's and its note says it is charged;
+    verify-plan's re-prediction agrees (no 'edited or stale'); a plan written before inputs.loss (which charged te)
+    is re-predicted with te."""
+    from commbench.workflows.verify import plan_context, prediction_flags
+    layout = ",".join(f"{k}={str(v).lower()}" for k, v in EDGE_PINS.items()) + ",precision=bf16"
+    result = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "8",
+                                      "--gbs", "64", "--seq-len", "4096", "--layout", layout, "-O", str(tmp_path),
+                                      "--emit", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((tmp_path / "plan.json").read_text())
+    assert doc["inputs"]["loss"] == "native"
+    model, fabric = load_model("qwen3-30b-a3b"), load_preset("h100-hgx", num_gpus=8)
+    assert doc["predicted"]["mem_total_bytes"] > doc["predicted"]["mem_capacity_bytes"]   # 89.7 GB on 84.9 GB
+    (note,) = [n for n in doc["megatron"]["notes"] if n.startswith("loss: --cross-entropy-fusion-impl native")]
+    assert "the plan's predicted memory charges it" in note and "WARNING" not in note
+    ctx = plan_context(doc)
+    assert ctx.loss == "native" and prediction_flags(doc, ctx, fabric) == []
+    older = json.loads(json.dumps(doc))
+    del older["inputs"]["loss"]
+    assert plan_context(older).loss == "te"
+    assert any("edited or stale" in f for f in prediction_flags(older, plan_context(older), fabric))
+    te_total, _ = _total(model, fabric, plan_context(older).layout, "te", seq_len=4096)
+    older["predicted"]["mem_total_bytes"] = te_total
+    assert prediction_flags(older, plan_context(older), fabric) == []
+    older["inputs"]["loss"] = "fp8"
+    with pytest.raises(CommbenchError, match=r"plan field 'inputs.loss' is invalid: loss='fp8' is invalid"):
+        plan_context(older)
