@@ -7,7 +7,8 @@ NCCL picks the pair of least `ncclTopoGetAlgoTime` (NVIDIA/nccl v2.27.7-1 src/gr
 
 with ncclTopoTuneModel's latency and bandwidth tables: nccl_model.GroupTerms, from nccl_tables (one release). Nothing
 of commbench's own terms (launch_us, the pipeline ramp) is in it: this is what NCCL itself computes, the yardstick a
-tuner rule must not lose to (workflows/nccl_tuner.py drops a predicted rule this rates slower than NCCL's pick).
+tuner rule must not lose to (workflows/nccl_tuner.py drops a predicted rule this rates slower than NCCL's pick), and
+the pair `predict` names (choice.best_algorithm_protocol: own_pick, timed by commbench's model).
 Bandwidths are the fabric's link rates x the preset's efficiencies, as in nccl_model: NCCL's graph search would set
 them, so this is NCCL's model on commbench's estimate of its graphs.
 """
