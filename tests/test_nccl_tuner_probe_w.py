@@ -60,13 +60,14 @@ def test_predicted_nvls_rules_have_a_fallback_so_a_denied_call_never_runs_on_one
         # calls that NVLS serves still get the NVLS rule first
         _, first = example_plugin_walk(configs, "allreduce", size, nodes=1, ranks=8, ignored_algorithms=())
         assert first is not None
-    last_primary = max(i for i, c in enumerate(configs) if c["algo"] in PER_CALL_ALGORITHMS)
-    fallbacks = [i for i, line in enumerate(l for l in text.splitlines() if not l.startswith("#"))
-                 if configs[i]["algo"] not in PER_CALL_ALGORITHMS and any(
-                     configs[j]["algo"] in PER_CALL_ALGORITHMS and configs[j]["coll"] == configs[i]["coll"]
-                     and configs[j]["min"] <= configs[i]["max"] and configs[i]["min"] <= configs[j]["max"]
-                     for j in range(len(configs)))]
-    assert fallbacks and min(fallbacks) > last_primary   # after the rule they stand in for
+    # each rule's comment says whether it is a FALLBACK (NCCL's own next picks, which may be NVLS behind LL128)
+    lines = text.splitlines()
+    said = [next(c for c in reversed(lines[:i]) if c.startswith("# ") and " nodes=" in c and "]: " in c)
+            for i, line in enumerate(lines) if line and not line.startswith("#")]
+    fallbacks = [i for i, comment in enumerate(said) if ": FALLBACK at " in comment]
+    primary = [i for i, comment in enumerate(said) if ": FALLBACK at " not in comment]
+    assert fallbacks and min(fallbacks) > max(primary)   # after every rule they stand in for
+    assert any(configs[i]["algo"] in PER_CALL_ALGORITHMS for i in primary)
     assert "FALLBACK" in text
 
 

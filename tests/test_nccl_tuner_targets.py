@@ -91,20 +91,23 @@ def test_predicted_example_plugin_output_needs_a_channel_count(tmp_path):
     assert {c["channels"] for c in configs} <= {0, 24} and any(c["channels"] == 24 for c in configs)
     for coll in {c["coll"] for c in configs}:
         ours = [c for c in configs if c["coll"] == coll]
-        # the rules the plugin reaches first tile 0..SIZE_MAX; a FALLBACK rule (after them) overlaps only a rule of
-        # an algorithm NCCL may leave out of a call, and such rules' sizes are covered again by fallbacks
+        # the rules the plugin reaches first tile 0..SIZE_MAX; FALLBACK rules (after them) overlap only rules of pairs
+        # NCCL may leave out of a call, and such rules' sizes are covered again by fallbacks
         first = [c for i, c in enumerate(ours) if not any(o["min"] <= c["max"] and c["min"] <= o["max"]
                                                           for o in ours[:i])]
         later = [c for c in ours if c not in first]
         mine = sorted((c["min"], c["max"]) for c in first)
         assert mine[0][0] == 0 and mine[-1][1] == SIZE_MAX_BYTES
         assert all(a[1] + 1 == b[0] for a, b in zip(mine, mine[1:]))
-        assert all(c["algo"] in ("ring", "tree") for c in later)
-        for c in first:   # every pair NCCL may leave out (NVLS per call, LL128 per communicator) has a fallback
-            if not always_in_table(coll, TuningCombo(algo=c["algo"], proto=c["proto"])):
-                spans = sorted((o["min"], o["max"]) for o in later if o["min"] <= c["max"] and c["min"] <= o["max"])
-                assert spans[0][0] <= c["min"] and spans[-1][1] >= c["max"]
-                assert all(a[1] + 1 == b[0] for a, b in zip(spans, spans[1:]))
+        def kept(rule):
+            return always_in_table(coll, TuningCombo(algo=rule["algo"], proto=rule["proto"]))
+
+        for c in first:   # every pair NCCL may leave out (NVLS per call, LL128 per communicator) has FALLBACKs: at each
+            if not kept(c):   # size the later rules, in file order, end at the first pair NCCL never leaves out
+                ends = {c["min"], c["max"], *(x for o in later for x in (o["min"], o["max"]) if c["min"] <= x <= c["max"])}
+                for size in ends:
+                    walk = [o for o in later if o["min"] <= size <= o["max"]]
+                    assert walk and kept(walk[-1]) and not any(kept(o) for o in walk[:-1]), (coll, size, walk)
     assert invoke("x.jsonl", "--for", "nccl").output.count("--for='nccl' is invalid") == 1
 
 

@@ -169,7 +169,7 @@ def predict(
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size (predicted: 8G by default, as every command that predicts).")] = "8G",
     step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f; given both, -f wins when it is > 1, as in nccl-tests).")] = None,
-    algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="Force one algorithm, as NCCL_ALGO does (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat on presets, any case; default: NCCL's fastest).")] = None,
+    algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="Force one algorithm, as NCCL_ALGO does (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat on presets, any case; default: the pair NCCL's own model picks).")] = None,
     protocol: Annotated[Optional[str], typer.Option("--protocol", help="Force one protocol, as NCCL_PROTO does: LL, LL128 or Simple, any case (NCCL collectives on presets).")] = None,
     imbalance: Annotated[float, typer.Option("--imbalance", help="moe_all_to_all: max/mean bytes received per rank.")] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows instead of a table.")] = False,
@@ -264,6 +264,8 @@ def predict(
         cols.append(Col(name="fit", numeric=False, keep=2))
         rows = [row + ["extrapolated" if x else "in range"] for row, x in zip(rows, beyond)]
     how = f"algorithm {algorithm} (forced)" if algorithm else "the fastest algorithm per size"
+    if chosen is not None:   # costmodel.choice.best_algorithm_protocol: NCCL's own model picks, ours times it
+        how = (f"algorithm {algorithm} (forced), " if algorithm else "") + "the pair NCCL's own model picks per size"
     if algorithm_used == MOE_MEAN:
         how = "the mean of one dispatch and one combine (--algorithm dispatch or combine for one)"
     # a profile fitted on `commbench emulate` runs (profile.fit_result_files' warning) predicts the emulator's links

@@ -3,7 +3,7 @@
     algorithm_protocol_times_s(fabric, collective, size_bytes, group_size, num_domains)
         -> {(algorithm, protocol): seconds}   only the pairs NCCL offers there
     best_algorithm_protocol(fabric, collective, size_bytes, group_size, num_domains)
-        -> Choice(algorithm, protocol, time_s)   the winner per size (arrays of names)
+        -> Choice(algorithm, protocol, time_s)   NCCL's pick per size by its own model (nccl_own), timed by ours
 
 Names are commbench's ("ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain",
 "pat"; "LL", "LL128", "Simple"); `nccl_tables.NCCL_ALGO_NAMES` maps them to NCCL_ALGO spellings.
@@ -26,7 +26,7 @@ NCCL_COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast")
 
 @dataclass(frozen=True)
 class Choice:
-    """The fastest (algorithm, protocol) per query and its predicted seconds."""
+    """NCCL's pick (algorithm, protocol) per query, by its own model (best_algorithm_protocol), and its predicted seconds."""
 
     algorithm: np.ndarray  # str per query
     protocol: np.ndarray
@@ -64,8 +64,12 @@ def algorithm_protocol_times_s(fabric, collective: str, size_bytes: ArrayLike, g
 def best_algorithm_protocol(fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike,
                             num_domains: ArrayLike = 1, *, algorithm: str | None = None,
                             protocol: str | None = None) -> Choice:
-    """NCCL's pick per query: the (algorithm, protocol) of least predicted time, optionally
-    among one algorithm's protocols or one protocol's algorithms (NCCL_ALGO / NCCL_PROTO)."""
+    """NCCL's pick per query, optionally among one algorithm's protocols or one protocol's algorithms (NCCL_ALGO /
+    NCCL_PROTO): the pair NCCL's own model rates fastest (nccl_own.own_pick: its tables, tree correction factor and
+    ring plateau, as ncclTopoGetAlgoTime, src/graph/tuning.cc -- the one model of NCCL's pick, which nccl-tuner checks
+    its rules against), with that pair's predicted time by commbench's model (launch and pipeline terms included)."""
+    from commbench.costmodel.nccl_own import own_pick
+
     _require_nccl(fabric, collective)
     times, n = pair_times_s(fabric, collective, size_bytes, group_size, num_domains,
                             combos(collective, algorithm, protocol))
@@ -74,7 +78,11 @@ def best_algorithm_protocol(fabric, collective: str, size_bytes: ArrayLike, grou
                              f"{collective} on {fabric.name} with this group")
     names = list(times)
     stacked = np.stack([np.broadcast_to(times[name], n.shape) for name in names])
-    best = np.argmin(stacked, axis=0)
+    sizes = np.broadcast_to(np.asarray(size_bytes, dtype=np.float64), n.shape)
+    best = own_pick(fabric, collective, sizes, n, np.broadcast_to(np.asarray(num_domains, dtype=np.float64), n.shape),
+                    names)
+    # n <= 1 (no communication) or a pair NCCL's own model does not price: the fastest by commbench's model
+    best = np.where(best >= 0, best, np.argmin(stacked, axis=0))
     time_s = np.take_along_axis(stacked, best[None], axis=0)[0]
     if np.isinf(time_s).any():
         raise CommbenchError(f"NCCL offers no {algorithm or 'algorithm'}/{protocol or 'protocol'} for "

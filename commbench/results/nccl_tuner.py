@@ -114,6 +114,9 @@ class Cell:
     # that plugin tries next (first match whose entry is not IGNORE wins); the runs it was measured in
     fallback: TuningCombo | None = None
     fallback_run_ids: tuple[str, ...] = ()
+    # predicted cells only (workflows.nccl_tuner.follow_nccl_picks): the FALLBACKs after `fallback`, in NCCL's own order
+    # of its pairs, tried in turn where the call left `fallback` out too, down to a pair NCCL never leaves out
+    fallbacks_after: tuple[TuningCombo, ...] = ()
     # a fill-in (filled): why its choice is no winner, as judged (results.nccl_tuner_targets._fill_in)
     fill_in_reason: str = ""
     # a predicted choice dropped because NCCL's own model rates it slower than NCCL's own pick (workflows.nccl_tuner.
@@ -405,16 +408,19 @@ def hold_to_measured(cells: list[Cell]) -> list[Cell]:
 
 
 def merge_rules(cells: list[Cell], *, pipe_ops: int = -1, name_reg_buff: bool = False,
-                fallbacks: bool = False) -> list[Rule]:
+                fallbacks: bool = False, level: int = 1) -> list[Rule]:
     """Adjacent cells of one collective and scale with the same choice become one rule; `pipe_ops`: the
     numPipeOps every rule names (-1 = any; results.nccl_tuner_targets.RULE_PIPE_OPS); `name_reg_buff`: rules
     name the regBuff their cells were measured with (else -1, any). `fallbacks`: the rules of the cells'
-    Cell.fallback instead (cells without one get none), each saying which pair it stands in for."""
+    Cell.fallback instead (cells without one get none), each saying which pair(s) it stands in for; `level` 2, 3, ...:
+    those of Cell.fallbacks_after, the FALLBACK tried after level - 1 of them."""
     rules: list[Rule] = []
     previous: tuple | None = None   # (scale, choice, stands in for) of the last cell
     for cell in cells:
-        choice = cell.fallback if fallbacks else cell.choice
-        stands_for = f"{cell.choice.algo}/{cell.choice.proto}" if fallbacks and choice is not None else ""
+        chain = (cell.fallback, *cell.fallbacks_after) if fallbacks and cell.fallback is not None else ()
+        choice = (chain[level - 1] if len(chain) >= level else None) if fallbacks else cell.choice
+        stands_for = ", ".join(f"{c.algo}/{c.proto}" for c in (cell.choice, *chain[:level - 1])) \
+            if fallbacks and choice is not None else ""
         run_ids = cell.fallback_run_ids if fallbacks else cell.run_ids
         speedup = None if fallbacks else cell.speedup
         filled = cell.filled and not fallbacks

@@ -50,6 +50,7 @@ TARGET_LINES = {
         "types/ops it cannot reduce, CollNet, PAT), the plugin tries later rules:",
         "a FALLBACK rule for its sizes follows all other rules, naming ring LL/Simple or tree LL/Simple (all-reduce), "
         "which NCCL never leaves out unless NCCL_ALGO/NCCL_PROTO exclude them",
+        "predicted rules: FALLBACKs name NCCL's own next picks in its order (its own model), down to one of those",
         *EXAMPLE_PLUGIN_BUILD_LINES),
 }
 # Why group calls are left to NCCL (results.nccl_tuner_targets.RULE_PIPE_OPS; NVIDIA/nccl src/enqueue.cc
@@ -122,8 +123,16 @@ def rule_comment(rule: Rule, statistic: str) -> str:
     speedups = [s for s in rule.speedups if s is not None]
     if rule.fallback_for:
         # NCCL's example plugin reaches it only for calls NCCL left the pair of the rule above it out of
-        return comment(f"{scale}: FALLBACK at {where} for calls NCCL leaves {rule.fallback_for} out of: the fastest "
-                       f"ring/tree LL/Simple pair with channels; {_origin(rule)}")
+        what = ("NCCL's own next pick by its own model" if rule.predicted
+                else "the fastest ring/tree LL/Simple pair with channels")
+        return comment(f"{scale}: FALLBACK at {where} for calls NCCL leaves {rule.fallback_for} out of: {what}; "
+                       f"{_origin(rule)}")
+    from commbench.results.nccl_tuner_targets import NCCL_PICK_FILL_IN
+
+    if rule.filled and rule.fill_in_reasons and all(r == NCCL_PICK_FILL_IN for r in rule.fill_in_reasons):
+        # workflows.nccl_tuner.follow_nccl_picks: where the predicted choice is slower by NCCL's own model
+        return comment(f"{scale}: FILL-IN, NCCL's own pick by its own model at these sizes (the choice predicted "
+                       f"nearby is slower here by it) with channels; {_origin(rule)}")
     if rule.filled:
         versus = f", {_speedups(tuple(speedups))}" if speedups else ""
         # the example plugin runs a call it has no rule for on 1 channel: the fastest with a channel count stands in

@@ -116,6 +116,7 @@ BELOW_MIN_GAIN = "faster by less than --min-gain"
 NOT_BESIDE_DEFAULT = "NCCL's default not measured in each dtype and way it was"
 NO_DEFAULT = "NCCL's default not measured there"
 PREDICTED_FILL_IN = "predicted, no NCCL default"
+NCCL_PICK_FILL_IN = "NCCL's own pick by its own model here"   # workflows.nccl_tuner.follow_nccl_picks
 
 
 def _refuse_slower_fill_in(cell: Cell, fill_in: TunedPoint, default: TunedPoint) -> None:

@@ -75,12 +75,16 @@ def rules_for(cells: list[Cell], target: str, env_of_run: dict[str, dict],
               version_of_run: dict[str, str | None] | None = None) -> list[Rule]:
     """The target's rules from its cells: merged, and leaving the channel count to NCCL where NCCL may have lowered
     the measured count (results.nccl_channels; `env_of_run`: each run's NCCL_* settings, {} for predicted rules;
-    `version_of_run`: each run's NCCL version). The cells' fallbacks (NCCL's example plugin: Cell.fallback) come after
-    every other rule, so that plugin reaches one only where NCCL left the pair of the rule above it out of the call."""
+    `version_of_run`: each run's NCCL version). The cells' fallbacks (NCCL's example plugin: Cell.fallback, then
+    Cell.fallbacks_after level by level) come after every other rule, so that plugin reaches one only where NCCL left
+    the pairs of the rules above it out of the call."""
     from commbench.results.nccl_channels import leave_lowered_channels_to_nccl
 
     merged = merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target], name_reg_buff=target == "commbench")
-    merged += merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target], name_reg_buff=target == "commbench", fallbacks=True)
+    # each level of FALLBACKs after the one before (Cell.fallbacks_after): the plugin tries them in file order
+    for level in range(1, 2 + max((len(c.fallbacks_after) for c in cells if c.fallback is not None), default=0)):
+        merged += merge_rules(cells, pipe_ops=RULE_PIPE_OPS[target], name_reg_buff=target == "commbench",
+                              fallbacks=True, level=level)
     return leave_lowered_channels_to_nccl(merged, env_of_run, version_of_run)
 
 
@@ -335,64 +339,126 @@ def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
     return points, sources
 
 
-def drop_slower_than_nccl(cells: list[Cell], fabric, domains: int, target: str) -> tuple[list[Cell], list[str]]:
+def drop_slower_than_nccl(cells: list[Cell], fabric, domains: int) -> tuple[list[Cell], list[str]]:
     """The predicted cells with no choice that NCCL's own model (costmodel.nccl_own: NCCL's tables and size corrections,
     nothing of commbench's) rates slower than NCCL's own pick anywhere in the cell's sizes: such a rule could only make
-    NCCL slower by its own reckoning, so the choice goes back to NCCL's default. NCCL's example plugin runs a size
-    without a rule on one channel, so there a fill-in (Cell.filled, added after this check by
-    nccl_tuner_targets.cover_for_example_plugin) names NCCL's own pick instead (its pick at the size of the largest
-    loss, where that pick changes inside the cell's sizes). A FALLBACK (Cell.fallback) is not checked: it applies
-    only to calls NCCL left the rule's pair out of, where NCCL picks among the others. Cells of collectives the fabric
-    has no NCCL parameters for are kept (not checkable). Returns (cells, one line per dropped or replaced choice)."""
+    NCCL slower by its own reckoning, so the choice goes back to NCCL's default (NCCL's example plugin gets a fill-in
+    there, which follow_nccl_picks then holds to NCCL's own pick). Cells of collectives the fabric has no NCCL
+    parameters for are kept (not checkable). Returns (cells, one line per dropped choice)."""
     from commbench.costmodel.choice import uses_nccl_model
     from commbench.costmodel.nccl_own import slower_than_nccl_pick
-    from commbench.costmodel.nccl_tables import PROTOCOLS, canonical_name
 
-    plugin_to_name = {plugin: name for name, plugin in PLUGIN_COLLECTIVES.items()}
     out, dropped = [], []
-
-    def losing(cell: Cell, combo: TuningCombo):
-        name = plugin_to_name[cell.collective]
-        return slower_than_nccl_pick(fabric, name, (combo.algo, canonical_name(combo.proto, PROTOCOLS)),
-                                     cell.min_bytes, cell.max_bytes, cell.ranks, domains)
-
     for cell in cells:
-        name = plugin_to_name.get(cell.collective)
+        name = _PLUGIN_TO_NAME.get(cell.collective)
         if not cell.predicted or cell.choice is None or name is None or not uses_nccl_model(fabric, name):
             out.append(cell)
             continue
-        loss = losing(cell, cell.choice)
+        loss = slower_than_nccl_pick(fabric, name, _pair(cell.choice), cell.min_bytes, cell.max_bytes, cell.ranks,
+                                     domains)
         if loss is None:
             out.append(cell)
             continue
         size, mine_us, pick, pick_us = loss
         why = (f"predicted {cell.choice.algo}/{cell.choice.proto} dropped: NCCL's own model rates it {mine_us:.1f} us at "
                f"{size} B against its pick {pick[0]}/{pick[1].lower()} {pick_us:.1f} us")
-        if target == "example-plugin" and cell.filled:
-            pick_combo = dataclasses.replace(cell.choice, algo=pick[0], proto=pick[1].lower())
-            out.append(dataclasses.replace(cell, choice=pick_combo, best=pick_combo, fallback=None,
-                                           fallback_run_ids=()))
-            what = (f"the fill-in names NCCL's own pick {pick[0]}/{pick[1].lower()} instead"
-                    + ("" if losing(cell, pick_combo) is None else " (NCCL's pick changes inside these sizes)"))
-        else:
-            out.append(dataclasses.replace(cell, choice=None, fallback=None, fallback_run_ids=(), filled=False,
-                                           dropped_reason=why))
-            what = "left to NCCL"
+        out.append(dataclasses.replace(cell, choice=None, fallback=None, fallbacks_after=(), fallback_run_ids=(),
+                                       filled=False, dropped_reason=why))
         dropped.append(f"{cell.collective} nNodes={cell.nodes} nRanks={cell.ranks} [{cell.min_bytes}-{cell.max_bytes}] "
-                       f"{why}; {what}")
+                       f"{why}; left to NCCL")
     return out, dropped
 
 
-def nccl_check_notes(dropped: list[str], checked: bool, unchecked: bool) -> list[str]:
-    """The header lines saying how many predicted choices NCCL's own model dropped, and why."""
+_PLUGIN_TO_NAME = {plugin: name for name, plugin in PLUGIN_COLLECTIVES.items()}
+
+
+def _pair(combo: TuningCombo) -> tuple[str, str]:
+    from commbench.costmodel.nccl_tables import PROTOCOLS, canonical_name
+
+    return combo.algo, canonical_name(combo.proto, PROTOCOLS)
+
+
+def follow_nccl_picks(cells: list[Cell], fabric, domains: int) -> tuple[list[Cell], list[str]]:
+    """NCCL's example plugin's predicted cells (covered: every size of a scale has a rule, fill-ins included, the first
+    and last stretched to 0 and SIZE_MAX) held to NCCL's own model (costmodel.nccl_own), which no size of a rule may
+    lose to: each cell is cut at the sizes where NCCL's own order of its pairs changes (nccl_own.own_rankings), and
+      * where the cell's choice is slower than NCCL's own pick, that part names NCCL's pick instead (a fill-in: without
+        a rule the plugin would run the size on one channel, so "NCCL decides" is NCCL's pick with the channels);
+      * where its choice is a pair NCCL may leave out of a call (not always_in_table: LL128, NVLS, ...), the FALLBACK
+        rules after it (Cell.fallback, Cell.fallbacks_after) are NCCL's own next picks in NCCL's order down to the first
+        pair NCCL never leaves out: the plugin skips a rule whose pair the call left out and applies the next, so a
+        call runs NCCL's own pick among the pairs it left in, whichever those are.
+    Cells of collectives without NCCL parameters (curves) keep add_fallbacks' fallback. Returns (cells, one line per
+    part that now names NCCL's pick)."""
+    from commbench.costmodel.choice import uses_nccl_model
+    from commbench.costmodel.nccl_own import own_rankings, slower_than_nccl_pick
+    from commbench.results.nccl_tuner_targets import NCCL_PICK_FILL_IN, always_in_table
+
+    out, lines = [], []
+    for cell in cells:
+        name = _PLUGIN_TO_NAME.get(cell.collective)
+        if not cell.predicted or cell.choice is None or name is None or not uses_nccl_model(fabric, name):
+            out.append(cell)
+            continue
+        mine = _pair(cell.choice)
+
+        def combo(pair: tuple[str, str]) -> TuningCombo:
+            return dataclasses.replace(cell.choice, algo=pair[0], proto=pair[1].lower())
+
+        pieces: list[tuple[int, int, TuningCombo, tuple[TuningCombo, ...], bool]] = []
+        for lo, hi, ranking in own_rankings(fabric, name, cell.min_bytes, cell.max_bytes, cell.ranks, domains):
+            choice, replaced = cell.choice, False
+            if ranking and ranking[0] != mine and slower_than_nccl_pick(fabric, name, mine, lo, hi, cell.ranks,
+                                                                         domains) is not None:
+                choice, replaced = combo(ranking[0]), True
+            chain: list[TuningCombo] = []
+            if not always_in_table(cell.collective, choice):
+                for pair in ranking:
+                    if pair == _pair(choice):
+                        continue
+                    chain.append(combo(pair))
+                    if always_in_table(cell.collective, chain[-1]):
+                        break
+            if pieces and pieces[-1][2:] == (choice, tuple(chain), replaced) and pieces[-1][1] + 1 == lo:
+                pieces[-1] = (pieces[-1][0], hi, choice, tuple(chain), replaced)
+            else:
+                pieces.append((lo, hi, choice, tuple(chain), replaced))
+        held: list[tuple[int, int, TuningCombo]] = []   # the parts naming NCCL's pick, one line per run of one pick
+        for lo, hi, choice, chain, replaced in pieces:
+            if replaced and held and held[-1][2] == choice and held[-1][1] + 1 == lo:
+                held[-1] = (held[-1][0], hi, choice)
+            elif replaced:
+                held.append((lo, hi, choice))
+        lines += [f"{cell.collective} nNodes={cell.nodes} nRanks={cell.ranks} [{lo}-{hi}] predicted "
+                  f"{cell.choice.algo}/{cell.choice.proto} is slower there by NCCL's own model than its pick "
+                  f"{pick.algo}/{pick.proto}: the rule names NCCL's pick there" for lo, hi, pick in held]
+        for lo, hi, choice, chain, replaced in pieces:
+            part = dataclasses.replace(cell, min_bytes=lo, max_bytes=hi, size_bytes=min(max(cell.size_bytes, lo), hi),
+                                       choice=choice, fallback=chain[0] if chain else None, fallbacks_after=chain[1:],
+                                       fallback_run_ids=())
+            if replaced:
+                part = dataclasses.replace(part, best=choice, speedup=None, filled=True, fill_in_reason=NCCL_PICK_FILL_IN)
+            out.append(part)
+    return out, lines
+
+
+def nccl_check_notes(dropped: list[str], checked: bool, unchecked: bool, held: list[str] = ()) -> list[str]:
+    """The header lines saying how many predicted choices NCCL's own model dropped, and why; `held`: the parts of NCCL's
+    example plugin's rules that name NCCL's own pick instead (follow_nccl_picks)."""
     notes = []
     if checked:
         notes.append(f"checked against NCCL's own model (NVIDIA/nccl {NCCL_RELEASE} tuning.cc: its tables, tree "
                      f"correction factor and ring plateau, no commbench term): dropped {len(dropped)} predicted "
                      "choice(s) it rates slower than NCCL's own pick (a rule there could only make NCCL slower by its "
-                     "own reckoning); FALLBACK rules (calls NCCL left a rule's pair out of) are not checked"
-                     + (":" if dropped else ""))
+                     "own reckoning)" + (":" if dropped else ""))
         notes += [f"  dropped: {line}" for line in dropped]
+        if held:
+            notes.append(f"NCCL's example plugin runs a size without a rule on one channel, so {len(held)} part(s) of "
+                         "its fill-ins and stretched rules name NCCL's own pick there instead:")
+            notes += [f"  held: {line}" for line in held]
+        notes.append("FALLBACK rules (NCCL's example plugin: for calls NCCL left the pair of the rules above out of) "
+                     "name NCCL's own next picks in its own order, down to a pair NCCL never leaves out, so such a call "
+                     "runs NCCL's own pick among the pairs it left in")
     if unchecked:
         notes.append("rules from per-algorithm curves are NOT checked against NCCL's own model: the fabric has no "
                      "NCCL parameters (use a preset, commbench systems)")
@@ -433,15 +499,14 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
                              f"with algorithms {', '.join(COST_MODEL_COMBOS)}")
     chosen = choose_cells(points, need_baseline=False, any_channels=True, predicted_margin=PREDICTED_MARGIN)
     checked_fabric, domains = node_domains(fabric, ranks=ranks, nodes=nodes)
-    chosen, dropped = drop_slower_than_nccl(chosen, checked_fabric, domains, target)
+    chosen, dropped = drop_slower_than_nccl(chosen, checked_fabric, domains)
     cells, _, switches = for_target(chosen, points, target, "time")
-    cells, replaced = drop_slower_than_nccl(cells, checked_fabric, domains, target)   # the example plugin's fill-ins
-    if replaced:
-        from commbench.results.nccl_tuner_targets import add_fallbacks, switch_backs
+    replaced: list[str] = []
+    if target == "example-plugin":   # its fill-ins, stretched ends and FALLBACKs, held to NCCL's own picks
+        from commbench.results.nccl_tuner_targets import switch_backs
 
-        cells, _ = add_fallbacks(cells, points)   # a fill-in now naming NVLS or LL128 needs its fallback
+        cells, replaced = follow_nccl_picks(cells, checked_fabric, domains)
         switches = switch_backs(cells, points, "time")
-    dropped += replaced
     notes = ["PREDICTED from the cost model: measure before trusting (commbench bench --nccl-algo ... then nccl-tuner)",
              f"a rule only where the fastest predicted pair leads every other by more than {100 * PREDICTED_MARGIN:g}% "
              "(the cost model's held-out median error); elsewhere NCCL decides"]
@@ -453,7 +518,7 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
         notes.append(PAIRING_NOTE)
     if channels is None:
         notes.append("the cost model has no channel count: rules say 0, NCCL's own count (set one with --channels)")
-    notes += nccl_check_notes(dropped, "nccl" in sources, "curves" in sources)
+    notes += nccl_check_notes(dropped, "nccl" in sources, "curves" in sources, replaced)
     rules = rules_for(cells, target, {})
     return TunerResult(points=points, cells=cells, rules=rules, notes=notes, csv_cells=cells, csv_rules=rules,
                        switch_backs=switches, sources=[fabric.name])
