@@ -136,6 +136,16 @@ MODELS = {"DEEPSEEK_V3": "deepseek-v3", "QWEN3_30B_A3B": "qwen3-30b-a3b", "QWEN3
 # MoE 6.9% (dense 2.8% -> 3.0%), leave-one-release-out 26.02 5.4% (MoE 6.2% -> 6.1%), with the shipped terms
 # (measured while the table read Qwen3-235B-A22B's inert DeepEP preset on B200/B300/H100 as flex: those
 # functions set "alltoall" after it, qwen3_llm_pretrain.py@v0.3.1 lines 133, 159, 185).
+# Re-measured (session 39, fix-CJ) with the SSD kernels at their measured throughput (step/mamba.py
+# SSD_TENSOR_FRACTION, 0.18 of the bf16 rate, not attention_efficiency 0.40): the SSD is 13.6 MFLOP per token per
+# Mamba layer (fwd + bwd) against 232 of Nano's in_proj / out_proj GEMMs, 5 -> 12 ms of a 500 ms micro-batch (GB200
+# mbs 2), so it moves the hybrid rows 1-2 points: reading both families (flat_recipes.EXPERTS: Nano 128, Super 512;
+# recompute_modules "moe" of Nano's H100 BF16 recipe unpriced) gives family_coverage Nano 3.7% -> 8.2%, Super 6.5% ->
+# 18.1%, newer_releases.py 4.3% -> 6.8% (MoE 4.5 -> 7.8) with the shipped terms; refitted from FIT_START, newer
+# releases 6.8% (held-out GB300 5.8%, attention_efficiency and gemm_efficiency_hopper at bounds). The 26.04.01 rows
+# with their recipes: Nano +7..+14%, Super +8..+31% (GB200 mbs 2: 448 ms predicted per micro-batch, 500 published;
+# the Mamba layers' graphs (scope "mamba": the whole MambaLayer, Triton kernels included, megatron/core/ssm/
+# mamba_layer.py at core_v0.16.1) leave them no launch time to hide the gap).
 # Add them here ("NEMOTRON_3_NANO": "nemotron-3-nano-30b-a3b", "NEMOTRON_3_SUPER": ...) once their recipes do not
 # make the hybrid runs faster than measured.
 PRECISIONS = {"BF16": "bf16", "FP8_CS": "fp8", "FP8_MX": "mxfp8", "NVFP4": "nvfp4"}

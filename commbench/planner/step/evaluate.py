@@ -269,9 +269,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                                                                    + bf16_routed / bf16_grouped_rate),
                                        tokens_gpu * expert_load * cal.gemm_traffic_factor * routed_traffic / hbm)
     gemm_s = dense_gemm_s + routed_gemm_s
-    # Mamba-2's SSD scan: bf16 chunk matmuls at the attention core's efficiency (step/mamba.py).
+    # Mamba-2's SSD scan: bf16 chunk matmuls at the kernels' measured throughput (step/mamba.py SSD_TENSOR_FRACTION).
     gemm_s = gemm_s + mamba.ssd_scan_s(model, tokens_gpu * model.num_mamba_layers,
-                                       gpu.bf16_tflops * 1e12 * sustained * cal.attention_efficiency)
+                                       gpu.bf16_tflops * 1e12 * sustained * mamba.SSD_TENSOR_FRACTION)
     # Attention core: tensor cores (bf16, or fp8 with fp8_attention in an 8/4-bit recipe) vs exp units.
     fp8_attn = a.fp8_attention & (a.precision != CODE_FIELDS["precision"].index("bf16"))
     attn_peak = np.where(fp8_attn, gpu.fp8_tflops, gpu.bf16_tflops) * 1e12 * sustained

@@ -19,7 +19,8 @@ B^T x (N x P) and the states' contribution C h (N x P) -- so per token per head 
 2 (Q N / heads_per_group + Q P + 2 N P) FLOPs, against Megatron's count of 7 P N. They are Triton kernels on
 bf16 inputs with fp32 accumulation (Transformer Engine's fp8 autocast reaches only its Linear layers), so
 they run at the bf16 tensor rate whatever the recipe's precision, with inner dimensions of N, Q or P
-(64-128): the paper's "structured masked attention", charged at the attention core's efficiency. The
+(64-128): the paper's "structured masked attention", charged at the kernels' measured throughput
+(SSD_TENSOR_FRACTION of the bf16 rate: a published kernel benchmark, not the fitted attention_efficiency). The
 backward (_mamba_chunk_scan_combined_bwd) first recomputes the forward's chunk cumsum, CB, chunk states
 and state passing, then runs the gradients (twice the forward): 4 x forward in all. The intermediates it
 writes and reads at HBM: chunk states in fp32 (_chunk_state_fwd states_in_fp32=True: H P N per chunk),
@@ -40,6 +41,14 @@ from commbench.planner.models.mamba import SSD_SCAN_FLOPS_PER_STATE, d_inner, in
 from commbench.planner.models.spec import ModelSpec
 
 SSD_CHUNK_TOKENS = 128  # megatron-core DEFAULT_MAMBA_CHUNK_SIZE
+# The SSD kernels' measured tensor throughput as a fraction of the GPU's dense bf16 rate, in this module's FLOP count
+# (ssd_flops_per_token). Source: tile-ai/tilelang benchmark/mamba2/README.md (@be9c08f, PR #1109): an autotuned TileLang
+# chunk_scan_fwd (the largest of the five SSD kernels; faster than mamba_ssm's Triton _chunk_scan_fwd in the same
+# README's comparison, so an upper bound for the Triton kernels Megatron runs) reaches 134.4 TFLOP/s on an H800 SXM
+# (989 dense bf16) at batch 8, 80 heads, head_dim 64, state 128, 8k tokens: 0.136 of the peak, counting per token per
+# head the causal half of the intra-chunk product (Q P) and the state product (2 N P). This module counts that kernel
+# as 2 (Q P + N P) (the whole intra-chunk product), 4/3 of the measured count at Megatron's chunk Q = 128 and N = 128.
+SSD_TENSOR_FRACTION = 134.362 / 989.0 * 4.0 / 3.0
 
 
 @dataclass(frozen=True)
@@ -104,7 +113,7 @@ def counted_scan_flops_per_token(model: ModelSpec) -> float:
 
 def ssd_scan_s(model: ModelSpec, mamba_layers_per_gpu_tokens, bf16_rate_flops) -> np.ndarray:
     """SSD scan time: `mamba_layers_per_gpu_tokens` = tokens x Mamba layers on the GPU (heads sharded as
-    the tokens_gpu share) at the bf16 tensor rate x the attention core's efficiency (`bf16_rate_flops`)."""
+    the tokens_gpu share) at `bf16_rate_flops` (the bf16 tensor rate x SSD_TENSOR_FRACTION)."""
     return mamba_layers_per_gpu_tokens * ssd_flops_per_token(model) / bf16_rate_flops
 
 
