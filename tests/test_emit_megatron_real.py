@@ -72,7 +72,7 @@ ARGUMENTS_PY_FLAGS = {
     "--moe-pad-experts-for-cuda-graph-inference", "--no-rope-fusion",
     # _add_distributed_args / _add_checkpointing_args (Megatron-FSDP)
     "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
-    "--num-distributed-optimizer-instances",
+    "--num-distributed-optimizer-instances", "--fsdp-double-buffer",
     # _add_network_size_args (hybrid models, pretrain_mamba.py)
     "--hybrid-override-pattern", "--is-hybrid-model", "--spec",
 }
@@ -214,6 +214,7 @@ def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkey
         config = transformer_config(ns)  # megatron-core's own validation
         DistributedDataParallelConfig(use_distributed_optimizer=bool(ns.get("use_distributed_optimizer")),
                                       use_megatron_fsdp=bool(ns.get("use_megatron_fsdp")),
+                                      fsdp_double_buffer=bool(ns.get("fsdp_double_buffer")),
                                       data_parallel_sharding_strategy=ns.get("data_parallel_sharding_strategy", "no_shard"),
                                       num_distributed_optimizer_instances=ns.get("num_distributed_optimizer_instances", 1),
                                       overlap_grad_reduce=bool(ns.get("overlap_grad_reduce")),

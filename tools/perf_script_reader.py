@@ -93,6 +93,37 @@ def run_script_config(show: Callable[[str], str | None], model: str, model_name:
     return scope.get("recipe", Unknown("run_script.py's main() builds no recipe for this model"))
 
 
+def run_script_fsdp_config(show: Callable[[str], str | None], model: str, model_name: str, model_size: str, gpu: str,
+                           precision: str, fsdp: bool) -> object:
+    """The ConfigContainer run_script.py's main() (0.1.0rc3) holds once its Megatron-FSDP branches after the YAML
+    merge have run: the config before the merge (run_script_config), use_megatron_fsdp as the perf_matrix entry sets
+    it (utils/helpers.py set_megatron_fsdp_overrides: recipe.ddp.use_megatron_fsdp = True where the entry's
+    use_megatron_fsdp is), then main()'s top-level `if` statements after the merge that read
+    recipe.ddp.use_megatron_fsdp (run_script.py:161-163: fsdp_double_buffer for Llama 3 / 3.1 70B and 405B).
+    The entry's other keys (nccl_ub, keep_fp8_transpose_cache_when_using_custom_fsdp) are read by no code there."""
+    path = SCRIPTS + "run_script.py"
+    reader = Reader(show, runtime_facts(model, gpu))
+    dtype, _, fp8_recipe = COMPUTE_DTYPES[precision].partition("_")
+    args = Obj("run_script.py's command line")
+    args.attrs.update(model_name=model_name, model_size=model_size, gpu=gpu, compute_dtype=dtype,
+                      fp8_recipe=fp8_recipe or None, use_tokendrop=None)
+    reader.runtime.update({"argument_parser.parse_cli_args": (args, []), ".to_megatron_provider": _provider()})
+    module = Module(reader, "run_script", path, show(path))
+    before, after, merged = [], [], False
+    for statement in module.funcs["main"].body:
+        merged = merged or "create_omegaconf_dict_config" in ast.unparse(statement)
+        (after if merged else before).append(statement)
+    scope: dict = {}
+    reader.block(before, scope, module)
+    recipe = scope.get("recipe")
+    if not isinstance(recipe, Obj):
+        return Unknown("run_script.py's main() builds no recipe for this model")
+    recipe.section("ddp").attrs["use_megatron_fsdp"] = fsdp
+    reader.block([s for s in after if isinstance(s, ast.If) and "recipe.ddp.use_megatron_fsdp" in ast.unparse(s.test)],
+                 scope, module)
+    return recipe
+
+
 def field(config: object, section: str, name: str) -> object:
     """A field of the resolved config; one no code read sets keeps its default (CORE_DEFAULTS, else Unknown)."""
     owner = config.attrs.get(section) if isinstance(config, Obj) else None

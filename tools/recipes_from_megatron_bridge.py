@@ -80,6 +80,10 @@ Mapping onto the planner's recipe fields:
 - moe_a2a_overlap, fused_moe (cutedsl_fused_grouped_mlp), fp8_attention (fp8_dot_product_attention);
 - cpu_offload_layers: cpu_offloading_num_layers (activations of that many layers kept in host memory,
   scripts/performance/utils/overrides.py _set_recompute_overrides; 0 when unset).
+- fsdp_double_buffer: Megatron-FSDP's persistent double buffers, on where the config the release's code builds sets
+  ddp.fsdp_double_buffer or ddp.nccl_ub (megatron-core turns double buffering on with NCCL user buffers), cited in
+  "double_buffer_facts" (file:line); false without Megatron-FSDP (flat_recipes.fsdp_double_buffer). 0.1.0rc3: what
+  run_script.py's main() sets after the YAML merge (perf_script_reader.run_script_fsdp_config).
 - flat recipes (0.6.0 on) only: fsdp_replicas (ddp.num_distributed_optimizer_instances under Megatron-FSDP, else 1)
   and fsdp_outer (ddp.outer_dp_sharding_strategy under Megatron-FSDP, else "no_shard"): HSDP; offload_modules and
   min_offloaded_tensor_size (model.offload_modules / min_offloaded_tensor_size where
@@ -100,9 +104,10 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # its sibling modules, when loaded from elsewhere
-from flat_recipes import EXPERTS, perf_recipes  # noqa: E402
+from flat_recipes import EXPERTS, fsdp_double_buffer, perf_recipes  # noqa: E402
 from perf_recipe_values import Unknown  # noqa: E402
-from perf_script_reader import at_commit, dispatcher_of, field, gpu_function_config, run_script_config, where  # noqa: E402
+from perf_script_reader import (at_commit, dispatcher_of, field, gpu_function_config, run_script_config,  # noqa: E402
+                                run_script_fsdp_config, where)
 from recipe_mapping import DEFAULTS, entry, git, recompute_from, recompute_of  # noqa: E402,F401 (recompute_of: the tests read it here)
 
 RELEASES = (("25.09", "v0.1.0rc3"), ("25.11", "v0.2.0"), ("26.02", "v0.3.0"), ("26.02.01", "v0.3.1"),
@@ -272,9 +277,17 @@ def script_fields(repo: str, commit: str, paths: list[str], row: dict, model_key
     if EXPERTS.get(row["model"]) is not None:
         out.update(dispatcher_of(config))
         unresolved += out.pop("unresolved", [])
+    out.update(double_buffer_of(config, bool(row.get("fsdp")), unresolved))
     if unresolved:
         out["unresolved"] = sorted(set(unresolved))
     return out
+
+
+def double_buffer_of(config: object, fsdp: bool, unresolved: list[str]) -> dict:
+    """flat_recipes.fsdp_double_buffer of a config the scripts build (perf_script_reader)."""
+    names = ("fsdp_double_buffer", "nccl_ub")
+    return fsdp_double_buffer(fsdp, {n: field(config, "ddp", n) for n in names},
+                              {n: where(config, "ddp", n) for n in names}, unresolved)
 
 
 def workload_recipes(repo: str, release: str, tag: str) -> list[dict]:
@@ -328,6 +341,12 @@ def yaml_recipes(repo: str, release: str, tag: str) -> list[dict]:
                         continue
                     f = dict(table.get("common") or {}, **(table.get(prec_key) or {}))
                     script = run_script_fields(repo, commit, model, model_name, model_size, gpu, prec, yaml_model, f)
+                    fsdp = bool(f.get("use_megatron_fsdp"))
+                    unresolved = script.pop("unresolved", [])
+                    script.update(double_buffer_of(run_script_fsdp_config(
+                        at_commit(repo, commit), model, model_name, model_size, gpu, prec, fsdp), fsdp, unresolved))
+                    if unresolved:
+                        script["unresolved"] = sorted(set(unresolved))
                     out.append({"release": release, "model": model, "gpu": gpu, "precision": prec, "variant": "v1",
                                 "config": f"perf_matrix.{gpu}.{count_key}.{prec_key}", "file": path, "commit": commit,
                                 "num_gpus": int(count_key.removeprefix("num_gpus_")), "tp": f.get("tp", 1),

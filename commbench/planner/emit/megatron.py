@@ -58,6 +58,14 @@ from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, meg
 # fsdp_outer_optim: --outer-dp-sharding-strategy optim, the optimizer state sharded across the replicas too).
 MEGATRON_FSDP_ARGS = ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", "optim_grads_params",
                       "--ckpt-format", "fsdp_dtensor"]
+# --fsdp-double-buffer (layout fsdp_double_buffer, every plan's): Megatron-FSDP's gathered weights and unsharded
+# gradients in two persistent buffers each (param_and_grad_buffer.py FixedPoolAllocator, UB_BUFFER_NUM = 2), so the
+# launch holds the two units the memory model charges (step/fsdp.py megatron_unit_buffers); without it the
+# reduce-scatter queue keeps up to max(1e9 elements, 2 units) of gradients beside the unit being reduced. Every
+# recipe-table release's arguments.py has it (store_true) and validate_args puts no condition on it; training.py
+# passes it to DistributedDataParallelConfig by name (core_v0.16.1 lines 1292-1294). Megatron-Bridge's Llama 3 / 3.1
+# FSDP recipes set it (recipes.json fsdp_double_buffer).
+MEGATRON_FSDP_DOUBLE_BUFFER = "--fsdp-double-buffer"
 
 # --reuse-grad-buf-for-mxfp8-param-ag is a DistributedDataParallel feature Megatron-FSDP does not implement
 # (megatron-core 0.16.1): with it and --overlap-param-gather, MixedPrecisionOptimizer.step_with_ready_grads skips
@@ -258,7 +266,7 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     if a.distributed_optimizer:
         out.append("--use-distributed-optimizer")
     if a.fsdp:
-        out += MEGATRON_FSDP_ARGS
+        out += MEGATRON_FSDP_ARGS + ([MEGATRON_FSDP_DOUBLE_BUFFER] if a.fsdp_double_buffer else [])
         if a.fsdp_replicas > 1:  # HSDP: megatron-core 0.16.1 mcore_fsdp_adapter enables it for > 1 instance
             out += ["--num-distributed-optimizer-instances", str(a.fsdp_replicas)]
             if a.fsdp_outer_optim:   # core_v0.16.1 arguments.py: optimizer state sharded across the replicas too
@@ -409,7 +417,8 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument(f"--{name}", type=int)
     for name in ("sequence-parallel", "use-distributed-optimizer", "overlap-grad-reduce", "overlap-param-gather",
                  "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "tp-comm-overlap", "bf16",
-                 "fp8-dot-product-attention", "moe-permute-fusion", "use-megatron-fsdp"):
+                 "fp8-dot-product-attention", "moe-permute-fusion", "use-megatron-fsdp", "fsdp-double-buffer",
+                 "use-nccl-ub"):
         p.add_argument(f"--{name}", action="store_true")
     for name in ("moe-token-dispatcher-type", "moe-flex-dispatcher-backend", "recompute-granularity",
                  "recompute-method", "fp8-format", "fp8-recipe", "fp4-format", "fp4-recipe",
@@ -486,4 +495,7 @@ def parse_megatron_args(args: list[str] | str, num_gpus: int, model: ModelSpec |
                   fsdp=ns.use_megatron_fsdp,
                   fsdp_replicas=(ns.num_distributed_optimizer_instances or 1) if ns.use_megatron_fsdp else 1,
                   fsdp_outer_optim=bool(ns.use_megatron_fsdp and (ns.num_distributed_optimizer_instances or 1) > 1
-                                        and ns.outer_dp_sharding_strategy == "optim"))
+                                        and ns.outer_dp_sharding_strategy == "optim"),
+                  # NCCL user buffers turn double buffering on (megatron-core param_and_grad_buffer.py; arguments.py);
+                  # without Megatron-FSDP the field keeps its default (it is read with fsdp only)
+                  fsdp_double_buffer=bool(ns.fsdp_double_buffer or ns.use_nccl_ub) if ns.use_megatron_fsdp else True)

@@ -242,6 +242,7 @@ def _flags_of(entry: dict[str, Any], sizes: dict[str, int] | None, note: str) ->
             "cpu_offload_layers": offload, "recompute_layers": recompute_layers, "cuda_graph_scope": scope,
             "fused_mlp_offload_min": fused_offload, "fsdp_replicas": replicas,
             "fsdp_outer_optim": replicas > 1 and entry.get("fsdp_outer") == "optim",
+            "fsdp_double_buffer": bool(entry.get("fsdp") and entry.get("fsdp_double_buffer")),
             "source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']} "
                       f"{entry['config']}", "sizes_match": exact,
             "config": entry["config"], "release": entry["release"], "sizes": {k: entry.get(k) for k in MATCH_KEYS},

@@ -52,8 +52,13 @@ INT_FIELDS = ("tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs", "gbs", "fsdp_rep
 # fsdp_outer_optim: under HSDP (fsdp_replicas > 1) the optimizer state is sharded across the replicas too, over all
 # of DP (Megatron-FSDP --outer-dp-sharding-strategy optim, megatron-core 0.16.1 on: "Optimizer State Hybrid
 # Sharding"; Megatron-Bridge v0.6.0's Nemotron-3-Ultra recipes, perf_recipes/nemotronh/common.py).
+# fsdp_double_buffer: Megatron-FSDP's persistent double buffers (--fsdp-double-buffer, Megatron-Bridge
+# ddp.fsdp_double_buffer; on with NCCL user buffers): two units' gathered weights and unsharded gradients, where
+# without them the reduce-scatter queue and the prefetch hold more (step/fsdp.py megatron_unit_buffers). The plans
+# launch with it (emit/megatron.py); a published run has its release recipe's (recipes.json). Read only with fsdp
+# (a layout without it keeps the default), and TorchTitan's FSDP2 has no such buffers (not read there).
 BOOL_FIELDS = ("sequence_parallel", "distributed_optimizer", "tp_comm_overlap", "moe_a2a_overlap", "dp_overlap",
-               "fp8_attention", "fused_moe", "fsdp", "fsdp_outer_optim")
+               "fp8_attention", "fused_moe", "fsdp", "fsdp_outer_optim", "fsdp_double_buffer")
 # cpu_offload_layers: transformer layers per rank whose activations Transformer Engine keeps in host
 # memory (Megatron-Core --cpu-offloading-num-layers; Megatron-Bridge recipes' cpu_offloading_num_layers).
 # Taken from a release's recipe for its published runs; the search leaves it at 0.
@@ -105,6 +110,7 @@ class Layout:
     recompute_layers: int = 0
     fsdp_outer_optim: bool = False
     fused_mlp_offload_min: int = 0
+    fsdp_double_buffer: bool = True   # read with fsdp only
 
     def __post_init__(self) -> None:
         if self.etp is None:
@@ -211,6 +217,7 @@ class LayoutArrays:
     recompute_layers: np.ndarray
     fsdp_outer_optim: np.ndarray
     fused_mlp_offload_min: np.ndarray
+    fsdp_double_buffer: np.ndarray
     cuda_graph_scope: np.ndarray   # graph_scope.scope_mask per layout (0: the recipes' scope for the model)
 
     @property

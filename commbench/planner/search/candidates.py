@@ -185,6 +185,8 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["recompute_layers"] = np.full(len(tp), int(pins.get("recompute_layers", 0)))      # only when pinned
     # HSDP's outer optimizer sharding: only when pinned (valid on HSDP rows only: rule hsdp)
     cols["fsdp_outer_optim"] = np.full(len(tp), bool(pins.get("fsdp_outer_optim", False)))
+    # Megatron-FSDP's double buffers: every plan launches with them (emit/megatron.py) unless pinned false
+    cols["fsdp_double_buffer"] = np.full(len(tp), bool(pins.get("fsdp_double_buffer", True)))
     cols["cuda_graph_scope"] = np.full(len(tp), scope_mask(str(pins.get("cuda_graph_scope", ""))), dtype=np.int64)
     cols = _without_synced_preprocess_graphs(cols, req)
     cols = _one_connections_setting(_with_offload(_with_fsdp(cols, pins, req), pins, req, has), req)

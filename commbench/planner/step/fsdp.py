@@ -14,8 +14,30 @@ PyTorch FSDP, arXiv 2304.11277):
   hides traffic, as for the distributed optimizer). Without dp_overlap nothing hides.
 Dense parameters over DP x CP, expert parameters over EDP, as the distributed optimizer shards
 them; the optimizer step updates the shard (as the distributed optimizer).
-Memory per GPU: bf16 weight and gradient shards (1/group) plus the unsharded buffers of two units
-(the running one and the prefetched one) for weights and one unit's gradients.
+Memory per GPU: bf16 weight and gradient shards (1/group) plus the unit buffers Megatron-FSDP's launch holds
+(below, "Unit buffers").
+
+Unit buffers (megatron-core core_v0.16.1, megatron/core/distributed/fsdp/src/megatron_fsdp/; the same code at
+every recipe-table release's megatron-core, 0.14 to 0.19): a unit's gathered weights and its unsharded gradients
+live in temporary buckets, allocated per unit and freed as below, unless --fsdp-double-buffer (layout
+fsdp_double_buffer; NCCL user buffers force it, pgb:1588-1595).
+- with --fsdp-double-buffer: pgb:1874-1887 builds FixedPoolAllocators of UB_BUFFER_NUM = 2 buffers each for the
+  weights, the MXFP8 transposes and the gradients, named persistent buffers (global memory buffer get_tensor,
+  pgb:768-772) that stay allocated; the all-gather prefetch stops before a third unit (pgb:3476-3535,
+  need_skip_prefetch, pgb:3518-3527) and the gradient path keeps at most two units' buckets (_enforce_double_buffer_limit,
+  pgb:3127-3147, called before a unit's first gradient bucket is taken, mf:563-566). Charged: two units' weights,
+  two units' gradients, and at MXFP8 two units' transposes beside the row-wise pair (the transpose pool persists
+  once the first backward has filled it). The pool is sized by the most numerous group of equal-shaped units
+  (FixedPoolAllocator.__init__, pgb:676-692; other units take dynamic buckets beside it): charged at the largest
+  unit.
+- without it: the communication unit is C = max(1e9, 2 x the mean unit's parameters) elements (mf:375-399; the
+  launch sets no --suggested-communication-unit-size). The forward and backward prefetch add units while the
+  prefetched ones hold fewer than C/2 elements (pgb:3535-3558), so 1 + ceil(C/2 / u) units are gathered. A unit's
+  gradient bucket is freed only when popped from GradReducePipeline's queue (pgb:3316-3335), which pops, before a
+  new unit's reduce-scatter is queued, while the queued buckets exceed C (pgb:3093-3116, mf:654-667): floor(C / u)
+  queued units, the one just queued and the one accumulating, floor(C / u) + 2 units (4 for units of >= 0.5B
+  parameters, 6 for Llama 3 8B's 218M at TP 1). Counted with the largest unit u (exact for equal units).
+TorchTitan's FSDP2 has neither (titan_fsdp_memory_bytes below).
 
 HSDP (FSDP over part of DP, `replicas` > 1): the group splits into `replicas` shard groups of
 group/replicas consecutive ranks; the per-unit gathers and reduce-scatters run within a shard group
@@ -81,8 +103,8 @@ MXFP8 parameters (fp8_param_gather at mxfp8) are kept in two weight buffers: the
 transpose buffer of the same parameters, dtype (uint8) and sharding (pgb:1953-2001, "Currently, only mxfp8 needs
 it"); a bucket's forward gather fills the first, its backward gather the second (get_bucket_key, pgb:3406-3411). So
 an MXFP8 rank holds the transpose shard too and, once the backward has gathered them, the non-unit parameters'
-transposes to the step's end (reset, above); the gathered units stay one kind at a time (GATHERED_UNITS):
-mxfp8_transpose_bytes. Megatron-FSDP does not implement --reuse-grad-buf-for-mxfp8-param-ag (only
+transposes to the step's end (reset, above); without --fsdp-double-buffer the gathered units are one kind at a
+time, with it the transposed pair persists beside the row-wise pair ("Unit buffers" above): mxfp8_transpose_bytes. Megatron-FSDP does not implement --reuse-grad-buf-for-mxfp8-param-ag (only
 distributed/param_and_grad_buffer.py, the DistributedDataParallel buffer, reads it): the plans leave it off
 (emit/megatron.py MEGATRON_FSDP_NO_GRAD_BUF_REUSE) and no buffer here is shared with the gradients.
 
@@ -116,17 +138,13 @@ the claim; nor is FSDP at all: with every FSDP layout out of the search, the bes
 at +34.2% (rows 20, 46; rows 69 / 97: +33.0% / +58.7%). The gain rests on the published EP32's all-to-all across
 four H100 nodes: 55.5 s total, 37.4 s exposed of a 91.7 s predicted step (measured 81.4 s: the row is predicted
 -11%), against 8.3 s for EP8 inside a node.
-Not charged here (memory; no published row separates them): (1) the reduce-scatter queue. Without
---fsdp-double-buffer (the plans do not emit it) a unit's unsharded gradient bucket is freed only when popped from
-GradReducePipeline's queue, which pops while the queued elements exceed suggested_communication_unit_size, by default
-max(1e9, 2 x the mean unit's parameters) (megatron_fsdp.py:375-399, param_and_grad_buffer.py:3093-3116, 3316-3335):
-with uniform units of >= 0.5B parameters, three queued units and the one accumulating are alive, not one.
-With --fsdp-double-buffer (Megatron-Bridge's Llama 3 / 3.1 FSDP recipes set it: scripts/performance/configs/llama/
-llama3_llm_pretrain.py:75 and llama31_llm_pretrain.py:71 at 9c9dd84) two. Charged at four, the published Llama3-70B
-64x GB200 FSDP rows (double-buffered) come out 0.1 GB over HBM; charged at two for every row, they fit (194.2 of
-197.6 GB) and nothing ranks differently. At four the EP1 layout above (75.2 -> 90.1 GB of 84.9) no longer fits and the
-rows' gains drop to the EP8 figures above; (2) on Hopper, per-tensor fp8 weights' transposes for the backward
-(keep_fp8_transpose_cache off: one gathered unit's, 1 B a parameter, 2.5 GB there).
+Memory (fix-CK, session 39): the reduce-scatter queue, charged at one unit then, is now charged as the launch holds
+it ("Unit buffers" above): the plans launch with --fsdp-double-buffer (two units), a published run as its release
+recipe says (recipes.json fsdp_double_buffer: Megatron-Bridge's Llama 3 / 3.1 FSDP recipes set it, e.g.
+scripts/performance/configs/llama/llama3_llm_pretrain.py:110 at 9c9dd84). The EP1 layout above, launched
+double-buffered, holds two units' gradients (75.2 -> 80.2 GB of 84.9: it still fits; without, 90.1). Not charged here: on Hopper,
+per-tensor fp8 weights' transposes for the backward (keep_fp8_transpose_cache off: one gathered unit's, 1 B a
+parameter, 2.5 GB there).
 """
 
 from __future__ import annotations
@@ -136,7 +154,7 @@ import numpy as np
 from commbench.planner.step.dp_sync import GRAD_BYTES, PARAM_BYTES, hidden
 from commbench.planner.step.stage_memory import _layer_kinds, _per_kind_params
 
-GATHERED_UNITS = 2  # the running unit and the prefetched one
+GATHERED_UNITS = 2  # the running unit and the prefetched one: --fsdp-double-buffer's pool (UB_BUFFER_NUM)
 MAMBA_UNITS_FROM = (0, 19)   # the first megatron-core whose Megatron-FSDP wraps MambaLayer as a unit (docstring)
 PLANNED_MEGATRON_CORE = (0, 16)   # the megatron-core the plans' Megatron-LM (core_v0.16.1) runs
 
@@ -228,10 +246,33 @@ def titan_fsdp_memory_bytes(largest, block):
     return (largest + block) * PARAM_BYTES, largest * TITAN_UNSHARDED_GRAD_BYTES
 
 
-def fsdp_memory_bytes(shard, unit, grad_size=GRAD_BYTES):
-    """(weights, gradients) bytes per GPU under FSDP: the `shard` of parameters this GPU owns plus the
-    gathered buffers of `unit` parameters; gradients of `grad_size` bytes (dp_sync.grad_bytes)."""
-    return shard * PARAM_BYTES + GATHERED_UNITS * unit * PARAM_BYTES, shard * grad_size + unit * grad_size
+# Megatron-FSDP's default communication unit (megatron_fsdp.py:375-399 at core_v0.16.1, and at every recipe-table
+# release's megatron-core): suggested_communication_unit_size = max(1e9, 2 x the mean FSDP unit's parameters)
+# elements; the reduce-scatter queue's capacity is that, the all-gather prefetch half of it.
+COMMUNICATION_UNIT_FLOOR = 1e9
+
+
+def megatron_unit_buffers(unit, mean_unit, double_buffer):
+    """(gathered weight, unsharded gradient) parameters per GPU that Megatron-FSDP's unit buffers hold at their peak
+    (module docstring, "Unit buffers"), for units of `unit` parameters (the largest; `mean_unit` the mean, which sets
+    the communication unit): with `double_buffer` (--fsdp-double-buffer) two units each; without, the running unit
+    and the prefetched ones until they reach half the communication unit, and the gradients of the unit being
+    computed, the one just queued and the queued ones the capacity keeps."""
+    u = np.maximum(np.asarray(unit, dtype=float), 1.0)
+    capacity = np.maximum(COMMUNICATION_UNIT_FLOOR, 2.0 * np.asarray(mean_unit, dtype=float))
+    # whole units (the parameter counts here are real numbers: equal units must come out whole, not a rounding off)
+    eps = 1e-9
+    weights = np.where(double_buffer, GATHERED_UNITS, 1.0 + np.maximum(np.ceil(capacity / 2 / u - eps), 1.0))
+    grads = np.where(double_buffer, GATHERED_UNITS, np.floor(capacity / u + eps) + 2.0)
+    return weights * np.asarray(unit, dtype=float), grads * np.asarray(unit, dtype=float)
+
+
+def fsdp_memory_bytes(shard, unit, grad_size=GRAD_BYTES, *, mean_unit=None, double_buffer=True):
+    """(weights, gradients) bytes per GPU under Megatron-FSDP: the `shard` of parameters this GPU owns plus the unit
+    buffers of units of `unit` parameters (megatron_unit_buffers; `mean_unit` None: `unit`); gradients of
+    `grad_size` bytes (dp_sync.grad_bytes)."""
+    gathered, unsharded = megatron_unit_buffers(unit, unit if mean_unit is None else mean_unit, double_buffer)
+    return shard * PARAM_BYTES + gathered * PARAM_BYTES, shard * grad_size + unsharded * grad_size
 
 
 def mxfp8_transpose_bytes(mxfp8, weight_bytes, framework: str = "megatron"):

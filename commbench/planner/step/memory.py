@@ -432,9 +432,11 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     graph_full = np.where(arr.cuda_graph == 2, cal.graph_full_fraction, 0.0)  # of the activations
 
     outer = outer_optim_shards(arr)
+    double = fsdp_double_buffer(arr)
     static = RowGroups(tp, pp, vp, ep, etp, dense_group, expert_group, arr.precision, arr.distributed_optimizer,
-                       arr.fsdp, outer)
+                       arr.fsdp, outer, double)
     s = static.columns(arr, ("precision", "distributed_optimizer", "fsdp"))
+    s.fsdp_double_buffer = static.of(double)
     s.outer_optim_shards = static.of(outer)
     s_loads = candidate_arrays(model, static.of(pp), static.of(vp), static.of(tp), framework)
     weights, grads, optimizer = (np.array([np.broadcast_to(x, (len(static),)) for x in term]).reshape(-1, len(static))
@@ -506,6 +508,13 @@ def outer_optim_shards(arr) -> np.ndarray:
                     np.maximum(np.asarray(arr.fsdp_replicas), 1), 1).astype(float)
 
 
+def fsdp_double_buffer(arr) -> np.ndarray:
+    """Whether each row's Megatron-FSDP launch double-buffers (layout fsdp_double_buffer; step/fsdp.py "Unit
+    buffers"): the plans' default (true) where `arr` has no such column."""
+    double = getattr(arr, "fsdp_double_buffer", None)
+    return np.ones(np.shape(arr.fsdp), dtype=bool) if double is None else np.asarray(double, dtype=bool)
+
+
 def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *, tp, ep, etp, dense_group,
                           expert_group, framework: str = "megatron",
                           mamba_units: bool = False) -> tuple[list, list, list]:
@@ -530,6 +539,7 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
     optimizer_dense = 12.0 * np.where(dist, dense_share / (dense_group * outer), dense_share)
     optimizer_expert = 12.0 * np.where(dist, expert_share / (expert_group * outer), expert_share)
     any_fsdp = bool(np.any(arr.fsdp))
+    double = fsdp_double_buffer(arr)
     mtp_dense, mtp_expert = _per_kind_params(model, _layer_kinds(model))[3]
     mtp_per_layer = (mtp_dense * dense_share + mtp_expert * expert_share) / max(model.num_mtp_layers, 1)
     out = ([], [], [])
@@ -555,9 +565,12 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
             units = load.counts.layers - (load.counts.mamba if framework == "megatron" and not mamba_units else 0)
             shard = dense_local / dense_group + expert_local / expert_group
             kept = fsdp.megatron_kept_gathered_params(non_unit, dense_group)
-            f_weights, f_grads = fsdp.fsdp_memory_bytes(
-                shard, fsdp.unit_params(model, dense_local, expert_local, units, load.counts.moe, non_unit),
-                grad_bytes(framework))
+            # the unit buffers the launch holds: two units with --fsdp-double-buffer, else the prefetch and the
+            # reduce-scatter queue, sized by the mean unit (step/fsdp.py megatron_unit_buffers)
+            unit = fsdp.unit_params(model, dense_local, expert_local, units, load.counts.moe, non_unit)
+            mean_unit = (np.maximum(dense_local - non_unit, 0.0) + expert_local) / np.maximum(units, 1)
+            f_weights, f_grads = fsdp.fsdp_memory_bytes(shard, unit, grad_bytes(framework), mean_unit=mean_unit,
+                                                        double_buffer=double)
             f_weights = f_weights + fsdp.PARAM_BYTES * kept
             if framework == "torchtitan":   # its units and FSDP2's dtypes (step/fsdp.py): the fp32 shard is the
                 # optimizer's master copy (in its 12 B), the gathered units bf16, one unit's gradients 6 B
@@ -574,8 +587,9 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
             f_weights = f_weights * weight_bytes / 2.0 + bf16_held * (2.0 - weight_bytes)
             # MXFP8: Megatron-FSDP's transpose buffer beside the row-wise one, on the shard and the kept non-unit
             # parameters that are MXFP8 (step/fsdp.py mxfp8_transpose_bytes)
+            # and, double-buffered, the persistent pair of transposed units beside the row-wise pair
             f_weights = f_weights + fsdp.mxfp8_transpose_bytes(arr.precision == MXFP8, weight_bytes, framework) \
-                * (shard + kept - bf16_held)
+                * (shard + kept - bf16_held + np.where(double, fsdp.GATHERED_UNITS * unit, 0.0))
             weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
         optimizer = (load.non_expert_params + load.vocab_matrices * vocab_params) * optimizer_dense \
             + load.expert_params * optimizer_expert
