@@ -129,7 +129,7 @@ def show(rows: list[dict], title: str, only_flagged: bool) -> None:
           f"for a memory saver, of which {len(fits)} are PREDICTED to fit without it"
           + (f" (median headroom {np.median(heads):.1f} GB)" if len(fits) else ""))
     tight = [r for r in rows if not over_hbm(r) and within_headroom(r)]
-    print(f"  {len(tight)} more fit but leave less than the search's {DEFAULT_HEADROOM:.0%} HBM headroom (PREDICTED; "
+    print(f"  {len(tight)} more fit but leave less than the search's {DEFAULT_HEADROOM * 100:g}% HBM headroom (PREDICTED; "
           f"`plan` would not propose them, though they ran)"
           + (f": rows {', '.join(str(r['run'].index) for r in tight)}" if tight else ""))
 

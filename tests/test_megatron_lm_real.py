@@ -168,7 +168,7 @@ def test_a_pinned_per_layer_graph_is_never_planned_with_full_recompute(monkeypat
     fits there), which megatron-core refuses under per-layer graphs ("full recompute is only supported with full
     iteration CUDA graph"): the plan's Megatron section was refused. The search now keeps per-layer graphs off
     full-recompute rows, and pinning both is refused in one line; the planned layout launches. On 64 GPUs only
-    selective-recompute rows at the memory edge fit under the default 2% headroom (Megatron-FSDP rows run no CUDA
+    selective-recompute rows at the memory edge fit under the default headroom (Megatron-FSDP rows run no CUDA
     graph: frameworks.MEGATRON_FSDP_NO_GRAPHS); on 128 it plans per-layer graphs without full recompute."""
     from commbench.errors import CommbenchError
     from commbench.planner import load_model
