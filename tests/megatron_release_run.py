@@ -6,7 +6,9 @@ TREE: a Megatron-LM tree (megatron/ at a release's commit, `git archive`d by tes
 megatron.core goes ahead of the installed one. Each case ({"argv", "world", "env", "capability"}) goes through
 parse_args -> validate_args -> core_transformer_config_from_args as tests/megatron_lm.py runs them for
 core_v0.16.1 (the plan's GPU capability, Transformer Engine answered as 2.10 with its fused kernels present).
-Prints one JSON list: per case {"ok": true} or {"ok": false, "stage": "parse"|"validate", "error": the last line}.
+Prints one JSON list: per case {"ok": true} or {"ok": false, "stage": "parse"|"validate", "error": the last line}. A
+case with "fields" (config attribute names) also gets "config": each one's value in the built TransformerConfig
+(a function by its __name__, a tuple as a list, an attribute the config has not as "<absent>").
 """
 
 from __future__ import annotations
@@ -42,6 +44,15 @@ from _pytest.monkeypatch import MonkeyPatch  # noqa: E402
 from tests import megatron_lm  # noqa: E402
 
 
+def _plain(value):
+    """A config value as JSON: a function by its name, a tuple as a list, anything else JSON cannot hold as its repr."""
+    if callable(value):
+        return getattr(value, "__name__", repr(value))
+    if isinstance(value, tuple):
+        return list(value)
+    return value if isinstance(value, (bool, int, float, str, list, type(None))) else repr(value)
+
+
 def main() -> None:
     import megatron.core
     assert megatron.core.__file__.startswith(TREE), megatron.core.__file__
@@ -63,8 +74,9 @@ def main() -> None:
                 args = mod.parse_args()
                 stage = "validate"
                 mod.validate_args(args, {})
-                mod.core_transformer_config_from_args(args)
-            out.append({"ok": True})
+                config = mod.core_transformer_config_from_args(args)
+            out.append({"ok": True, **({"config": {name: _plain(getattr(config, name, "<absent>"))
+                                                    for name in case["fields"]}} if case.get("fields") else {})})
         except SystemExit:
             lines = err.getvalue().strip().splitlines()
             out.append({"ok": False, "stage": stage, "error": lines[-1] if lines else "exit"})

@@ -95,18 +95,19 @@ _YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings":
 
 @pytest.mark.parametrize("folder", ["Qwen3-30B-A3B", "Qwen3-8B", "GLM-4.5-Air"])
 def test_yarn_on_gqa_attention_refusals_are_not_circular(tmp_path, folder):
-    """Megatron-LM core_v0.16.1 has no YaRN for GQA attention; TorchTitan 0.3.0's GQAttention has no YaRN attention
-    factor. Each refusal sent the user to the other framework."""
+    """Megatron-LM before megatron-core 0.19.0 (release 26.02.01's: 0.16.1) has no YaRN for GQA attention; TorchTitan
+    0.3.0's GQAttention has no YaRN attention factor. Each refusal sent the user to the other framework."""
     model = _variant(tmp_path, folder, rope_scaling=_YARN)
-    megatron = _refused(model, "--gpus", "16", "--framework", "megatron")
-    titan = _refused(model, "--gpus", "16", "--framework", "torchtitan")
+    megatron = _refused(model, "--gpus", "16", "--framework", "megatron", "--software", "26.02.01")
+    titan = _refused(model, "--gpus", "16", "--framework", "torchtitan", "--software", "26.02.01")
     assert "plan it with --framework torchtitan" not in megatron and "TorchTitan 0.3.0 cannot build it either" in megatron
-    assert "plan it with --framework megatron" not in titan and "Megatron-LM core_v0.16.1 cannot build it either" in titan
+    assert "plan it with --framework megatron" not in titan and "megatron-core 0.16.1) cannot build it either" in titan
     assert "YaRN attention factor" in titan
 
 
 def test_gpt_oss_megatron_refusal_still_points_at_torchtitan():
-    assert _refused("gpt-oss-20b", "--gpus", "16", "--framework", "megatron").endswith("plan it with --framework torchtitan")
+    assert _refused("gpt-oss-20b", "--gpus", "16", "--framework", "megatron", "--software", "26.04").endswith(
+        "plan it with --framework torchtitan")
 
 
 # --- P6: the TorchTitan launch's hf_assets_path is the hf: folder when it holds the tokenizer ---------------------------

@@ -77,7 +77,7 @@ def test_each_release_parses_exactly_the_plans_whose_flags_the_data_says_it_take
     --cuda-graph-scope value; the plan only said arguments.py 'adds, drops and changes flags')."""
     import re
 
-    from commbench.planner.emit.release_flags import refused_flags
+    from commbench.planner.layout.release_flags import refused_flags
     tree = release_tree(release_ref(release), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
     results = run_cases(tree, [c for _, c in cases])
     wrong = []

@@ -231,7 +231,9 @@ def test_emitted_architecture_matches_the_published_recipe(name):
         with pytest.raises(CommbenchError, match="builds no MTP"):
             model_args(model)
         model = replace(model, num_mtp_layers=0)
-    emitted = flag_values(model_args(model))
+    # gpt-oss's YaRN on GQA attention: only megatron-core 0.19.0's pretrain_gpt.py builds it (release 26.08)
+    from commbench.planner.emit.megatron import needs_release_flags
+    emitted = flag_values(model_args(model, release="26.08" if needs_release_flags(model) else None))
     if "--ffn-hidden-size" in emitted or "--moe-ffn-hidden-size" not in emitted:
         effective_ffn = emitted.get("--ffn-hidden-size")
     else:  # all-MoE models: the experts' width is the FFN width the example gives

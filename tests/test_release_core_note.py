@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
-from commbench.planner.emit.release_flags import refused_flags, release_core
+from commbench.planner.layout.release_flags import refused_flags, release_core
 from commbench.planner.layout.recipes import newest_release, releases
 
 

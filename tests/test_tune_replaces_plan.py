@@ -14,9 +14,10 @@ from commbench.cli.app import app
 
 PLAN_DSV3 = ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--gbs", "4096",
              "--precision", "mxfp8", "--top", "1"]
-# Megatron-LM cannot build gpt-oss's YaRN RoPE: this plan has no megatron_args.txt or launch.env
+# release 26.02.01's Megatron-LM (megatron-core 0.16.1) cannot build gpt-oss's YaRN RoPE: this plan has no
+# megatron_args.txt or launch.env
 GPT_OSS = ["--model", "gpt-oss-120b", "--framework", "torchtitan", "--precision", "fp8", "--system", "gb200-nvl72", "--gpus", "64",
-           "--top", "1"]
+           "--top", "1", "--software", "26.02.01"]
 
 
 def test_plan_out_removes_the_earlier_plans_files(tmp_path):

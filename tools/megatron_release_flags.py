@@ -14,7 +14,7 @@ fresh Python with that tree's megatron.core ahead of site-packages (so parse_arg
 TransformerConfig field generates included). Each option is recorded as (nargs, choices, takes a value). Written per
 release: "lacks", the options core_v0.16.1's parser has and the release's has not; "differs", the options whose
 nargs, choices or value-taking differ from core_v0.16.1's (the release's own spec). The planner reads it in
-commbench/planner/emit/release_flags.py.
+commbench/planner/layout/release_flags.py.
 """
 
 from __future__ import annotations

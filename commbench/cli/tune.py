@@ -74,11 +74,11 @@ def tune(
     precision = resolve_precision(precision, pins, gpu, model=spec, framework=framework)
     gbs, gbs_note = resolve_gbs(gbs, pins, model=spec, gpu=gpu.name, precision=precision.lower(), num_gpus=gpus,
                                 software=software)
-    from commbench.planner.search.frameworks import check_framework, framework_pins
-    framework_pins(check_framework(framework), spec, pins)  # refuse before the sweep, not after it
     from commbench.planner.layout.recipes import (check_pins_in_release, check_precision_in_release, check_release,
                                                   newest_release)
     release = check_release(software) if software is not None else newest_release()
+    from commbench.planner.search.frameworks import check_framework, framework_pins
+    framework_pins(check_framework(framework), spec, pins, release=release)  # refuse before the sweep, not after it
     check_precision_in_release(precision, release, software)   # before the sweep
     check_pins_in_release(pins, release, system,
                           precision.lower(), int(load_preset(system, num_gpus=gpus).domain_size))  # before the sweep

@@ -43,7 +43,7 @@ def recipes_json() -> dict[str, Any]:
 @functools.cache
 def megatron_release_flags_json() -> dict[str, Any]:
     """How each table release's Megatron-LM parse_args differs from core_v0.16.1's (megatron-release-flags.json,
-    tools/megatron_release_flags.py; planner/emit/release_flags.py reads it)."""
+    tools/megatron_release_flags.py; planner/layout/release_flags.py reads it)."""
     return json.loads(_data_text("megatron-release-flags.json"))
 
 

@@ -93,8 +93,21 @@ def megatron_script(model: ModelSpec) -> str:
     return HYBRID_SCRIPT if model.is_hybrid else MEGATRON_SCRIPT
 
 
-def megatron_target(model: ModelSpec) -> str:
-    """plan.json's Megatron target: the release and the script whose flags the arguments are."""
+def needs_release_flags(model: ModelSpec) -> bool:
+    """Whether the model's arguments hold flags later than core_v0.16.1's: YaRN on non-MLA attention (gpt-oss), which
+    only megatron-core 0.19.0's pretrain_gpt.py builds (search/frameworks.py MEGATRON_NON_MLA_YARN_CORE)."""
+    arch = model.architecture
+    return arch is not None and arch.position_embedding == "yarn" and model.attention != "mla"
+
+
+def megatron_target(model: ModelSpec, release: str | None = None) -> str:
+    """plan.json's Megatron target: the release and the script whose flags the arguments are; for a model whose
+    flags are a later release's (needs_release_flags), the plan's release's Megatron-LM."""
+    if needs_release_flags(model) and release is not None:
+        from commbench.planner.search.frameworks import megatron_release_name
+        name, _ = megatron_release_name(release)
+        return (f"{name} ({megatron_script(model)} flags: its YaRN flags are megatron-core 0.19.0's, the rest "
+                f"{MEGATRON_LM_RELEASE}'s; parse_args, validate_args and TransformerConfig checks)")
     return (f"Megatron-LM {MEGATRON_LM_RELEASE} with megatron-core 0.16.1 ({megatron_script(model)} flags; parse_args, "
             "validate_args and TransformerConfig checks)")
 
@@ -143,10 +156,13 @@ PRECISION_ARGS = {
 }
 
 
-def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
-    """Architecture flags: sizes here, the rest from the model's Architecture (megatron_arch.py)."""
+def model_args(model: ModelSpec, seq_len: int | None = None, release: str | None = None) -> list[str]:
+    """Architecture flags: sizes here, the rest from the model's Architecture (megatron_arch.py); `release`: the
+    plan's recipe-table release (None: the target core_v0.16.1), whose Megatron-LM must build the model's YaRN where it
+    is on non-MLA attention (needs_release_flags)."""
     s, arch = seq_len or model.seq_len, model.architecture
-    reason = megatron_cannot_launch(model)
+    reason = megatron_cannot_launch(model) or (unbuildable(model, release=release) if needs_release_flags(model)
+                                               else None)
     if reason:
         raise CommbenchError(reason)
     out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
@@ -196,10 +212,11 @@ def model_args(model: ModelSpec, seq_len: int | None = None) -> list[str]:
     return out
 
 
-def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
-    """One-line refusal of flag combinations Megatron's validation rejects (see the module docstring)."""
+def check_megatron_layout(layout: Layout, model: ModelSpec, release: str | None = None) -> None:
+    """One-line refusal of flag combinations Megatron's validation rejects (see the module docstring), and of a model
+    `release`'s Megatron-LM (None: the target core_v0.16.1) cannot build."""
     a = layout
-    reason = unbuildable(model)
+    reason = unbuildable(model, release=release)
     if reason:
         raise CommbenchError(reason)
     if a.fsdp and a.fsdp_replicas > 1 and model.is_moe:
@@ -248,13 +265,13 @@ def check_megatron_layout(layout: Layout, model: ModelSpec) -> None:
 
 
 def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = None,
-                  flex_backend: str = "deepep") -> list[str]:
+                  flex_backend: str = "deepep", release: str | None = None) -> list[str]:
     """Megatron-LM arguments for `layout`: architecture, parallelism and layer split, batch, overlap,
-    recompute, precision."""
+    recompute, precision; `release`: the plan's recipe-table release (model_args)."""
     a = layout
-    check_megatron_layout(a, model)
+    check_megatron_layout(a, model, release)
     split = choose_split(model, a.pp, a.vp, split_vocab(model, a.tp, "megatron"))   # as the step model's
-    out = model_args(model, seq_len)
+    out = model_args(model, seq_len, release)
     out += ["--tensor-model-parallel-size", str(a.tp), "--pipeline-model-parallel-size", str(a.pp)]
     out += split.megatron_args()
     if model.is_moe:

@@ -10,8 +10,12 @@ vocabulary (`--vocab-size` with `--make-vocab-size-divisible-by`) and untied
 embeddings. Flag names: Megatron-LM core_v0.16.1 megatron/training/arguments.py, whose
 TransformerConfig flags are generated from megatron-core 0.16's dataclass fields.
 
-What that release cannot express is refused in one line (`unbuildable`): YaRN for non-MLA attention
-(gpt-oss): its --position-embedding-type has no 'yarn' (later Megatron-LM has it), and the ModelOpt
+YaRN on non-MLA attention (gpt-oss) is megatron-core 0.19.0's (`--position-embedding-type yarn` with
+`--rotary-scaling-factor`, `--yarn-original-max-position-embeddings`, `--yarn-beta-fast/slow` and
+`--[no-]yarn-correction-range-round-to-int`, Megatron-LM cd4afffa6484 arguments.py / argument_utils.py): emitted for a
+plan whose release runs it (26.08) and refused in one line (`unbuildable`) for one whose release does not, naming that
+release's Megatron-LM and megatron-core (search/frameworks.py MEGATRON_NON_MLA_YARN_CORE): core_v0.16.1's
+--position-embedding-type has no 'yarn', 0.18's sets no config.yarn_* for GPTModel, and the ModelOpt
 `--enable-gpt-oss` switch sets a 131072-token original context where gpt-oss has 4096.
 What it builds differently is said in the plan's notes (`architecture_notes`): MLA YaRN betas or original context
 other than megatron-core's (Kimi-K2's beta_fast 1; a config's original_max_position_embeddings other than 4096), which
@@ -57,6 +61,8 @@ def _activation(arch: Architecture) -> list[str]:
 def _position(model: ModelSpec, arch: Architecture) -> list[str]:
     if arch.position_embedding == "none":       # hybrid Mamba models: the Mamba layers carry position
         return ["--position-embedding-type", "none"]
+    if arch.position_embedding == "yarn" and model.attention != "mla":
+        return _non_mla_yarn(arch)
     out = ["--position-embedding-type", "rope", "--rotary-base", str(arch.rotary_base),
            "--rotary-percent", _num(arch.rotary_percent)]
     if model.attention == "mla":
@@ -67,6 +73,24 @@ def _position(model: ModelSpec, arch: Architecture) -> list[str]:
     elif arch.rope_scaling == "llama3":
         out += ["--use-rope-scaling", "--rope-scaling-factor", _num(arch.rope_scaling_factor)]
     return out
+
+
+def _non_mla_yarn(arch: Architecture) -> list[str]:
+    """YaRN on non-MLA attention as megatron-core 0.19.0's pretrain_gpt.py takes it (Megatron-LM cd4afffa6484
+    arguments.py; argument_utils._apply_yarn_config_from_args copies them to the config.yarn_* GPTModel's
+    YarnRotaryEmbedding reads). Its concentration factor is transformers' (_compute_yarn_parameters: get_mscale(factor,
+    mscale) / get_mscale(factor, mscale_all_dim) where the config gives both, else get_mscale(factor)): megatron-core's
+    _yarn_get_concentration_factor with --mscale 1 --mscale-all-dim 0 (the flags' defaults) is get_mscale(factor), so
+    the mscales are written only where the config gives both. The correction range is rounded to whole dimensions
+    unless the config's truncate is false (gpt-oss)."""
+    out = ["--position-embedding-type", "yarn", "--rotary-base", str(arch.rotary_base),
+           "--rotary-percent", _num(arch.rotary_percent), "--rotary-scaling-factor", _num(arch.rope_scaling_factor),
+           "--yarn-original-max-position-embeddings", str(arch.rope_original_max_positions),
+           "--yarn-beta-fast", _num(arch.yarn_beta_fast), "--yarn-beta-slow", _num(arch.yarn_beta_slow)]
+    if arch.yarn_mscale and arch.yarn_mscale_all_dim:
+        out += ["--mscale", _num(arch.yarn_mscale), "--mscale-all-dim", _num(arch.yarn_mscale_all_dim)]
+    return out + ["--yarn-correction-range-round-to-int" if arch.yarn_truncate
+                  else "--no-yarn-correction-range-round-to-int"]
 
 
 def _attention(arch: Architecture) -> list[str]:

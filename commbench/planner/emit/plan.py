@@ -19,8 +19,8 @@ from typing import Any
 
 from commbench.errors import CommbenchError, first_line, invalid, read_user_file
 from commbench.planner.emit.megatron import (connections_notes, launch_connections, launch_env, launch_env_text,
-                                             megatron_args, megatron_script, megatron_target, parse_megatron_args,
-                                             precision_notes, cross_entropy_note)
+                                             megatron_args, megatron_script, megatron_target, needs_release_flags,
+                                             parse_megatron_args, precision_notes, cross_entropy_note)
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_notes
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
@@ -44,12 +44,15 @@ MAX_SEQ_LEN = 1 << 24  # tokens per sequence a plan may name: 16M, beyond any pu
 EMIT_KINDS = ("json", "megatron", "torchtitan")
 
 
-def release_core_note(release: str | None, args: list[str] | None = None, *, asked: bool = True) -> list[str]:
+def release_core_note(release: str | None, args: list[str] | None = None, *, asked: bool = True,
+                      later_flags: bool = False) -> list[str]:
     """Where the release runs another megatron-core than the one the arguments are checked against
     (megatron_target: Megatron-LM core_v0.16.1), a note naming both and the release (given with --software, or the
     default one: `asked`), and each flag of `args` that release's parse_args refuses (release_flags.refused_flags,
-    from its own arguments.py: commbench/data/megatron-release-flags.json), saying the line will not parse there."""
-    from commbench.planner.emit.release_flags import TARGET_CORE, refused_flags, release_core
+    from its own arguments.py: commbench/data/megatron-release-flags.json), saying the line will not parse there.
+    `later_flags`: the arguments hold the release's own YaRN flags (megatron.needs_release_flags: gpt-oss), which
+    core_v0.16.1 has not."""
+    from commbench.planner.layout.release_flags import TARGET_CORE, refused_flags, release_core
 
     core = release_core(release) if release is not None else None
     if core is None or core[1] == TARGET_CORE:
@@ -57,8 +60,10 @@ def release_core_note(release: str | None, args: list[str] | None = None, *, ask
     ref, version = core
     which = (f"release {release} (--software)" if asked
              else f"release {release} (the default release; --software picks another)")
+    later = (" but the YaRN ones (--position-embedding-type yarn, --yarn-*), megatron-core 0.19.0's, which "
+             f"{MEGATRON_LM_RELEASE} has not" if later_flags else "")
     head = (f"the Megatron-LM arguments are {MEGATRON_LM_RELEASE}'s (megatron-core 0.16.1: what they are checked "
-            f"against); {which} runs megatron-core {version} (Megatron-LM {ref[:12]})")
+            f"against){later}; {which} runs megatron-core {version} (Megatron-LM {ref[:12]})")
     refused = refused_flags(list(args or []), release)
     if refused:
         return [f"{head}, whose parse_args refuses {len(refused)} of these flags, so the line will not parse in that "
@@ -82,15 +87,16 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
     env = launch_env(layout, gpu_name)
     _, connections_why = launch_connections(layout, gpu_name)
     try:
-        args: dict[str, Any] = {"args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend)}
+        args: dict[str, Any] = {"args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend,
+                                                      release=release)}
     except CommbenchError as exc:  # a pinned flag combination Megatron refuses: the plan says why
         args = {"refused": str(exc)}
-    from commbench.planner.emit.release_flags import refused_flags, release_core
+    from commbench.planner.layout.release_flags import refused_flags, release_core
     core = release_core(release) if release is not None else None
     release_doc = {} if core is None else {"release": {
         "name": release, "asked": bool(release_asked), "megatron_core": core[1], "megatron_lm": core[0],
         "refused_flags": refused_flags(args.get("args", []), release)}}
-    return {"target": megatron_target(model), "script": megatron_script(model), **args, **release_doc,
+    return {"target": megatron_target(model, release), "script": megatron_script(model), **args, **release_doc,
             "layer_split": split.summary(stage_weights(model, vocab)),
             "launch_env": env, "launch_env_why": connections_why, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
@@ -98,7 +104,8 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
                                                connections_why=connections_why),
             "notes": precision_notes(layout) + connections_notes(layout, gpu_name) + architecture_notes(model)
             + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss)])
-            + release_core_note(release, args.get("args"), asked=release_asked) + (
+            + release_core_note(release, args.get("args"), asked=release_asked,
+                                later_flags=needs_release_flags(model) and "args" in args) + (
                 [] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
                 "RoPE, SwiGLU if glu, no biases); give the model's architecture in its [model.NAME.arch] table"])}

@@ -76,6 +76,9 @@ class Architecture:
     yarn_beta_slow: float = 0.0
     yarn_mscale: float = 0.0             # MLA YaRN [mscale, mscale_all_dim]
     yarn_mscale_all_dim: float = 0.0
+    # [yarn_correction_range_round_to_int] YaRN's correction range rounded to whole dimensions (transformers'
+    # rope_scaling.truncate, default true); gpt-oss: false
+    yarn_truncate: bool = True
     max_position_embeddings: int
     # attention variant [window_size, window_attn_skip_freq, softmax_type]
     sliding_window: int = 0              # tokens seen incl. the current one; Megatron's window_size = (w-1, 0)

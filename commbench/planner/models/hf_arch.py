@@ -176,7 +176,10 @@ def _rope(c, out: dict[str, Any]) -> None:
     if kind == "yarn":
         out.update(rope_original_max_positions=scaling.int("original_max_position_embeddings", 0),
                    yarn_beta_fast=scaling.num("beta_fast", 32.0), yarn_beta_slow=scaling.num("beta_slow", 1.0),
-                   yarn_mscale=scaling.num("mscale", 0.0), yarn_mscale_all_dim=scaling.num("mscale_all_dim", 0.0))
+                   yarn_mscale=scaling.num("mscale", 0.0), yarn_mscale_all_dim=scaling.num("mscale_all_dim", 0.0),
+                   # transformers modeling_rope_utils _compute_yarn_parameters: truncate = rope_parameters.get(
+                   # "truncate", True) (gpt-oss's config: false)
+                   yarn_truncate=scaling.flag("truncate", True))
 
 
 def _router(c, fields: dict[str, Any], out: dict[str, Any]) -> None:

@@ -511,21 +511,107 @@ def llama3_rope_refusal(model: ModelSpec, framework: str) -> str | None:
     return None
 
 
-def megatron_unbuildable(model: ModelSpec, point: bool = True) -> str | None:
-    """Why Megatron-LM core_v0.16.1's pretrain_gpt.py cannot build this model, or None: YaRN RoPE on
-    non-MLA attention (gpt-oss) has no flag there (--position-embedding-type offers no 'yarn'; later
-    Megatron-LM has it), and ModelOpt's --enable-gpt-oss sets a 131072-token original context where
-    gpt-oss has 4096. With `point`, the YaRN refusal says where else to plan it: TorchTitan where it builds the model
-    (gpt-oss), else that it does not either (Qwen3 / GLM with YaRN; each refusal pointed at the other framework)."""
+# YaRN RoPE on non-MLA attention (gpt-oss; an hf: GQA model with YaRN rope_scaling) from pretrain_gpt.py's flags: first
+# in megatron-core 0.19.0 (release 26.08's Megatron-LM cd4afffa6484): megatron/training/arguments.py has
+# --position-embedding-type yarn, --yarn-original-max-position-embeddings, --yarn-beta-fast / --yarn-beta-slow and
+# --[no-]yarn-correction-range-round-to-int beside --rotary-scaling-factor / --mscale / --mscale-all-dim, and
+# argument_utils.core_transformer_config_from_args sets them on the config (_apply_yarn_config_from_args: the yarn_*
+# attributes GPTModel's yarn branch reads with getattr and no default, models/gpt/gpt_model.py). core_v0.16.1 and 0.17's
+# --position-embedding-type offer no 'yarn'; 0.18.0 / 0.18.2's (releases 26.06, 26.06.01) offer it, but nothing on
+# their pretrain_gpt.py path sets config.yarn_* (only ModelOpt's --enable-gpt-oss builder, with a 131072-token original
+# context), so GPTModel raises AttributeError on getattr(config, "yarn_rotary_scaling_factor").
+MEGATRON_NON_MLA_YARN_CORE = (0, 19, 0)
+
+
+def core_key(version: str) -> tuple[int, int, int]:
+    """A megatron-core version ('0.16.0rc0', '0.14', '0.19.0') as (major, minor, patch); an rc counts as its release."""
+    import re
+    found = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    assert found, version
+    return int(found[1]), int(found[2]), int(found[3] or 0)
+
+
+def megatron_release_name(release: str | None) -> tuple[str, str]:
+    """(how a refusal names the Megatron-LM of `release`, its megatron-core version): a recipe-table release's own
+    (layout/release_flags.release_core: its ref and recipes.json's megatron_core), or, with no release, the target the
+    arguments are checked against (core_v0.16.1)."""
+    from commbench.planner.layout.release_flags import release_core
+    core = release_core(release) if release is not None else None
+    if core is None:
+        return f"Megatron-LM {MEGATRON_LM_RELEASE}", MEGATRON_LM_RELEASE.removeprefix("core_v")
+    ref, version = core
+    ref = ref if ref.startswith("core_v") else ref[:12]
+    return f"Megatron-LM {ref} (release {release}'s, megatron-core {version})", version
+
+
+def megatron_builds_non_mla_yarn(release: str | None) -> bool:
+    """Whether `release`'s pretrain_gpt.py builds YaRN RoPE on non-MLA attention from its flags
+    (MEGATRON_NON_MLA_YARN_CORE); no release: the target core_v0.16.1, which does not."""
+    return core_key(megatron_release_name(release)[1]) >= MEGATRON_NON_MLA_YARN_CORE
+
+
+# The architecture features of a non-MLA YaRN model besides the YaRN, each with the Megatron-LM flag that builds it (the
+# emitter writes these: emit/megatron_arch.py _activation / _attention; tests/test_gpt_oss_megatron_releases.py checks
+# they agree): a release whose parse_args lacks one (commbench/data/megatron-release-flags.json: 25.09's core 0.14 lacks
+# them all) cannot build the model.
+NON_MLA_YARN_FEATURE_FLAGS = (
+    ("its quick-GELU GLU", lambda arch: arch.activation == "quick_geglu", "--quick-geglu"),
+    ("its GLU linear offset", lambda arch: bool(arch.glu_linear_offset), "--glu-linear-offset"),
+    ("its GLU input clamp", lambda arch: bool(arch.activation_clamp), "--activation-func-clamp-value"),
+    ("its sliding window", lambda arch: bool(arch.sliding_window), "--window-size"),
+    ("its window pattern", lambda arch: bool(arch.window_skip_freq), "--window-attn-skip-freq"),
+    ("its attention sinks", lambda arch: arch.softmax_type != "vanilla", "--softmax-type"))
+
+
+def _non_mla_yarn_missing(model: ModelSpec, release: str | None) -> list[str]:
+    """What `release`'s pretrain_gpt.py lacks to build this non-MLA YaRN model: the YaRN itself (see
+    MEGATRON_NON_MLA_YARN_CORE) and each other feature whose flag its parse_args lacks (NON_MLA_YARN_FEATURE_FLAGS)."""
+    from commbench.planner.layout.release_flags import lacking
     arch = model.architecture
+    _, version = megatron_release_name(release)
+    key = core_key(version)
+    missing = []
+    if key < MEGATRON_NON_MLA_YARN_CORE:
+        yarn = f"its YaRN RoPE (x{_num(arch.rope_scaling_factor)} over {arch.rope_original_max_positions} tokens) on non-MLA attention"
+        if key >= (0, 18, 0):
+            missing.append(f"{yarn}: --position-embedding-type yarn parses, but nothing on the pretrain_gpt.py path sets "
+                           "the config's yarn_* attributes GPTModel's yarn branch reads (no --yarn-* flags; "
+                           "core_transformer_config_from_args sets them from megatron-core 0.19.0), so GPTModel raises "
+                           "AttributeError")
+        else:
+            missing.append(f"{yarn}: no pretrain_gpt.py flag (--position-embedding-type offers no 'yarn'; ModelOpt's "
+                           "--enable-gpt-oss sets a 131072-token original context)")
+    lacks = lacking(release) if release is not None else set()
+    absent = [f"{what} ({flag})" for what, has, flag in NON_MLA_YARN_FEATURE_FLAGS if has(arch) and flag in lacks]
+    if absent:
+        missing.append(f"its parse_args has no flag for {', '.join(absent)} (commbench/data/megatron-release-flags.json)")
+    return missing
+
+
+def megatron_unbuildable(model: ModelSpec, point: bool = True, release: str | None = None) -> str | None:
+    """Why the Megatron-LM of `release` (the plan's recipe-table release; None: the target core_v0.16.1 the arguments
+    are checked against) cannot build this model with pretrain_gpt.py, or None: YaRN RoPE on non-MLA attention
+    (gpt-oss) before megatron-core 0.19.0 (MEGATRON_NON_MLA_YARN_CORE), or any other architecture flag of such a model
+    the release's parse_args refuses (_non_mla_yarn_missing), naming the release's Megatron-LM and megatron-core. With
+    `point`, the YaRN refusal says where else to plan it: a release that builds it, and TorchTitan where it builds the
+    model (gpt-oss), else that it does not either (Qwen3 / GLM with YaRN; each refusal pointed at the other
+    framework)."""
+    arch = model.architecture
+    name, _ = megatron_release_name(release)
     if arch is not None and arch.position_embedding == "yarn" and model.attention != "mla":
-        why = (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its YaRN RoPE (x{_num(arch.rope_scaling_factor)} "
-               f"over {arch.rope_original_max_positions} tokens) on non-MLA attention has no pretrain_gpt.py flag "
-               "(--position-embedding-type offers no 'yarn'; ModelOpt's --enable-gpt-oss sets a 131072-token original "
-               "context)")
-        return f"{why}; {_titan_pointer(model)}" if point else why
+        missing = _non_mla_yarn_missing(model, release)
+        if missing:
+            why = f"{name} cannot build {model.name}: {'; and '.join(missing)}"
+            if not point:
+                return why
+            from commbench.planner.layout.recipes import releases
+            building = [r for r in releases() if not _non_mla_yarn_missing(model, r)]
+            where = (f"plan it with --software {' or '.join(building)} (megatron-core "
+                     f"{'.'.join(map(str, MEGATRON_NON_MLA_YARN_CORE))} builds it)" if building else "")
+            return f"{why}; {where + ', or ' if where else ''}{_titan_pointer(model, release)}"
+        return None
     if model.is_hybrid and "M" in (model.layer_pattern or "") and model.mamba_conv_kernel != MCORE_MAMBA_CONV_KERNEL:
-        return (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its Mamba convolution kernel is "
+        return (f"{name} cannot build {model.name}: its Mamba convolution kernel is "
                 f"{model.mamba_conv_kernel} wide, and megatron-core's MambaMixer builds {MCORE_MAMBA_CONV_KERNEL} "
                 "(ssm/mamba_mixer.py d_conv=4; no TransformerConfig field or flag sets it)")
     return llama3_rope_refusal(model, "megatron")
@@ -536,22 +622,24 @@ def megatron_unbuildable(model: ModelSpec, point: bool = True) -> str | None:
 MCORE_MAMBA_CONV_KERNEL = 4
 
 
-def _megatron_pointer(model: ModelSpec) -> str:
-    """The end of a TorchTitan refusal: plan it with Megatron-LM, unless Megatron-LM cannot build it either."""
-    why = megatron_unbuildable(model, point=False)
+def _megatron_pointer(model: ModelSpec, release: str | None = None) -> str:
+    """The end of a TorchTitan refusal: plan it with Megatron-LM, unless `release`'s Megatron-LM cannot build it
+    either."""
+    why = megatron_unbuildable(model, point=False, release=release)
     if why:
-        return f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build it either ({why.split(': ', 1)[-1]})"
+        name, _ = megatron_release_name(release)
+        return f"{name} cannot build it either ({why.split(': ', 1)[-1]})"
     return ("--framework megatron predicts it, though Megatron-LM cannot launch it either"
             if megatron_cannot_launch(model) else "plan it with --framework megatron")
 
 
-def _titan_pointer(model: ModelSpec) -> str:
+def _titan_pointer(model: ModelSpec, release: str | None = None) -> str:
     """The end of a Megatron-LM refusal: plan it with TorchTitan where TorchTitan 0.3.0 builds it, else its reason."""
     try:
-        framework_pins("torchtitan", model, {})
+        framework_pins("torchtitan", model, {}, release=release)
     except CommbenchError as exc:
         why = str(exc)
-        for end in (f"; {_megatron_pointer(model)}", f": {_megatron_pointer(model)}"):
+        for end in (f"; {_megatron_pointer(model, release)}", f": {_megatron_pointer(model, release)}"):
             why = why[:-len(end)] if why.endswith(end) else why
         return f"TorchTitan 0.3.0 cannot build it either ({why})"
     return "plan it with --framework torchtitan"
@@ -588,13 +676,13 @@ def titan_seq_len_limit(model: ModelSpec) -> int | None:
     return (titan_own_positions(model) or TORCHTITAN_MAX_SEQ_LEN.get(name)) if name else None
 
 
-def check_seq_len_runs(framework: str, model: ModelSpec, seq_len: int) -> None:
+def check_seq_len_runs(framework: str, model: ModelSpec, seq_len: int, release: str | None = None) -> None:
     """TorchTitan 0.3.0 refuses a training.seq_len beyond its flavor's RoPE max_seq_len (DeepSeek-V3 671B: 16384)."""
     limit = titan_seq_len_limit(model) if framework == "torchtitan" else None
     if limit is not None and seq_len > limit:
         raise CommbenchError(f"--seq-len={seq_len} is invalid with --framework torchtitan: {titan_limit_why(model)} and "
                              f"TorchTitan 0.3.0 refuses a longer training.seq_len; plan with --seq-len <= {limit}"
-                             + ("" if megatron_unbuildable(model) else ", or with --framework megatron"))
+                             + ("" if megatron_unbuildable(model, release=release) else ", or with --framework megatron"))
 
 
 def titan_limit_why(model: ModelSpec) -> str:
@@ -625,7 +713,7 @@ def check_window_seq_len(model: ModelSpec, seq_len: int) -> None:
             f"with --seq-len <= {window}, where a {window}-token window masks nothing (full attention)")
 
 
-def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> None:
+def check_precision_runs(framework: str, model: ModelSpec, precision: str, release: str | None = None) -> None:
     """TorchTitan 0.3.0 has no NVFP4 grouped-experts converter (components/quantization/nvfp4.py converts
     Linear layers only): an MoE model cannot train in NVFP4 there; nor in MXFP8 where its expert GEMMs' K is not a
     multiple of 128 (layout/precision.py mxfp8_experts_refusal: gpt-oss)."""
@@ -637,7 +725,7 @@ def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> No
                                  f"--framework torchtitan: {reason}; "
                                  "plan it with --precision fp8 or bf16")
     if framework == "torchtitan" and precision == "nvfp4" and model.is_moe:
-        # only the advice that leads somewhere: Megatron-LM core_v0.16.1 cannot build gpt-oss at all, and TorchTitan
+        # only the advice that leads somewhere: Megatron-LM before megatron-core 0.19.0 cannot build gpt-oss, and TorchTitan
         # cannot train gpt-oss's experts in mxfp8. NVFP4 runs only on Blackwell, which runs every precision
         # (hardware.toml): the one advised is TorchTitan's default for the model there (default_precision: fp8 for
         # gpt-oss, mxfp8 otherwise).
@@ -647,7 +735,7 @@ def check_precision_runs(framework: str, model: ModelSpec, precision: str) -> No
         from commbench.planner.layout.spec import PRECISIONS
         advised, _ = default_precision(SimpleNamespace(precisions=PRECISIONS), model=model, framework=framework)
         raise CommbenchError(f"TorchTitan 0.3.0 has no NVFP4 grouped-experts converter: {model.name}'s experts cannot "
-                             f"train in nvfp4 (plan it in {advised}" + ("" if megatron_unbuildable(model) else
+                             f"train in nvfp4 (plan it in {advised}" + ("" if megatron_unbuildable(model, release=release) else
                                                                           ", or with --framework megatron") + ")")
 
 
@@ -825,7 +913,8 @@ def megatron_dropout_graph_refusal(model: ModelSpec, cuda_graph: object, recompu
             "attention recomputation'); pin cuda_graph=none or recompute=none")
 
 
-def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) -> dict[str, object]:
+def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
+                   release: str | None = None) -> dict[str, object]:
     """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
     and so is a model the framework cannot build."""
     if int(pins.get("fused_mlp_offload_min", 0) or 0) > 0:   # published runs' field (26.08 recipes): never planned
@@ -839,7 +928,7 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
         raise CommbenchError("fsdp_outer_optim=true is invalid with --framework torchtitan: its HSDP replicates the "
                              "optimizer state across data_parallel_replicate_degree; plan with fsdp_outer_optim=false")
     if framework != "torchtitan":
-        reason = megatron_unbuildable(model)
+        reason = megatron_unbuildable(model, release=release)
         if reason:
             raise CommbenchError(reason)
         if pins.get("fused_moe"):
@@ -876,12 +965,12 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object]) ->
             raise CommbenchError(reason)
     elif family is not None:
         if titan_dense_refusal(model):
-            raise CommbenchError(f"{titan_dense_refusal(model)}; {_megatron_pointer(model)}")
+            raise CommbenchError(f"{titan_dense_refusal(model)}; {_megatron_pointer(model, release)}")
     elif titan not in TORCHTITAN_RECOMPUTE:
         if titan_unemitted(model):
-            raise CommbenchError(f"{titan_unemitted(model)}: {_megatron_pointer(model)}")
+            raise CommbenchError(f"{titan_unemitted(model)}: {_megatron_pointer(model, release)}")
         raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (its modules: {TITAN_MODULES}"
-                             f"{titan_nearest_flavor(model)}): {_megatron_pointer(model)}")
+                             f"{titan_nearest_flavor(model)}): {_megatron_pointer(model, release)}")
     if titan_module(model) in TITAN_VARLEN_MODULES:
         if int(pins.get("cp", 1) or 1) > 1:
             raise CommbenchError(titan_cp_refusal(model, pins["cp"]))

@@ -39,7 +39,7 @@ def _passes(req: SearchRequest, cols: dict[str, np.ndarray], precision: str) -> 
     """Whether some layout of `cols` passes both GEMM-size rules (and the framework trains the model) in `precision`."""
     from commbench.planner.search.frameworks import check_precision_runs
     try:
-        check_precision_runs(req.framework, req.model, precision)
+        check_precision_runs(req.framework, req.model, precision, req.software)
     except CommbenchError:
         return False
     seq = req.seq_len or req.model.seq_len

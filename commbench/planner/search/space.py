@@ -104,11 +104,12 @@ class SearchRequest:
                           "leave etp out)")
         object.__setattr__(self, "framework", check_framework(self.framework))
         object.__setattr__(self, "loss", check_loss(self.loss, self.framework))
-        object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins))
+        object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins,
+                                                              release=self.software))
         check_recompute_layers(self.model, self.pins, self.framework)
-        check_precision_runs(self.framework, self.model, self.precision)
+        check_precision_runs(self.framework, self.model, self.precision, self.software)
         check_precision_tp(self.framework, self.model, self.precision, self.pins)
-        check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len)
+        check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len, self.software)
         check_window_seq_len(self.model, self.seq_len or self.model.seq_len)
         if not 0 <= self.headroom_fraction < 1:
             raise invalid("--mem-headroom", self.headroom_fraction, "a fraction of HBM in [0, 1)")

@@ -1,6 +1,6 @@
 """Which emitted Megatron-LM flags a table release's own parse_args refuses.
 
-The arguments are Megatron-LM core_v0.16.1's (megatron.megatron_target); a release's container runs its own
+The arguments are Megatron-LM core_v0.16.1's (emit/megatron.megatron_target); a release's container runs its own
 Megatron-LM (commbench/data/recipes.json megatron_core), whose arguments.py adds, drops and changes options.
 commbench/data/megatron-release-flags.json (tools/megatron_release_flags.py, from each release's tree) records per
 release the core_v0.16.1 options it lacks and those whose nargs / choices differ. One rule, from the flags: an emitted
@@ -54,6 +54,12 @@ def refused_flags(args: list[str], release: str) -> list[str]:
     return out
 
 
+def lacking(release: str) -> set[str]:
+    """The core_v0.16.1 options `release`'s parse_args has not (empty where the release is not in the data)."""
+    data = megatron_release_flags_json()["releases"].get(release)
+    return set(data["lacks"]) if data is not None else set()
+
+
 def release_core(release: str) -> tuple[str, str] | None:
     """(the Megatron-LM ref, the megatron-core version) `release` runs, or None where the data has no such release. The
     version is the recipe table's (recipes.json, the one source the step model's version rules read too)."""
@@ -63,4 +69,4 @@ def release_core(release: str) -> tuple[str, str] | None:
     return None if data is None or table is None else (data["ref"], table["megatron_core"]["version"])
 
 
-__all__ = ["TARGET_CORE", "argv_values", "refused_flags", "release_core"]
+__all__ = ["TARGET_CORE", "argv_values", "lacking", "refused_flags", "release_core"]
