@@ -52,12 +52,14 @@ def uses_nccl_model(fabric, collective: str) -> bool:
 
 
 def algorithm_protocol_times_s(fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike,
-                               num_domains: ArrayLike = 1) -> dict[Combo, np.ndarray]:
+                               num_domains: ArrayLike = 1, *, channels: int | None = None) -> dict[Combo, np.ndarray]:
     """Predicted seconds per (algorithm, protocol) NCCL offers for these queries (arguments
     broadcast). A pair offered for some queries only (e.g. NVLS where the group stays in one
-    domain) is inf where NCCL would not run it."""
+    domain) is inf where NCCL would not run it. `channels`: the count a tuner rule forces on the call (None: NCCL's
+    own), which prices ring, tree and PAT (nccl_model.GroupTerms; NVLS and CollNet stay at NCCL's own count)."""
     _require_nccl(fabric, collective)
-    times, _ = pair_times_s(fabric, collective, size_bytes, group_size, num_domains, combos(collective))
+    times, _ = pair_times_s(fabric, collective, size_bytes, group_size, num_domains, combos(collective),
+                            channels=channels)
     return times
 
 

@@ -59,10 +59,10 @@ def _group_table(n: np.ndarray, d: np.ndarray, group_size: ArrayLike, num_domain
 
 
 def _terms(fabric, system: NcclSystem, collective: str, table_n: np.ndarray, table_d: np.ndarray,
-           pairs: list[Combo]) -> dict[Combo, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+           pairs: list[Combo], channels: int | None = None) -> dict[Combo, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """{pair: (latency s, s per byte, ramp s per unit of size/(size+half)) per table row}; latency
-    is inf where NCCL does not offer the pair."""
-    group = GroupTerms(fabric, system, collective, table_n, table_d)
+    is inf where NCCL does not offer the pair. `channels`: the count a tuner rule forces (GroupTerms)."""
+    group = GroupTerms(fabric, system, collective, table_n, table_d, channels=channels)
     out = {}
     for algorithm, protocol in pairs:
         allowed = _full(group.allowed(algorithm), table_n.shape)
@@ -79,17 +79,18 @@ _TERMS_CACHE_SIZE = 1024
 
 
 def _table_terms(fabric, system: NcclSystem, collective: str, table_n: np.ndarray, table_d: np.ndarray,
-                 pairs: list[Combo], fastest_only: bool) -> dict[Combo, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+                 pairs: list[Combo], fastest_only: bool,
+                 channels: int | None = None) -> dict[Combo, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """_terms, less the pairs that can never be the fastest where `fastest_only` (_undominated), remembered per
     (fabric, collective, pairs, table): a search prices the same few groups in every chunk, and these terms, not the
     per-query arithmetic, are most of a small call's cost. Frozen fabrics (Fabric, NcclSystem): the same objects give
     the same terms; the cache holds them, so an id is never reused while its entry lives."""
-    key = (id(fabric), id(system), collective, tuple(pairs), fastest_only, table_n.dtype.str, table_d.dtype.str,
-           table_n.tobytes(), table_d.tobytes())
+    key = (id(fabric), id(system), collective, tuple(pairs), fastest_only, channels, table_n.dtype.str,
+           table_d.dtype.str, table_n.tobytes(), table_d.tobytes())
     hit = _TERMS_CACHE.get(key)
     if hit is not None and hit[0] is fabric and hit[1] is system:
         return hit[2]
-    terms = _terms(fabric, system, collective, table_n, table_d, pairs)
+    terms = _terms(fabric, system, collective, table_n, table_d, pairs, channels)
     if fastest_only and len(terms) > 1:
         terms = {name: terms[name] for name in _undominated(terms)}
     for arrays in terms.values():
@@ -119,9 +120,11 @@ def _undominated(terms: dict[Combo, tuple[np.ndarray, np.ndarray, np.ndarray]]) 
 
 
 def pair_times_s(fabric, collective: str, size_bytes: ArrayLike, group_size: ArrayLike, num_domains: ArrayLike,
-                 pairs: list[Combo], *, fastest_only: bool = False) -> tuple[dict[Combo, np.ndarray], np.ndarray]:
+                 pairs: list[Combo], *, fastest_only: bool = False,
+                 channels: int | None = None) -> tuple[dict[Combo, np.ndarray], np.ndarray]:
     """({pair: seconds per query, inf where NCCL does not offer it}, ranks per query). With
-    `fastest_only`, pairs that can never be the fastest are left out."""
+    `fastest_only`, pairs that can never be the fastest are left out. `channels`: the count a tuner rule forces on the
+    call (nccl_model.GroupTerms; None: NCCL's own)."""
     system: NcclSystem = fabric.nccl
     size, n, d = np.broadcast_arrays(np.asarray(size_bytes, dtype=np.float64),
                                      np.asarray(group_size, dtype=np.float64),
@@ -132,7 +135,7 @@ def pair_times_s(fabric, collective: str, size_bytes: ArrayLike, group_size: Arr
     if size.min() < 0:
         raise invalid("size_bytes", float(size.min()), "sizes must be >= 0")
     key, table_n, table_d = _group_table(n, d, group_size, num_domains)
-    terms = _table_terms(fabric, system, collective, table_n, table_d, pairs, fastest_only)
+    terms = _table_terms(fabric, system, collective, table_n, table_d, pairs, fastest_only, channels)
     ramp = None
     if system.fill_us_per_rank:
         ramp = size / (size + system.fill_half_bytes)

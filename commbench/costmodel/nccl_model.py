@@ -6,7 +6,8 @@ structure it:
 
     latency_us  = baseLat[a][p] + hops inside the domain x hwLat[NVLink][a][p]
                                 + hops between domains x hwLat[NET][a][p]
-    busbw_gbps  = link rate x the system's efficiency (NCCL: channels x per-channel bandwidth),
+    busbw_gbps  = link rate x the system's efficiency (NCCL: channels x per-channel bandwidth; a tuner rule's
+                  count N scales ring, tree and PAT by min(N, channels) / channels: GroupTerms),
                   x the protocol's share (ring LL 1/2, LL128 0.92, tree 0.92...), capped per channel
     time_s      = latency + size_bytes / algbw,  algbw = busbw x the algorithm's ratio
                   (ring n/nsteps, NVLS 5/6, tree 1/2)
@@ -100,11 +101,35 @@ def _log2i(x: np.ndarray) -> np.ndarray:
     return np.floor(np.log2(np.maximum(x, 1)))
 
 
-class GroupTerms:
-    """Size-independent terms of one batch of queries: group, domains, link rates."""
+def call_channels(system: NcclSystem, channels: int | None) -> int:
+    """The channels a call runs on when a tuner plugin names `channels` (None or 0: NCCL's own count, the system's):
+    NCCL takes the plugin's count as the call's (`info->nMaxChannels = nMaxChannels == 0 ? info->nMaxChannels :
+    nMaxChannels`, NVIDIA/nccl v2.27.7-1 src/enqueue.cc:1935) and schedules at most the communicator's channels
+    (scheduleCollTasksToPlan, src/enqueue.cc:549-550), which the model takes as `system.channels`."""
+    if not channels:
+        return system.channels
+    if channels < 0:
+        raise invalid("channels", channels, "a channel count >= 1, or None/0 for NCCL's own")
+    return min(int(channels), system.channels)
 
-    def __init__(self, fabric, system: NcclSystem, collective: str, n: np.ndarray, d: np.ndarray):
+
+# pairs whose bandwidth the model scales with the call's channels (busBw = nChannels x per-channel bw, tuning.cc:276);
+# NVLS and NVLS tree run on nvlsChannels (not the communicator's count) and CollNet on a count of its own, neither of
+# which the model knows: it prices them at NCCL's own count only (a tuner rule forcing one on them is not priced)
+CHANNEL_SCALED = ("ring", "tree", "pat")
+
+
+class GroupTerms:
+    """Size-independent terms of one batch of queries: group, domains, link rates. `channels`: the count a tuner rule
+    forces on the call (call_channels; None: NCCL's own), which scales the bus bandwidth of ring, tree and PAT as
+    NCCL's `busBw = graphs[a]->nChannels * bw` does (NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc:276) before the
+    protocols' caps, those per channel counting the same channels (:279-283); latency does not depend on it."""
+
+    def __init__(self, fabric, system: NcclSystem, collective: str, n: np.ndarray, d: np.ndarray,
+                 channels: int | None = None):
         self.system, self.collective, self.n, self.d = system, collective, n, d
+        self.channels = call_channels(system, channels)
+        self.channel_share = self.channels / system.channels   # of the bandwidth the preset's efficiencies give
         self.m = np.ceil(n / d)
         self.cross = d > 1
         self.any_cross, self.all_cross = bool(self.cross.any()), bool(self.cross.all())
@@ -161,21 +186,23 @@ class GroupTerms:
 
     def busbw_gbps(self, algorithm: str, protocol: str) -> np.ndarray:
         """NCCL's busBw for (algorithm, protocol), before the conversion to algorithm bandwidth."""
-        s, base = self.system, self.base
+        channels, share = self.channels, self.channel_share
+        base = self.base * share if share != 1 else self.base
         if algorithm == "ring":
-            base = self.ring_base
+            base = self.ring_base * share if share != 1 else self.ring_base
             if protocol == "LL":
                 return np.minimum(self.cap(T.LL_MAX_BW_GBPS), base * self.ll_share)
             if protocol == "LL128":
-                return np.minimum(base * T.RING_LL128_SHARE, s.channels * self.cap(T.RING_LL128_MAX_PER_CHANNEL_GBPS))
+                return np.minimum(base * T.RING_LL128_SHARE, channels * self.cap(T.RING_LL128_MAX_PER_CHANNEL_GBPS))
             return base
         if algorithm == "tree":
-            tree = np.minimum(self.tree_base * T.TREE_SHARE, s.channels * self.cap(T.TREE_MAX_PER_CHANNEL_GBPS))
+            tree_base = self.tree_base * share if share != 1 else self.tree_base
+            tree = np.minimum(tree_base * T.TREE_SHARE, channels * self.cap(T.TREE_MAX_PER_CHANNEL_GBPS))
             if protocol == "LL":
                 return np.minimum(tree * T.TREE_LL_SHARE, self.cap(T.LL_MAX_BW_GBPS))
             if protocol == "LL128":
-                share = np.where(self.cross, T.TREE_LL128_SHARE[1], T.TREE_LL128_SHARE[0])
-                return np.minimum(tree * share, s.channels * self.cap(T.TREE_LL128_MAX_PER_CHANNEL_GBPS))
+                ll128_share = np.where(self.cross, T.TREE_LL128_SHARE[1], T.TREE_LL128_SHARE[0])
+                return np.minimum(tree * ll128_share, channels * self.cap(T.TREE_LL128_MAX_PER_CHANNEL_GBPS))
             return tree
         if algorithm == "nvls":  # across domains (with SHARP) over the domain's NICs together, as NVLS-tree
             return np.where(self.cross, np.minimum(self.nvls, self.m * self.net), self.nvls) if self.any_cross else self.nvls

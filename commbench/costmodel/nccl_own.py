@@ -33,14 +33,18 @@ def tree_correction(size_bytes: np.ndarray, protocol: str) -> np.ndarray:
     return np.where(inside, table[np.clip(log_size, 0, len(table) - 1)], 1.0)
 
 
-def own_times_us(fabric, collective: str, size_bytes, ranks: int, domains: int) -> dict[Combo, np.ndarray]:
+def own_times_us(fabric, collective: str, size_bytes, ranks: int, domains: int, *,
+                 channels: int | None = None) -> dict[Combo, np.ndarray]:
     """{pair NCCL offers: NCCL's own predicted microseconds per size} for one group (`ranks` over `domains`
-    scale-up domains, NCCL's nNodes). Sizes are whole bytes."""
+    scale-up domains, NCCL's nNodes). Sizes are whole bytes. `channels`: the count a tuner rule forces on the call
+    (nccl_model.call_channels; None: NCCL's own), by which ring, tree and PAT are priced (nccl_model.GroupTerms);
+    NVLS, NVLS tree and CollNet stay at NCCL's own count (nccl_model.CHANNEL_SCALED). The ring plateau's step stays
+    at the communicator's count (comm->nChannels, tuning.cc:571)."""
     system = fabric.nccl
     n, d = np.array([float(ranks)]), np.array([float(domains)])
     check_group(fabric.num_gpus, fabric.num_domains, fabric.domain_size, fabric.name, n, d)
     size = np.asarray(size_bytes, dtype=np.float64)   # a rule's sizes may reach 2^64 - 1
-    group = GroupTerms(fabric, system, collective, n, d)
+    group = GroupTerms(fabric, system, collective, n, d, channels=channels)
     out: dict[Combo, np.ndarray] = {}
     for algorithm, protocol in combos(collective):
         if not np.broadcast_to(group.allowed(algorithm), n.shape)[0]:
@@ -81,11 +85,13 @@ def check_sizes(min_bytes: int, max_bytes: int, channels: int, ranks: int) -> np
 
 
 def slower_than_nccl_pick(fabric, collective: str, pair: Combo, min_bytes: int, max_bytes: int, ranks: int,
-                          domains: int, *, excluded=(), rtol: float = 1e-9) -> tuple[int, float, Combo, float] | None:
+                          domains: int, *, excluded=(), channels: int | None = None,
+                          rtol: float = 1e-9) -> tuple[int, float, Combo, float] | None:
     """None where NCCL's own model rates `pair` no slower than its own pick at every size of [min_bytes, max_bytes];
     else (a size, the pair's us there, NCCL's pick there, its us). A pair NCCL does not offer there is slower.
     `excluded`: pairs the call leaves out (NCCL_ALGO_PROTO_IGNORE: a FALLBACK rule is reached only where NCCL left
-    the pairs of the rules before it out), so NCCL picks among the others."""
+    the pairs of the rules before it out), so NCCL picks among the others. `channels`: the count the rule forces on
+    `pair` (None or 0: NCCL's own), at which `pair` is priced (own_times_us); NCCL's pick runs on its own count."""
     sizes = check_sizes(min_bytes, max_bytes, fabric.nccl.channels, ranks)
     times = own_times_us(fabric, collective, sizes, ranks, domains)
     names = [name for name in times if name not in set(excluded)]
@@ -94,6 +100,8 @@ def slower_than_nccl_pick(fabric, collective: str, pair: Combo, min_bytes: int, 
     stacked = np.stack([times[name] for name in names])
     best = np.argmin(stacked, axis=0)
     best_us = stacked[best, np.arange(len(sizes))]
+    if channels:
+        times = own_times_us(fabric, collective, sizes, ranks, domains, channels=channels)
     mine = times.get(pair, np.full(len(sizes), np.inf))
     worse = mine > best_us * (1 + rtol)
     if not worse.any():

@@ -303,7 +303,10 @@ def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
     source each collective used: "nccl" -- the cost model's per (algorithm, protocol) NCCL structure
     (costmodel.algorithm_protocol_times_s) -- or "curves" -- the per-algorithm alpha-beta curves of
     fabrics without it, protocols paired as COST_MODEL_COMBOS assumes. The group spans `nodes` scale-up domains
-    (node_domains): the nNodes the rules name is the scale they are predicted for."""
+    (node_domains): the nNodes the rules name is the scale they are predicted for. Each pair is priced at the
+    channel count its rule forces at each size (channel_bound: `channels` from the size NCCL would lower them from,
+    NCCL's own count below it and on pairs the model prices at NCCL's own count only); the curves have no channel
+    count, and their rules name none (own_count_where_not_priced)."""
     import math
 
     from commbench.costmodel import algorithm_protocol_times_s, collective_time_s
@@ -318,13 +321,19 @@ def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
                                  time_us=float(t) * 1e6, predicted=True)
                       for size, t in zip(sizes_bytes, times_s) if 0 < t < math.inf)
 
+    sizes = np.asarray(sizes_bytes, dtype=float)
     for name, plugin_name in PLUGIN_COLLECTIVES.items():
         if uses_nccl_model(fabric, name):
             sources.add("nccl")
-            pairs = algorithm_protocol_times_s(fabric, name, np.asarray(sizes_bytes, dtype=float), ranks, num_domains)
+            pairs = algorithm_protocol_times_s(fabric, name, sizes, ranks, num_domains)
+            forced = algorithm_protocol_times_s(fabric, name, sizes, ranks, num_domains, channels=channels) \
+                if channels else pairs
             for (algorithm, protocol), times_s in pairs.items():
-                add(plugin_name, TuningCombo(algo=algorithm, proto=protocol.lower(), channels=channels),
-                    np.broadcast_to(times_s, (len(sizes_bytes),)))
+                combo = TuningCombo(algo=algorithm, proto=protocol.lower(), channels=channels)
+                bound = channel_bound(combo, ranks)   # from here up the rule forces `channels`: priced there at them
+                if bound is not None:
+                    times_s = np.where(sizes >= bound, forced[algorithm, protocol], times_s)
+                add(plugin_name, combo, np.broadcast_to(times_s, (len(sizes_bytes),)))
             continue
         if name not in fabric.collectives:
             continue
@@ -346,7 +355,6 @@ def drop_slower_than_nccl(cells: list[Cell], fabric, domains: int) -> tuple[list
     there, which follow_nccl_picks then holds to NCCL's own pick). Cells of collectives the fabric has no NCCL
     parameters for are kept (not checkable). Returns (cells, one line per dropped choice)."""
     from commbench.costmodel.choice import uses_nccl_model
-    from commbench.costmodel.nccl_own import slower_than_nccl_pick
 
     out, dropped = [], []
     for cell in cells:
@@ -354,14 +362,15 @@ def drop_slower_than_nccl(cells: list[Cell], fabric, domains: int) -> tuple[list
         if not cell.predicted or cell.choice is None or name is None or not uses_nccl_model(fabric, name):
             out.append(cell)
             continue
-        loss = slower_than_nccl_pick(fabric, name, _pair(cell.choice), cell.min_bytes, cell.max_bytes, cell.ranks,
-                                     domains)
+        loss = slower_at_forced_channels(fabric, name, cell.choice, cell.min_bytes, cell.max_bytes, cell.ranks,
+                                         domains)
         if loss is None:
             out.append(cell)
             continue
-        size, mine_us, pick, pick_us = loss
+        (size, mine_us, pick, pick_us), forced = loss
         why = (f"predicted {cell.choice.algo}/{cell.choice.proto} dropped: NCCL's own model rates it {mine_us:.1f} us at "
-               f"{size} B against its pick {pick[0]}/{pick[1].lower()} {pick_us:.1f} us")
+               f"{size} B{_at_channels(forced, fabric)} against its pick {pick[0]}/{pick[1].lower()} {pick_us:.1f} us"
+               + (" on its own count" if forced else ""))
         out.append(dataclasses.replace(cell, choice=None, fallback=None, fallbacks_after=(), fallback_run_ids=(),
                                        filled=False, dropped_reason=why))
         dropped.append(f"{cell.collective} nNodes={cell.nodes} nRanks={cell.ranks} [{cell.min_bytes}-{cell.max_bytes}] "
@@ -370,6 +379,91 @@ def drop_slower_than_nccl(cells: list[Cell], fabric, domains: int) -> tuple[list
 
 
 _PLUGIN_TO_NAME = {plugin: name for name, plugin in PLUGIN_COLLECTIVES.items()}
+
+
+def channel_bound(combo: TuningCombo, ranks: int) -> int | None:
+    """The size from which a predicted rule naming `combo` forces its channel count on the call: below it rules_for
+    writes channels 0, NCCL's own count, which NCCL lowers by size (results.nccl_channels.lowering_bound_bytes at
+    NCCL's default settings, as rules_for applies it to predicted rules); 0: at every size (PAT). None: at no size --
+    no count named, or a pair the model prices at NCCL's own count only (NVLS, NVLS tree, CollNet: not
+    nccl_model.CHANNEL_SCALED), whose predicted rules name 0 (own_count_where_not_priced)."""
+    from commbench.costmodel.nccl_model import CHANNEL_SCALED
+    from commbench.results.nccl_channels import lowering_bound_bytes
+
+    if combo.channels is None or combo.algo not in CHANNEL_SCALED:
+        return None
+    return lowering_bound_bytes(combo, ranks, {}) or 0
+
+
+def forced_parts(combo: TuningCombo, min_bytes: int, max_bytes: int, ranks: int) -> list[tuple[int, int, int | None]]:
+    """[min_bytes, max_bytes] cut at channel_bound: [(lo, hi, the count the rule forces there, None: NCCL's own)]."""
+    bound = channel_bound(combo, ranks)
+    if bound is None or bound > max_bytes:
+        return [(min_bytes, max_bytes, None)]
+    if bound <= min_bytes:
+        return [(min_bytes, max_bytes, combo.channels)]
+    return [(min_bytes, bound - 1, None), (bound, max_bytes, combo.channels)]
+
+
+def slower_at_forced_channels(fabric, collective: str, combo: TuningCombo, min_bytes: int, max_bytes: int, ranks: int,
+                              domains: int, *, excluded=()) -> tuple[tuple[int, float, tuple, float], int | None] | None:
+    """nccl_own.slower_than_nccl_pick of `combo`'s pair priced at the count its rule forces at each size (forced_parts;
+    NCCL's own pick on NCCL's own count): None where it is nowhere slower, else (the loss, the count it ran on there,
+    None: NCCL's own)."""
+    from commbench.costmodel.nccl_own import slower_than_nccl_pick
+
+    for lo, hi, channels in forced_parts(combo, min_bytes, max_bytes, ranks):
+        loss = slower_than_nccl_pick(fabric, collective, _pair(combo), lo, hi, ranks, domains, excluded=excluded,
+                                     channels=channels)
+        if loss is not None:
+            return loss, channels
+    return None
+
+
+def _at_channels(channels: int | None, fabric) -> str:
+    """" at N channel(s)" where a rule forces N, with the count it runs on where NCCL caps N (nccl_model.call_channels)."""
+    from commbench.costmodel.nccl_model import call_channels
+
+    if not channels:
+        return ""
+    runs = call_channels(fabric.nccl, channels) if fabric.nccl is not None else channels
+    return f" at {channels} channel(s)" + (f" (runs on the communicator's {runs})" if runs != channels else "")
+
+
+def forced_channel_notes(channels: int, fabric, lines: list[str]) -> list[str]:
+    """What --channels N does to predicted rules, and the sizes where N channels would run slower than NCCL's own pick
+    (`lines`: drop_slower_than_nccl's and follow_nccl_picks' lines; those naming N channels)."""
+    modelled = f"; NCCL runs at most the model's {fabric.nccl.channels}" if fabric.nccl is not None else ""
+    notes = [f"--channels {channels}: rules force {channels} channel(s) from where NCCL would lower them (0 below), "
+             f"each pair priced at that count (busBw = nChannels x bw, {NCCL_RELEASE} tuning.cc:276{modelled})"]
+    slower = [line for line in lines if _at_channels(channels, fabric) + " " in line]
+    if slower:
+        notes.append(f"{channels} channel(s) would run slower than NCCL's own pick on its own count at {len(slower)} "
+                     "place(s), left to NCCL (dropped/held lines below): "
+                     + ", ".join(line.split(" predicted ")[0] for line in slower))
+    return notes
+
+
+def own_count_where_not_priced(rules: list[Rule], fabric) -> tuple[list[Rule], list[str]]:
+    """Predicted rules name a channel count only where the model priced the pair at it (predicted_points): NVLS, NVLS
+    tree and CollNet (not nccl_model.CHANNEL_SCALED: nvlsChannels, CollNet's own count) and every rule from
+    per-algorithm curves (no channel count) name 0, NCCL's own count, at which they were priced. Returns (rules, one
+    note naming the collectives and pairs so changed, if any)."""
+    from commbench.costmodel.choice import uses_nccl_model
+    from commbench.costmodel.nccl_model import CHANNEL_SCALED
+
+    out, changed = [], {}
+    for rule in rules:
+        curves = not uses_nccl_model(fabric, _PLUGIN_TO_NAME.get(rule.collective, ""))
+        if (rule.channels > 0 or rule.nvls_channels) and (curves or rule.algo not in CHANNEL_SCALED):
+            changed.setdefault(f"{rule.collective} " + ("(curves)" if curves else rule.algo),
+                               rule.channels or rule.nvls_channels)
+            rule = dataclasses.replace(rule, channels=0, nvls_channels=0)
+        out.append(rule)
+    notes = [f"NVLS, NVLS tree, CollNet and curve rules say channels 0 (NCCL's own count), not --channels "
+             f"{'/'.join(map(str, sorted(set(changed.values()))))}: they run on nvlsChannels or CollNet's own count, "
+             "the curves have none, and the model prices them only there: " + ", ".join(changed)] if changed else []
+    return out, notes
 
 
 def _pair(combo: TuningCombo) -> tuple[str, str]:
@@ -381,17 +475,19 @@ def _pair(combo: TuningCombo) -> tuple[str, str]:
 def follow_nccl_picks(cells: list[Cell], fabric, domains: int) -> tuple[list[Cell], list[str]]:
     """NCCL's example plugin's predicted cells (covered: every size of a scale has a rule, fill-ins included, the first
     and last stretched to 0 and SIZE_MAX) held to NCCL's own model (costmodel.nccl_own), which no size of a rule may
-    lose to: each cell is cut at the sizes where NCCL's own order of its pairs changes (nccl_own.own_rankings), and
-      * where the cell's choice is slower than NCCL's own pick, that part names NCCL's pick instead (a fill-in: without
-        a rule the plugin would run the size on one channel, so "NCCL decides" is NCCL's pick with the channels);
+    lose to: each cell is cut at the sizes where NCCL's own order of its pairs changes (nccl_own.own_rankings) and where
+    its rule starts forcing its channel count (forced_parts), and
+      * where the cell's choice, priced at the count its rule forces there (slower_at_forced_channels), is slower than
+        NCCL's own pick on NCCL's own count, that part names NCCL's pick instead, channels 0 (a fill-in: without a rule
+        the plugin would run the size on one channel, so "NCCL decides" is NCCL's pick on its own channels);
       * where its choice is a pair NCCL may leave out of a call (not always_in_table: LL128, NVLS, ...), the FALLBACK
         rules after it (Cell.fallback, Cell.fallbacks_after) are NCCL's own next picks in NCCL's order down to the first
-        pair NCCL never leaves out: the plugin skips a rule whose pair the call left out and applies the next, so a
-        call runs NCCL's own pick among the pairs it left in, whichever those are.
+        pair NCCL never leaves out, each on NCCL's own count (channels 0): the plugin skips a rule whose pair the call
+        left out and applies the next, so a call runs NCCL's own pick among the pairs it left in, whichever those are.
     Cells of collectives without NCCL parameters (curves) keep add_fallbacks' fallback. Returns (cells, one line per
     part that now names NCCL's pick)."""
     from commbench.costmodel.choice import uses_nccl_model
-    from commbench.costmodel.nccl_own import own_rankings, slower_than_nccl_pick
+    from commbench.costmodel.nccl_own import own_rankings
     from commbench.results.nccl_tuner_targets import NCCL_PICK_FILL_IN, always_in_table
 
     out, lines = [], []
@@ -400,16 +496,17 @@ def follow_nccl_picks(cells: list[Cell], fabric, domains: int) -> tuple[list[Cel
         if not cell.predicted or cell.choice is None or name is None or not uses_nccl_model(fabric, name):
             out.append(cell)
             continue
-        mine = _pair(cell.choice)
-
-        def combo(pair: tuple[str, str]) -> TuningCombo:
-            return dataclasses.replace(cell.choice, algo=pair[0], proto=pair[1].lower())
+        def combo(pair: tuple[str, str]) -> TuningCombo:   # NCCL's own pick runs on NCCL's own count
+            return dataclasses.replace(cell.choice, algo=pair[0], proto=pair[1].lower(), channels=None)
 
         pieces: list[tuple[int, int, TuningCombo, tuple[TuningCombo, ...], bool]] = []
-        for lo, hi, ranking in own_rankings(fabric, name, cell.min_bytes, cell.max_bytes, cell.ranks, domains):
+        parts = [(lo, hi, ranking) for part_lo, part_hi, _ in forced_parts(cell.choice, cell.min_bytes, cell.max_bytes,
+                                                                            cell.ranks)
+                 for lo, hi, ranking in own_rankings(fabric, name, part_lo, part_hi, cell.ranks, domains)]
+        for lo, hi, ranking in parts:
             choice, replaced = cell.choice, False
-            if ranking and ranking[0] != mine and slower_than_nccl_pick(fabric, name, mine, lo, hi, cell.ranks,
-                                                                         domains) is not None:
+            if ranking and slower_at_forced_channels(fabric, name, cell.choice, lo, hi, cell.ranks,
+                                                     domains) is not None:
                 choice, replaced = combo(ranking[0]), True
             chain: list[TuningCombo] = []
             if not always_in_table(cell.collective, choice):
@@ -429,9 +526,13 @@ def follow_nccl_picks(cells: list[Cell], fabric, domains: int) -> tuple[list[Cel
                 held[-1] = (held[-1][0], hi, choice)
             elif replaced:
                 held.append((lo, hi, choice))
+        bound = channel_bound(cell.choice, cell.ranks)
         lines += [f"{cell.collective} nNodes={cell.nodes} nRanks={cell.ranks} [{lo}-{hi}] predicted "
-                  f"{cell.choice.algo}/{cell.choice.proto} is slower there by NCCL's own model than its pick "
-                  f"{pick.algo}/{pick.proto}: the rule names NCCL's pick there" for lo, hi, pick in held]
+                  f"{cell.choice.algo}/{cell.choice.proto}"
+                  + (f"{_at_channels(cell.choice.channels, fabric)} from {max(bound, lo)} B"
+                     if bound is not None and bound <= hi else "")
+                  + f" is slower there by NCCL's own model than its pick {pick.algo}/{pick.proto} on its own count: "
+                  "the rule names NCCL's pick there, channels 0" for lo, hi, pick in held]
         for lo, hi, choice, chain, replaced in pieces:
             part = dataclasses.replace(cell, min_bytes=lo, max_bytes=hi, size_bytes=min(max(cell.size_bytes, lo), hi),
                                        choice=choice, fallback=chain[0] if chain else None, fallbacks_after=chain[1:],
@@ -516,9 +617,13 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
                      "the fastest pair by that model")
     if "curves" in sources:
         notes.append(PAIRING_NOTE)
+    rules = rules_for(cells, target, {})
     if channels is None:
         notes.append("the cost model has no channel count: rules say 0, NCCL's own count (set one with --channels)")
+    else:
+        rules, unpriced = own_count_where_not_priced(rules, checked_fabric)
+        notes += (forced_channel_notes(channels, checked_fabric, dropped + replaced) if "nccl" in sources else []) \
+            + unpriced
     notes += nccl_check_notes(dropped, "nccl" in sources, "curves" in sources, replaced)
-    rules = rules_for(cells, target, {})
     return TunerResult(points=points, cells=cells, rules=rules, notes=notes, csv_cells=cells, csv_rules=rules,
                        switch_backs=switches, sources=[fabric.name])
