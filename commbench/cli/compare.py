@@ -94,17 +94,15 @@ def note_setup_unknown(path: str, records, headerless: list | None) -> None:
     is unknown, so the setup check cannot refuse them; they are still judged (a warning, not a refusal: what bench,
     sweep and import write always starts with a header, an imported log's unknown fields included, so such a file
     was written elsewhere or lost its header line, and refusing it would fail a gate on no change)."""
-    from commbench.results.run_setup import runs_without_header
+    from commbench.results.run_setup import runs_without_header, setup_unknown_text
 
     runs = runs_without_header(records)
     if not runs:
         return
     if headerless is not None:
         headerless += [f"{path}: run {run_id}" for run_id in runs]
-    err_console.print(styled("[yellow]warning:[/] {}: {} run(s) without a header record (run {}): their setup (NCCL "
-                             "version, devices, emulated fabric) is unknown and cannot be checked against the other "
-                             "file's; judged as measured", path, len(runs),
-                             ", ".join(runs[:3]) + (" ..." if len(runs) > 3 else "")),
+    err_console.print(styled("[yellow]warning:[/] {} against the other file's; judged as measured",
+                             setup_unknown_text(runs, path)),
                       highlight=False)  # wrapped to the terminal, as the tables are
 
 

@@ -255,13 +255,11 @@ def report(
     label = "cut short or still running" if writing else "cut short"
     for line in cut_short:
         console.print(styled("[yellow]{}[/] (points not in the file): {}", label, line), highlight=False)
-    from commbench.results.run_setup import runs_without_header
+    from commbench.results.run_setup import runs_without_header, setup_unknown_text
     headerless = runs_without_header(everything)
-    if headerless:   # as compare says it (cli/compare.py note_setup_unknown)
-        console.print(styled("[yellow]warning:[/] {} run(s) without a header record (run {}): their setup (NCCL "
-                             "version, devices, emulated fabric) and how many points they planned are unknown, so "
-                             "whether they are complete cannot be checked; drawn as measured", len(headerless),
-                             ", ".join(headerless[:3]) + (" ..." if len(headerless) > 3 else "")), highlight=False)
+    if headerless:   # as compare and fit say it (run_setup.setup_unknown_text)
+        console.print(styled("[yellow]warning:[/] {}, nor how many points they planned (whether they are complete); "
+                             "drawn as measured", setup_unknown_text(headerless)), highlight=False)
     print_tuning_winners(everything)
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=predicted_from,
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
