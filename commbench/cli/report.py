@@ -215,6 +215,10 @@ def report(
             predicted_from = f"{fabric} (fitted on an EMULATED fabric)"
             console.print(styled("[yellow]warning:[/] --fabric {}: {}: its dashed lines are the emulator's links",
                                  fabric, emulated_fit), highlight=False, soft_wrap=True)
+        from commbench.cli.base import profile_older_than_results
+        older = profile_older_than_results(fabric)   # on the terminal, and in README.md under the sources line
+        if older:   # the figures' captions say it short
+            predicted_from = f"{predicted_from} (OLDER than the results it was fitted from: refit)"
     unreadable: list[str] = []   # lines skipped: the README says so, as the terminal does
     everything, not_read = read_for_report(files, unreadable)
     everything = without_repeats(everything)
@@ -265,7 +269,8 @@ def report(
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
                           run_records=everything, together=together, force=force,
                           left_out=[*unreadable, *([not_read] if not_read else [])], unpredicted=unpredicted,
-                          cut_short=cut_short, extrapolated=beyond, headerless=headerless)
+                          cut_short=cut_short, extrapolated=beyond, headerless=headerless,
+                          fabric_warnings=older if fabric else ())
     if not_read:
         console.print(styled("[yellow]summarised:[/] {}", not_read), highlight=False)
     for curve, why in unpredicted.items():
