@@ -335,25 +335,6 @@ def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
     return points, sources
 
 
-def unpredicted_collectives(fabric, points: list[TunedPoint]) -> list[str]:
-    """One note per collective the tuner writes rules for that the fabric holds curves of but predicted_points gave no
-    time for (probe CG F5: skipped in silence): a measured curve (algorithm "fitted": NCCL's own choice, one time per
-    size) has no (algorithm, protocol) split to choose between, and once one is fitted the NCCL structure no longer
-    prices the collective (choice.uses_nccl_model); other curves give no time for COST_MODEL_COMBOS at this scale."""
-    predicted = {p.collective for p in points}
-    lines = []
-    for name, plugin_name in PLUGIN_COLLECTIVES.items():
-        if plugin_name in predicted or name not in fabric.collectives:
-            continue
-        algorithms = sorted({c.algorithm for c in fabric.curves if c.collective == name})
-        why = ("its measured curve (fitted) is NCCL's own choice, one time per size with no algorithm/protocol split "
-               "to choose between" if "fitted" in algorithms else
-               f"its curves ({', '.join(algorithms)}) give no time for {', '.join(COST_MODEL_COMBOS)} at this scale")
-        lines.append(f"{plugin_name}: no rule, NCCL decides: {why}; measure it per pair (commbench bench "
-                     f"{name} --nccl-algo ... --nccl-proto ...) and write measured rules")
-    return lines
-
-
 def drop_slower_than_nccl(cells: list[Cell], fabric, domains: int, target: str) -> tuple[list[Cell], list[str]]:
     """The predicted cells with no choice that NCCL's own model (costmodel.nccl_own: NCCL's tables and size corrections,
     nothing of commbench's) rates slower than NCCL's own pick anywhere in the cell's sizes: such a rule could only make
@@ -436,6 +417,25 @@ def node_domains(fabric, *, ranks: int, nodes: int):
     if nodes > fabric.num_domains:
         fabric = fabric.scaled(num_gpus=nodes * fabric.domain_size)
     return fabric, nodes
+
+
+def unpredicted_collectives(fabric, points: list[TunedPoint]) -> list[str]:
+    """One note per collective the tuner writes rules for that the fabric holds curves of but predicted_points gave no
+    time for (probe CG F5: skipped in silence): a measured curve (algorithm "fitted": NCCL's own choice, one time per
+    size) has no (algorithm, protocol) split to choose between, and once one is fitted the NCCL structure no longer
+    prices the collective (choice.uses_nccl_model); other curves give no time for COST_MODEL_COMBOS at this scale."""
+    predicted = {p.collective for p in points}
+    lines = []
+    for name, plugin_name in PLUGIN_COLLECTIVES.items():
+        if plugin_name in predicted or name not in fabric.collectives:
+            continue
+        algorithms = sorted({c.algorithm for c in fabric.curves if c.collective == name})
+        why = ("its measured curve (fitted) is NCCL's own choice, one time per size with no algorithm/protocol split "
+               "to choose between" if "fitted" in algorithms else
+               f"its curves ({', '.join(algorithms)}) give no time for {', '.join(COST_MODEL_COMBOS)} at this scale")
+        lines.append(f"{plugin_name}: no rule, NCCL decides: {why}; measure it per pair (commbench bench "
+                     f"{name} --nccl-algo ... --nccl-proto ...) and write measured rules")
+    return lines
 
 
 def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], channels: int | None = None,
