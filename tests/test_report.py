@@ -118,7 +118,7 @@ def test_runs_without_a_header_record_are_said_to_be_unchecked(tmp_path):
     result = CliRunner().invoke(app, ["report", str(headerless), "-O", str(tmp_path / "rep")])
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
-    assert "warning: 1 run(s) without a header record" in text and "cannot be checked" in text, result.output
+    assert "warning: 1 run(s) without a readable header record" in text and "cannot be checked" in text, result.output
     md = (tmp_path / "rep" / "README.md").read_text()
     assert "## Runs without a header record (setup and completeness unknown)" in md
     whole = CliRunner().invoke(app, ["report", str(A), "-O", str(tmp_path / "rep2")])

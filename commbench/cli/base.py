@@ -69,6 +69,19 @@ def fail(message: str, exit_code: int = 2) -> typer.Exit:
     return typer.Exit(exit_code)
 
 
+def profile_older_than_results(path: str, *, say: bool = True) -> list[str]:
+    """The check every command reading a fitted profile runs (predict and nccl-tuner through predict.resolve_fabric,
+    plan, report --fabric, verify-plan): one line per results file the profile was fitted from that now holds runs or
+    points it was not fitted on (costmodel.profile.runs_since_fit: appended since the fit), each printed as a warning
+    (`say`; verify-plan gives them as its flags instead). [] for a preset or a profile that names no results."""
+    from commbench.costmodel.profile import runs_since_fit
+
+    lines = runs_since_fit(path)
+    for line in lines if say else ():
+        err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
+    return lines
+
+
 def renamed(new_value, old_value, *, old: str, new: str):
     """The value of an option given under its old, hidden spelling (kept working with a notice on stderr)."""
     if old_value is None:

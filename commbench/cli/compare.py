@@ -94,17 +94,15 @@ def note_setup_unknown(path: str, records, headerless: list | None) -> None:
     is unknown, so the setup check cannot refuse them; they are still judged (a warning, not a refusal: what bench,
     sweep and import write always starts with a header, an imported log's unknown fields included, so such a file
     was written elsewhere or lost its header line, and refusing it would fail a gate on no change)."""
-    from commbench.results.run_setup import runs_without_header
+    from commbench.results.run_setup import runs_without_header, setup_unknown_text
 
     runs = runs_without_header(records)
     if not runs:
         return
     if headerless is not None:
         headerless += [f"{path}: run {run_id}" for run_id in runs]
-    err_console.print(styled("[yellow]warning:[/] {}: {} run(s) without a header record (run {}): their setup (NCCL "
-                             "version, devices, emulated fabric) is unknown and cannot be checked against the other "
-                             "file's; judged as measured", path, len(runs),
-                             ", ".join(runs[:3]) + (" ..." if len(runs) > 3 else "")),
+    err_console.print(styled("[yellow]warning:[/] {} against the other file's; judged as measured",
+                             setup_unknown_text(runs, path)),
                       highlight=False)  # wrapped to the terminal, as the tables are
 
 
@@ -424,6 +422,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "unchecked": result.unchecked, "allow_unchecked": result.allow_unchecked,
             "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
             "failed_only_in_new": result.failed_only_in_new, "empty_runs": result.empty_runs,
+            "unmatched_runs": result.unmatched_runs,
             "cut_short": list(cut_short), "allow_cut_short": allow_cut_short,
             "base_incomplete": list(base_incomplete), "new_older_than_baseline": list(stale_new),
             "unchecked_both_sides": list(unchecked_both), "cut_short_not_reached": result.cut_short_lost,
@@ -438,7 +437,7 @@ def compare_cmd(
     max_regression: Annotated[str, typer.Option("--max-regression", help="Allowed slowdown per point, e.g. 10% or 0.1 (a bare number of 1 or more is refused as ambiguous: write 500% for 5x); a point (or a collective's shared shift) fails only beyond this AND beyond the noise: the larger of the run-to-run noise and the within-run interval, at a quantile that keeps the whole comparison of unchanged code to 5% false alarms.")] = "10%",
     statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} ({AUTO_TAIL} when both files have >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples per point, else the median, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10 / min: the 10th percentile / fastest of the per-iteration times; on a busy host they move far less between runs than the median, which preemption dominates: see README).")] = AUTO,
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): with runs appended to BASE, they measure the run-to-run shift (never from NEW: a slow run there is the news). Without repeated baseline runs the shift is assumed (half the points' scatter, said in the noise line) and each point is judged against its own run's other points.")] = None,
-    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails. Where NEW's run holds every point its header plans, the points it lacks are named 'not planned' (its plan differs from BASE's: another sweep, or tune's built-in sweep of another version): a narrower plan checks less than BASE did, so it fails too unless --allow-missing accepts it (or compare against a BASE measured with the new plan).")] = False,
+    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails. A run of NEW holding no point of BASE at all (another dtype, world size, backend or collective) misses every point of BASE: it fails too unless this option is given, except NEW's last run (what bench -O or sweep appended last), which is refused (exit 2) as a NEW holding no point is, with this option or without. Where NEW's run holds every point its header plans, the points it lacks are named 'not planned' (its plan differs from BASE's: another sweep, or tune's built-in sweep of another version): a narrower plan checks less than BASE did, so it fails too unless --allow-missing accepts it (or compare against a BASE measured with the new plan).")] = False,
     allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds, the points it planned and never reached allowed; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan). A BASE cut short or with unreadable lines is refused (exit 2: NEW's points beyond its cut would go unjudged) unless this option is given: then NEW is judged on the points BASE holds, said in the pass line and in --json (base_incomplete).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices, on an emulated instead of a real fabric (or the reverse), or on gloo with another torch version (gloo's collectives are torch's own code) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. Another torch under NCCL runs, or another commbench version, is noted and judged. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
@@ -448,7 +447,8 @@ def compare_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
 ) -> None:
     """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
-    NEW is judged on its own and all together."""
+    NEW is judged on its own and all together: NEW's last run must hold a point of BASE (else exit 2, as a NEW
+    holding none), and an earlier run holding none fails the gate unless --allow-missing."""
     threshold = parse_threshold(max_regression)
     check_not_being_written(("BASE", base), ("NEW", new), *((("--history", history),) if history else ()))
     unreadable: list[str] = []  # NEW's lines that could not be read: a point of unknown outcome, never a pass
@@ -538,6 +538,11 @@ def compare_cmd(
                                  + ": {} run(s) of the new file hold a header and no measurement (run {}): stopped "
                                  "before their first point; the file's other runs were judged",
                                  len(result.empty_runs), ", ".join(result.empty_runs[:3])), highlight=False)
+        if result.unmatched_runs:
+            console.print(styled(("allowed" if allow_missing else "[bold red]missing[/]")
+                                 + ": {} run(s) of the new file hold no point of the base ({}): judged on nothing; "
+                                 "the file's other runs were judged", len(result.unmatched_runs),
+                                 "; ".join(result.unmatched_runs[:2])), highlight=False)
         if result.unchecked:
             console.print(styled(("allowed" if allow_unchecked else "[bold red]unchecked[/]")
                                  + ": {} point run(s) of the new file measured without the data check where the base "
@@ -604,6 +609,10 @@ def compare_cmd(
             parts.append(f"{len(result.not_planned)} point run(s) of the base not planned by the new file (first: "
                          f"{result.not_planned[0]}; {plan_change}): it checks less than the base did; "
                          "--allow-missing accepts the new plan, or compare against a base measured with it")
+        if result.unmatched_runs and not allow_missing:
+            parts.append(f"{len(result.unmatched_runs)} run(s) of the new file hold no point of the base (first: "
+                         f"{result.unmatched_runs[0]}): judged on nothing, every point of the base missing there; "
+                         "--allow-missing permits that")
         if result.unchecked and not allow_unchecked:
             parts.append(f"{len(result.unchecked)} point run(s) of the new file measured without the data check "
                          f"(-c 0) where the base checked (first: {result.unchecked[0]}); --allow-unchecked permits that")
@@ -642,7 +651,7 @@ def compare_cmd(
                              f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
                              if result.unchecked else "",
                              f"; {result.runs['new'] - compared} other run(s) of the new file hold no point of the "
-                             "base: not judged" if compared < result.runs["new"] else "",
+                             "base: not judged (--allow-missing)" if compared < result.runs["new"] else "",
                              f"; the base is cut short or has unreadable lines ({len(base_short)} said above, "
                              f"--allow-cut-short): judged on the points it holds only, {result.only_in_new} point(s) "
                              "of the new file not judged" if base_short else ""), highlight=False)

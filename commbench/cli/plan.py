@@ -71,10 +71,8 @@ def _system(name: str, num_gpus: int, gpu: str | None = None):
                                  f"or fit with --system PRESET")
         if gpu is not None and fabric.gpu is not None and fabric.gpu.name != gpu.lower():
             raise invalid("--gpu", gpu, f"only for a fabric without a GPU; {name} already names {fabric.gpu.name}")
-        from commbench.cli.base import err_console
-        from commbench.costmodel.profile import runs_since_fit
-        for line in runs_since_fit(name):   # a fitted profile older than the results it was fitted from
-            err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
+        from commbench.cli.base import profile_older_than_results
+        profile_older_than_results(name)   # a fitted profile older than the results it was fitted from
         return fabric if gpu is None else dataclasses.replace(fabric, gpu=_gpu_option(gpu, gpu_spec, gpu_names))
     if name not in preset_names():
         raise invalid("--system", name, f"a preset ({', '.join(preset_names())}) or a fabric .json from `commbench fit`")

@@ -25,7 +25,8 @@ MOE_MEAN = "mean(dispatch,combine)"   # what a moe_all_to_all row is, with both 
 
 
 def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | None, gpus: int | None) -> Fabric:
-    """The fabric named by --fabric FILE or --system PRESET [--racks K | --gpus N]."""
+    """The fabric named by --fabric FILE or --system PRESET [--racks K | --gpus N]; a profile older than the results
+    it was fitted from is warned about (cli.base.profile_older_than_results)."""
     if fabric_path is None and system is None:   # each option's own value, never a None or one of the two
         raise CommbenchError("--fabric/--system is missing: give one of --fabric FILE or --system PRESET")
     if fabric_path is not None and system is not None:
@@ -40,6 +41,8 @@ def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | Non
         if not fabric_path.strip():  # read as the current directory: "cannot be read: Is a directory"
             raise invalid("--fabric", fabric_path, "a fabric profile file (commbench fit -O FILE); the name is empty")
         fabric = Fabric.from_json(fabric_path)
+        from commbench.cli.base import profile_older_than_results
+        profile_older_than_results(fabric_path)   # a fitted profile older than the results it was fitted from
         if racks is not None or gpus is not None:
             total = gpus if gpus is not None else racks * fabric.domain_size
             fabric = fabric.scaled(num_gpus=total)
@@ -180,10 +183,6 @@ def predict(
         if value is not None and value >= 1:
             check_world_size(value, option)
     fabric = resolve_fabric(fabric_path, system, racks, gpus)
-    if fabric_path is not None:   # a fitted profile older than the results it was fitted from
-        from commbench.costmodel.profile import runs_since_fit
-        for line in runs_since_fit(fabric_path):
-            err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     if collective not in COLLECTIVES:
         raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
     if group < 2:   # one rank sends nothing: the cost model's 0 s (and 0 GB/s) would read as a prediction

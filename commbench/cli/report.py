@@ -215,6 +215,10 @@ def report(
             predicted_from = f"{fabric} (fitted on an EMULATED fabric)"
             console.print(styled("[yellow]warning:[/] --fabric {}: {}: its dashed lines are the emulator's links",
                                  fabric, emulated_fit), highlight=False, soft_wrap=True)
+        from commbench.cli.base import profile_older_than_results
+        older = profile_older_than_results(fabric)   # on the terminal, and in README.md under the sources line
+        if older:   # the figures' captions say it short
+            predicted_from = f"{predicted_from} (OLDER than the results it was fitted from: refit)"
     unreadable: list[str] = []   # lines skipped: the README says so, as the terminal does
     everything, not_read = read_for_report(files, unreadable)
     everything = without_repeats(everything)
@@ -255,19 +259,18 @@ def report(
     label = "cut short or still running" if writing else "cut short"
     for line in cut_short:
         console.print(styled("[yellow]{}[/] (points not in the file): {}", label, line), highlight=False)
-    from commbench.results.run_setup import runs_without_header
+    from commbench.results.run_setup import runs_without_header, setup_unknown_text
     headerless = runs_without_header(everything)
-    if headerless:   # as compare says it (cli/compare.py note_setup_unknown)
-        console.print(styled("[yellow]warning:[/] {} run(s) without a header record (run {}): their setup (NCCL "
-                             "version, devices, emulated fabric) and how many points they planned are unknown, so "
-                             "whether they are complete cannot be checked; drawn as measured", len(headerless),
-                             ", ".join(headerless[:3]) + (" ..." if len(headerless) > 3 else "")), highlight=False)
+    if headerless:   # as compare and fit say it (run_setup.setup_unknown_text)
+        console.print(styled("[yellow]warning:[/] {}, nor how many points they planned (whether they are complete); "
+                             "drawn as measured", setup_unknown_text(headerless)), highlight=False)
     print_tuning_winners(everything)
     result = write_report(records, out, sources=list(files), predict=predict, predicted_from=predicted_from,
                           headers=headers(everything), formats=("png", "svg") if svg else ("png",),
                           run_records=everything, together=together, force=force,
                           left_out=[*unreadable, *([not_read] if not_read else [])], unpredicted=unpredicted,
-                          cut_short=cut_short, extrapolated=beyond, headerless=headerless)
+                          cut_short=cut_short, extrapolated=beyond, headerless=headerless,
+                          fabric_warnings=older if fabric else ())
     if not_read:
         console.print(styled("[yellow]summarised:[/] {}", not_read), highlight=False)
     for curve, why in unpredicted.items():

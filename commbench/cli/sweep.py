@@ -52,11 +52,23 @@ def file_nproc(spec) -> str:
     return f"sweep {spec.path}: [sweep] nproc"
 
 
-def world_note(spec) -> str:
-    """[sweep] world_size beside another nproc: which one a launch here runs (one rule for --dry-run and launch)."""
-    return (f"note: sweep {spec.path}: [sweep] world_size={spec.world_size} differs from its nproc={spec.nproc}: "
-            f"`commbench sweep` here starts {spec.nproc} rank(s) and plans for them; a launcher (torchrun, srun) "
-            f"runs the world it starts; --dry-run --world-size {spec.world_size} plans for {spec.world_size}")
+def world_note(spec, nproc: int | None = None) -> str | None:
+    """The world a launch here runs where the file declares another (one rule for --dry-run and launch): [sweep]
+    world_size beside another nproc, or a --nproc other than the file's world_size (else nproc), whose points are
+    then planned for fewer or more ranks than the file was written for (probe CG F6: ci-small's 2 racks x 2 ranks on
+    --nproc 2, said nowhere). None where they agree."""
+    if nproc is None:
+        if spec.nproc is None or spec.world_size in (None, spec.nproc):
+            return None
+        return (f"note: sweep {spec.path}: [sweep] world_size={spec.world_size} differs from its nproc={spec.nproc}: "
+                f"`commbench sweep` here starts {spec.nproc} rank(s) and plans for them; a launcher (torchrun, srun) "
+                f"runs the world it starts; --dry-run --world-size {spec.world_size} plans for {spec.world_size}")
+    key, declared = ("world_size", spec.world_size) if spec.world_size is not None else ("nproc", spec.nproc)
+    if declared in (None, nproc):
+        return None
+    return (f"note: sweep {spec.path}: --nproc {nproc} measures {nproc} rank(s), not the file's [sweep] "
+            f"{key}={declared}: its points are planned for {nproc} (groups, racks and sizes as its entries give them "
+            "on that world), and its header records that world")
 
 
 def file_backend(spec) -> str:
@@ -296,8 +308,6 @@ def sweep(
         world = next((n for n in (world_size, nproc, spec.nproc, spec.world_size) if n is not None), 2)
         check_world_size(world, "--world-size" if world_size is not None else "--nproc" if nproc is not None
                          else file_nproc(spec) if spec.nproc is not None else "[sweep] world_size")
-        if world_size is None and nproc is None and spec.nproc is not None and spec.world_size not in (None, world):
-            err_console.print(world_note(spec), highlight=False, markup=False, soft_wrap=True)
         if requested == "gloo" or world_size is None:   # as the launch here refuses them: auto is what it
             refuse_axes_on(requested, spec)                # resolves to here; --world-size plans for another machine
         if world_size is None and nproc is not None:   # --nproc: ranks started here, as the launch checks them
@@ -314,6 +324,8 @@ def sweep(
                 raise CommbenchError(f"{file_nproc(spec)}={spec.nproc} is invalid: allowed 1..{limit} on "
                                      f"{dry_run_backend(requested)} ({why}); --world-size plans for another machine")
         doc = dry_run_document(spec, world, dry_run_backend(requested))
+        if world_size is None and (note := world_note(spec, nproc)):   # what a launch here says (once it plans)
+            err_console.print(note, highlight=False, markup=False, soft_wrap=True)
         skipped = dry_run_output(output, resume, spec, world, doc["backend"], file) if output is not None else 0
         if resume and output is not None:
             doc["resume"] = {"out": output, "num_points_recorded": skipped,
@@ -339,9 +351,6 @@ def sweep(
                               f"launch of {launched.world_size} ranks: measuring {launched.world_size} ranks",
                               highlight=False, markup=False, soft_wrap=True)
     local_nproc = None if launched is not None and launched.launcher != "local" else (nproc if nproc is not None else spec.nproc)
-    if (launched is None and nproc is None and spec.nproc is not None
-            and spec.world_size not in (None, spec.nproc)):
-        err_console.print(world_note(spec), highlight=False, markup=False, soft_wrap=True)
     if local_nproc is not None and nproc is None:   # the file's nproc, named as such (not as a --nproc never given)
         from commbench.comm.job import check_local_ranks
         check_local_ranks(local_nproc, resolved, option=file_nproc(spec))
@@ -366,7 +375,10 @@ def sweep(
             from commbench.comm.job import DEFAULT_NPROC
 
             planned_world = launched.world_size if launched is not None else (local_nproc or DEFAULT_NPROC)
-            for note in size_notes(spec, planned_world):
+            notes = size_notes(spec, planned_world)   # an entry the world cannot run: refused here, in one line
+            if launched is None and (note := world_note(spec, nproc)):
+                err_console.print(note, highlight=False, markup=False, soft_wrap=True)
+            for note in notes:
                 err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
         job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
         again = resume_command(file, output, local_nproc)

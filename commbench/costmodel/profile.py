@@ -287,10 +287,11 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     from commbench.errors import CommbenchError, invalid
     from commbench.results.records import headers as header_records, measurements, read_records
 
-    bad_lines: list[str] = []
-    per_file = [(path, read_records([path], on_bad_line=lambda line, why: bad_lines.append(f"line {line}: {why}"),
-                                    drop_samples=True))  # a fit never uses per-iteration samples
+    bad_of: dict[str, list[str]] = {path: [] for path in paths}
+    per_file = [(path, read_records([path], on_bad_line=lambda line, why, path=path: bad_of[path].append(
+                    f"line {line}: {why}"), drop_samples=True))  # a fit never uses per-iteration samples
                 for path in paths]
+    bad_lines = [line for lines in bad_of.values() for line in lines]
     check_points_once(per_file, "fit")   # as compare and report refuse it
     records = [record for _, file_records in per_file for record in file_records]
     points = measurements(records)
@@ -305,6 +306,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
                                                     options=dtype_op_options)
     check_no_wrong_data(points, paths, leave_out_wrong)
     runs = {h.run_id: h for h in header_records(records)}
+    unknown_notes = check_setup_known(per_file, points, runs, bad_of)
     sources = check_one_fabric(points, runs)
     domain = check_one_domain(points, runs)
     loop_note = check_one_loop(points)
@@ -313,7 +315,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
     held = run_record_counts(records)   # what each run held when fitted: runs_since_fit sees points added later
     fits = [dataclasses.replace(f, run_records=tuple((run, held.get(run, 0)) for run in f.runs)) for f in fits]
-    notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + mix_notes + notes \
+    notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + unknown_notes + mix_notes + notes \
         + [loop_note] * bool(loop_note)
     notes += sweeps_cut_short(records)
     if not fits:
@@ -427,6 +429,28 @@ def check_on_base(points: list, runs: dict, base: Fabric) -> None:
         raise invalid("--system", base.name, f"the results were measured with {off[first]} (run {first}{more}), "
                       f"not NCCL on {gpu.upper()}: they would replace {base.name}'s {scale_up} numbers; fit without "
                       "--system (plan with --gpu), or measure with NCCL on that GPU")
+
+
+def check_setup_known(per_file: list[tuple[str, list]], points: list, runs: dict,
+                      bad_of: dict[str, list[str]]) -> list[str]:
+    """Refuse runs without a readable header record (its line lost, written by hand, or a newer schema_version's
+    header the reader skipped: `bad_of` holds each file's unreadable lines) fitted together with any other run: their
+    setup cannot be checked (run_setup.setup_unknown_text, compare's and report's line), so check_one_fabric's refusal
+    of mixed setups would pass them in silence (probe CG F2: two thread counts merged once one header was unreadable).
+    A run fitted alone is fitted as measured: the returned note names it (nothing to mix it with)."""
+    from commbench.errors import CommbenchError
+    from commbench.results.run_setup import runs_without_header, setup_unknown_text
+
+    used = {m.run_id for m in points if m.status == "ok"}
+    lines = [setup_unknown_text(unknown, path, bad_of.get(path, ()))
+             for path, records in per_file
+             if (unknown := [r for r in runs_without_header(records) if r in used and r not in runs])]
+    if lines and len(used) > 1:
+        raise CommbenchError(f"{'; '.join(lines)} against the other runs fitted with them ({len(used)} runs): one "
+                             "fit would merge setups it cannot tell apart (runs that differ are refused, not "
+                             "merged); fit such a run alone, or restore its header line (a newer commbench's "
+                             "file: fit it with that commbench)")
+    return [f"{line}; fitted alone, as measured" for line in lines]
 
 
 def check_one_fabric(points: list, runs: dict) -> list[str]:

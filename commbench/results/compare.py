@@ -149,6 +149,9 @@ class Comparison:
     failed_only_in_new: list[str] = field(default_factory=list)  # "label (run i/n: why)": failed/wrong, no BASE point
     num_new_compared: int | None = None  # runs of NEW holding a point of BASE (the others are judged on nothing)
     empty_runs: list[str] = field(default_factory=list)  # run ids of NEW with a header and no record: stopped at once
+    # "run ID, i/n: what differs" per run of NEW holding no point of BASE, not its last (that is refused): every point
+    # of BASE is missing there (the gate fails unless --allow-missing)
+    unmatched_runs: list[str] = field(default_factory=list)
     history_of_new: int = 0  # history runs holding NEW's own records (a copy of NEW in --history): left out
     # "label (run i/n)" of points a run of NEW cut short planned and never reached (the CLI fails the run unless
     # --allow-cut-short): not missing
@@ -200,7 +203,7 @@ class Comparison:
     @property
     def passed(self) -> bool:
         return not (self.regressions or self.regressed_collectives or (self.unchecked and not self.allow_unchecked)
-                    or self.failed_only_in_new or (self.empty_runs and not self.allow_missing))
+                    or self.failed_only_in_new or ((self.empty_runs or self.unmatched_runs) and not self.allow_missing))
 
 
 def match_key(m: Measurement) -> tuple:
@@ -556,6 +559,11 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     new_keys = set(k for run in new_runs for k in run)
     if not any(k in new_keys for k in base_keys):
         raise CommbenchError(mismatch_message(base, new))
+    unmatched = unmatched_runs(base, base_keys, new_runs)
+    if unmatched and unmatched[-1][0] == len(new_runs):   # what `bench -O` or `sweep` appended last
+        raise CommbenchError(f"the new file's last run ({unmatched[-1][1]}) holds no point of the base: nothing of it "
+                             "can be judged (a new file holding only it is refused so), and an earlier run of the "
+                             f"file does not stand in for it; {unmatched[-1][2]}")
     complete = set(complete_runs)
     planned_whole = {i for i, run in enumerate(new_runs, start=1) if next(iter(run.values())).run_id in complete}
     cut = set(cut_short_runs)
@@ -566,7 +574,18 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
                    cut_allowed=cut_allowed)
     repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
     return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys),
-                               empty_runs=list(empty_runs), history_of_new=history_of_new)
+                               empty_runs=list(empty_runs), history_of_new=history_of_new,
+                               unmatched_runs=[f"{where}: {why}" for _, where, why in unmatched])
+
+
+def unmatched_runs(base: list[Measurement], base_keys: list, new_runs: list[dict[tuple, Measurement]]
+                   ) -> list[tuple[int, str, str]]:
+    """(number from 1, "run ID, i/n", what differs from BASE: mismatch_message) per run of NEW holding no point of BASE
+    (another dtype, world size, backend or collective): judged on nothing. NEW's last run is refused so (compare), as a
+    NEW holding no point is; an earlier one misses every point of BASE (the gate fails unless --allow-missing)."""
+    keys = set(base_keys)
+    return [(i, f"run {next(iter(run.values())).run_id}, {i}/{len(new_runs)}", mismatch_message(base, list(run.values())))
+            for i, run in enumerate(new_runs, start=1) if not keys & set(run)]
 
 
 def empty_runs_of(records) -> list[str]:

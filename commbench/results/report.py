@@ -263,7 +263,8 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
                  formats: tuple[str, ...] = ("png",), run_records: list | None = None,
                  together: bool = False, force: bool = False, left_out: list[str] = (),
                  unpredicted: dict[str, str] | None = None, cut_short: list[str] = (),
-                 extrapolated: dict[str, str] | None = None, headerless: list[str] = ()) -> ReportFiles:
+                 extrapolated: dict[str, str] | None = None, headerless: list[str] = (),
+                 fabric_warnings: list[str] = ()) -> ReportFiles:
     """Figures per collective (PNG at 150 dpi, and/or SVG) and README.md linking them, under out_dir.
     `run_records` (headers and measurements): adds the NCCL tuning winners and heat maps for runs
     measured with --nccl-*. `left_out`: what of the sources the report does not hold (lines that could not be read,
@@ -271,7 +272,9 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     `unpredicted`: filled by `predict` while the figures are drawn, 'curve' -> why it has no predicted line.
     `cut_short`: the sweeps whose runs hold fewer points than they plan (results.resumed.sweeps_cut_short).
     `extrapolated`: filled by `predict` too, 'curve' -> the sizes its dashed line takes beyond what the profile measured.
-    `headerless`: the runs of the sources without a header record (HEADERLESS_NOTE), listed in their own section."""
+    `headerless`: the runs of the sources without a header record (HEADERLESS_NOTE), listed in their own section.
+    `fabric_warnings`: lines on the profile the dashed lines come from (older than the results it was fitted from:
+    cli.base.profile_older_than_results), each under the sources line."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)
@@ -283,7 +286,8 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
           + ("; those of runs marked EMULATED on `commbench emulate`'s fabric (loopback inside each emulated rack, "
              "rate-limited veth links between them; a message under the links' tbf burst crosses unthrottled), not on "
              "a real network" if emulated else "")
-          + (f"; dashed lines are predicted from {predicted_from}." if predict else "."), ""]
+          + (f"; dashed lines are predicted from {predicted_from}." if predict else "."), ""] \
+        + [f"**Warning** (predicted lines): {line}" for line in fabric_warnings if predict] + [""] * bool(fabric_warnings)
     plots = []
     if together:
         run_ids = {m.run_id for series in grouped.values() for rows in series.values() for m in rows}

@@ -151,6 +151,19 @@ def runs_without_header(records) -> list[str]:
     return list(dict.fromkeys(r.run_id for r in records if isinstance(r, Measurement) and r.run_id not in described))
 
 
+def setup_unknown_text(runs: list[str], path: str | None = None, unreadable: list[str] = ()) -> str:
+    """The one line naming a file's runs without a readable header record (runs_without_header: written by hand or
+    by another tool, its header line lost, or a header of a newer schema_version the reader skipped, said by
+    `unreadable`, the file's unreadable lines): their setup cannot be checked against other runs'. compare and
+    report say it and judge or draw such runs as measured; fit refuses to merge them with other runs
+    (costmodel.profile.check_setup_known). Each caller adds what it does with them."""
+    why = f"; the file's unreadable line(s): {'; '.join(unreadable[:2])}" + (" ..." if len(unreadable) > 2 else "") \
+        if unreadable else ""
+    return (f"{path + ': ' if path else ''}{len(runs)} run(s) without a readable header record (run "
+            f"{', '.join(runs[:3])}{' ...' if len(runs) > 3 else ''}{why}): their setup (NCCL version, devices, "
+            "emulated fabric) is unknown and cannot be checked")
+
+
 def setup_changes(base: list[RunHeader], new: list[RunHeader], fields=GATE_FIELDS, *, new_name: str = "new",
                   table: dict[str, Callable[[RunHeader], str]] = SETUP_FIELDS) -> list[str]:
     """"devices (base: cpu (x86_64); new: NVIDIA H100 80GB HBM3)" per field in which a run of `new` holds a value

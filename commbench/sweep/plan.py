@@ -170,6 +170,26 @@ REPEAT_KEYS = {"tokens_per_rank": "tokens_per_rank", "algorithm": "algorithm", "
                "group_layout": "group_layout"}  # measure.bench.repeat_notes' lists, by the sweep file's keys
 
 
+def one_rack_notes(sweep: Sweep, entry: SweepEntry, config: BenchConfig, world_size: int) -> list[str]:
+    """A line where an entry's hierarchical algorithm (grad_reduce_scatter's hierarchical, hierarchical-allreduce)
+    runs on one rack of `world_size` ranks: no cross-rack stage is measured, while its records still say the
+    algorithm (probe CG F6: ci-small's 2 racks x 2 ranks launched with --nproc 2). Racks from host names are known
+    only at launch: nothing said of them here."""
+    algorithms = [a for a in str(config.params.get("algorithm", "")).split(",") if a.startswith("hierarchical")]
+    spec = sweep.topology
+    if not algorithms or not get_collective(entry.collective).uses_topology or spec is None or spec.needs_hostnames:
+        return []
+    try:
+        racks = resolve_before_launch(spec, world_size)
+    except (CommbenchError, ValueError):
+        return []   # plan_sweep refuses it, naming the entry
+    if racks.num_racks > 1:
+        return []
+    return [f"run[{entry.index}] ({entry.name}): algorithm {', '.join(algorithms)} on one rack of {world_size} "
+            "rank(s): no cross-rack stage is measured, only the rack's own reduce-scatter, though the "
+            "records name the algorithm; launch the sweep's world (its [sweep] world_size) to measure the hierarchy"]
+
+
 def size_notes(sweep: Sweep, world_size: int) -> list[str]:
     """Values a list key gives more than once (each point is measured once: measure.bench.repeat_notes), and
     entries whose listed sizes are not all measured as given on `world_size` ranks: nccl-tests' alignment
@@ -184,6 +204,7 @@ def size_notes(sweep: Sweep, world_size: int) -> list[str]:
         collective = get_collective(entry.collective)
         config = entry_configs(entry, backend="gloo")[0]   # its lists as the file gives them (named by their keys)
         notes += [f"run[{entry.index}] ({entry.name}): {note}" for note in repeat_notes(config, REPEAT_KEYS)]
+        notes += one_rack_notes(sweep, entry, config, world_size)
         if not collective.takes_size:
             continue
         left_out = entry.subgroups.left_out(world_size) if entry.subgroups else None

@@ -586,6 +586,25 @@ def node_domains(fabric, *, ranks: int, nodes: int):
     return fabric, nodes
 
 
+def unpredicted_collectives(fabric, points: list[TunedPoint]) -> list[str]:
+    """One note per collective the tuner writes rules for that the fabric holds curves of but predicted_points gave no
+    time for (probe CG F5: skipped in silence): a measured curve (algorithm "fitted": NCCL's own choice, one time per
+    size) has no (algorithm, protocol) split to choose between, and once one is fitted the NCCL structure no longer
+    prices the collective (choice.uses_nccl_model); other curves give no time for COST_MODEL_COMBOS at this scale."""
+    predicted = {p.collective for p in points}
+    lines = []
+    for name, plugin_name in PLUGIN_COLLECTIVES.items():
+        if plugin_name in predicted or name not in fabric.collectives:
+            continue
+        algorithms = sorted({c.algorithm for c in fabric.curves if c.collective == name})
+        why = ("its measured curve (fitted) is NCCL's own choice, one time per size with no algorithm/protocol split "
+               "to choose between" if "fitted" in algorithms else
+               f"its curves ({', '.join(algorithms)}) give no time for {', '.join(COST_MODEL_COMBOS)} at this scale")
+        lines.append(f"{plugin_name}: no rule, NCCL decides: {why}; measure it per pair (commbench bench "
+                     f"{name} --nccl-algo ... --nccl-proto ...) and write measured rules")
+    return lines
+
+
 def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], channels: int | None = None,
                 target: str = "commbench") -> TunerResult:
     if ranks < 2:
@@ -617,6 +636,7 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
                      "the fastest pair by that model")
     if "curves" in sources:
         notes.append(PAIRING_NOTE)
+    notes += unpredicted_collectives(fabric, points)
     rules = rules_for(cells, target, {})
     if channels is None:
         notes.append("the cost model has no channel count: rules say 0, NCCL's own count (set one with --channels)")
