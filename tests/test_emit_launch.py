@@ -172,12 +172,12 @@ def test_a_torchtitan_plan_states_the_dp_charge_of_its_own_layout(pins, fsdp, tm
 def test_plan_says_launch_env_only_where_it_writes_one(tmp_path):
     """The README's `plan --model gpt-oss-120b ... --framework torchtitan -O plan/` printed 'launch.env: (nothing
     needed)' while Megatron refuses the model and no launch.env is written (at 26.02.01, whose Megatron-LM cannot build
-    gpt-oss; 26.08's builds it)."""
+    gpt-oss, so it predicts it with no launch; 26.08's builds it)."""
     result = CliRunner().invoke(app, ["plan", "--model", "gpt-oss-120b", "--system", "gb200-nvl72", "--gpus", "64", "--precision", "fp8",
                                       "--framework", "torchtitan", "--software", "26.02.01", "-O", str(tmp_path)],
                                 env={"COLUMNS": "400"})
     assert result.exit_code == 0, result.output
-    assert not (tmp_path / "launch.env").exists() and "megatron-core 0.16.1) cannot build gpt-oss-120b" in result.output
+    assert not (tmp_path / "launch.env").exists() and "megatron-core 0.16.1) cannot launch gpt-oss-120b" in result.output
     assert "launch.env" not in result.output, result.output
     result = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8",
                                       "-O", str(tmp_path / "dense")], env={"COLUMNS": "200"})

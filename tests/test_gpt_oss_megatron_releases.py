@@ -1,6 +1,7 @@
 """gpt-oss under Megatron-LM, per recipe-table release: planned where the release's pretrain_gpt.py builds every one of
-its architecture features from flags, refused in one line naming that release's Megatron-LM and megatron-core where
-one is missing.
+its architecture features from flags; where one is missing, that release's Megatron-LM and megatron-core are named:
+in the plan's note in place of the launch where the release's Megatron-Bridge builds it (the prediction stands:
+tests/test_gpt_oss_predicted_without_launch.py), in a one-line refusal where nothing at that release builds it (25.09).
 
 Found from outside (helper CI, session 39): `plan --model gpt-oss-120b --system gb200-nvl72 --gpus 64` refused at every
 release, naming "Megatron-LM core_v0.16.1" whatever --software said (26.08, the default release, runs megatron-core
@@ -61,10 +62,12 @@ def test_a_release_that_cannot_build_gpt_oss_is_named_with_its_own_megatron_core
 
 
 def test_the_refusal_on_the_cli_is_one_line_naming_the_release_asked():
-    res = _plan("--software", "26.02.01")
+    """25.09: neither its Megatron-LM nor its Megatron-Bridge (v0.1.0rc3, no GPT-OSS model) builds gpt-oss. Releases
+    whose Megatron-Bridge builds it predict it with no launch (tests/test_gpt_oss_predicted_without_launch.py)."""
+    res = _plan("--software", "25.09")
     assert res.exit_code == 2 and "Traceback" not in res.output, res.output
     assert len([ln for ln in res.output.splitlines() if ln.strip()]) == 1, res.output
-    assert "release 26.02.01's, megatron-core 0.16.1) cannot build gpt-oss-120b" in res.output, res.output
+    assert "release 25.09's, megatron-core 0.14) cannot build gpt-oss-120b" in res.output, res.output
 
 
 def test_without_a_release_the_target_core_v0_16_1_refuses_in_one_line():
@@ -106,7 +109,8 @@ def test_the_default_release_26_08_plans_gpt_oss_with_every_feature_flag():
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
     meg = doc["megatron"]
-    assert "refused" not in meg and meg["release"]["name"] == "26.08" and meg["release"]["refused_flags"] == []
+    assert "refused" not in meg and meg["launch"] is True
+    assert meg["release"]["name"] == "26.08" and meg["release"]["refused_flags"] == []
     got = _values(meg["args"])
     assert {flag: got.get(flag) for flag in GPT_OSS_FLAGS} == GPT_OSS_FLAGS
     assert "--disable-bias-linear" not in got   # biases in attention, router and experts (add_bias_linear)

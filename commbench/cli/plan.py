@@ -274,6 +274,8 @@ def plan(
                                    torchtitan_version=torchtitan_version, calibration_file=calibration,
                                    calibration_shipped_terms=shipped_terms, calibration_other_gpu_terms=other_gpu_terms)
         doc["versus_best"], doc["defaults_taken"] = versus, taken
+        from commbench.planner.emit.plan import check_emit
+        check_emit(doc, emit)   # a refused launch asked for: one line, before any file is written
         written = write_plan_files(doc, out, force=force) if out else []
         if as_json or emit == "json":
             print_json(doc, default=float)

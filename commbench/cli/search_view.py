@@ -12,7 +12,7 @@ from commbench.cli.base import console, print_json
 from commbench.results.render import styled
 from commbench.errors import invalid
 from commbench.planner.calibrate.coverage import coverage_lines
-from commbench.planner.emit.plan import (EMIT_KINDS, efficiency_terms, fabric_lines, megatron_launch_text,
+from commbench.planner.emit.plan import (EMIT_KINDS, check_emit, efficiency_terms, fabric_lines, megatron_launch_text,
                                          megatron_text, plan_document,
                                          torchtitan_emit_text)
 from commbench.planner.emit.plan_files import write_plan_files
@@ -162,6 +162,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     doc["defaults_taken"] = input_defaults(req, gbs_note)   # the inputs not given, as a pinned plan lists them
     doc["inputs"].update(extra_inputs or {})
     meg = doc["megatron"]
+    check_emit(doc, emit)   # a refused launch asked for: one line, before any file is written
     written = write_plan_files(doc, out, force=force) if out else []
     if as_json or emit == "json":
         print_json({k: v for k, v in doc.items() if k != "placement"} |

@@ -161,8 +161,8 @@ def model_args(model: ModelSpec, seq_len: int | None = None, release: str | None
     plan's recipe-table release (None: the target core_v0.16.1), whose Megatron-LM must build the model's YaRN where it
     is on non-MLA attention (needs_release_flags)."""
     s, arch = seq_len or model.seq_len, model.architecture
-    reason = megatron_cannot_launch(model) or (unbuildable(model, release=release) if needs_release_flags(model)
-                                               else None)
+    reason = megatron_cannot_launch(model, release) or (unbuildable(model, release=release)
+                                                        if needs_release_flags(model) else None)
     if reason:
         raise CommbenchError(reason)
     out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
@@ -214,9 +214,10 @@ def model_args(model: ModelSpec, seq_len: int | None = None, release: str | None
 
 def check_megatron_layout(layout: Layout, model: ModelSpec, release: str | None = None) -> None:
     """One-line refusal of flag combinations Megatron's validation rejects (see the module docstring), and of a model
-    `release`'s Megatron-LM (None: the target core_v0.16.1) cannot build."""
+    `release`'s Megatron-LM (None: the target core_v0.16.1) cannot build: first, where the step model still predicts it,
+    why that release cannot launch it (megatron_cannot_launch), the plan's note in place of the launch."""
     a = layout
-    reason = unbuildable(model, release=release)
+    reason = megatron_cannot_launch(model, release) or unbuildable(model, release=release)
     if reason:
         raise CommbenchError(reason)
     if a.fsdp and a.fsdp_replicas > 1 and model.is_moe:

@@ -13,8 +13,10 @@ TransformerConfig flags are generated from megatron-core 0.16's dataclass fields
 YaRN on non-MLA attention (gpt-oss) is megatron-core 0.19.0's (`--position-embedding-type yarn` with
 `--rotary-scaling-factor`, `--yarn-original-max-position-embeddings`, `--yarn-beta-fast/slow` and
 `--[no-]yarn-correction-range-round-to-int`, Megatron-LM cd4afffa6484 arguments.py / argument_utils.py): emitted for a
-plan whose release runs it (26.08) and refused in one line (`unbuildable`) for one whose release does not, naming that
-release's Megatron-LM and megatron-core (search/frameworks.py MEGATRON_NON_MLA_YARN_CORE): core_v0.16.1's
+plan whose release runs it (26.08); for one whose release does not, that release's Megatron-LM and megatron-core are
+named (search/frameworks.py MEGATRON_NON_MLA_YARN_CORE) in the plan's note in place of the launch where its
+Megatron-Bridge builds gpt-oss in Python (megatron_cannot_launch: the prediction stands), else in a one-line refusal
+(`unbuildable`): core_v0.16.1's
 --position-embedding-type has no 'yarn', 0.18's sets no config.yarn_* for GPTModel, and the ModelOpt
 `--enable-gpt-oss` switch sets a 131072-token original context where gpt-oss has 4096.
 What it builds differently is said in the plan's notes (`architecture_notes`): MLA YaRN betas or original context

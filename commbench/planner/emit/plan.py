@@ -32,8 +32,8 @@ from commbench.planner.models.counts import FLOPS_COUNTS, framework_flops_per_to
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, split_vocab, stage_weights
 
-__all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "load_plan", "megatron_args", "megatron_launch_text",
-           "megatron_section", "megatron_text",
+__all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "check_emit", "load_plan", "megatron_args",
+           "megatron_launch_text", "megatron_section", "megatron_text",
            "parse_megatron_args", "plan_document", "torchtitan_args", "torchtitan_plan", "torchtitan_text",
            "torchtitan_toml", "plan_json_text", "write_plan"]
 
@@ -96,7 +96,9 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
     release_doc = {} if core is None else {"release": {
         "name": release, "asked": bool(release_asked), "megatron_core": core[1], "megatron_lm": core[0],
         "refused_flags": refused_flags(args.get("args", []), release)}}
-    return {"target": megatron_target(model, release), "script": megatron_script(model), **args, **release_doc,
+    return {"target": megatron_target(model, release), "script": megatron_script(model), **args,
+            "launch": "args" in args,   # whether a Megatron-LM launch is emitted; else "refused" says why
+            **release_doc,
             "layer_split": split.summary(stage_weights(model, vocab)),
             "launch_env": env, "launch_env_why": connections_why, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
@@ -124,6 +126,14 @@ def megatron_launch_text(section: dict[str, Any]) -> str:
     before the script. A refused plan raises its one-line reason."""
     env = [f"{k}={shlex.quote(str(v))}" for k, v in section.get("launch_env", {}).items()]
     return " ".join(env + [shlex.quote(section["script"]), megatron_text(section)])
+
+
+def check_emit(doc: dict[str, Any], emit: str | None) -> None:
+    """`--emit megatron` / `--emit torchtitan` of a plan whose section is refused (a model that framework's release
+    cannot launch, though the plan predicts it): its one-line reason, raised before any plan file is written."""
+    section = doc.get(emit) if emit in ("megatron", "torchtitan") else None
+    if section is not None and "refused" in section:
+        raise CommbenchError(section["refused"])
 
 
 def torchtitan_text(section: dict[str, Any]) -> str:

@@ -602,13 +602,7 @@ def megatron_unbuildable(model: ModelSpec, point: bool = True, release: str | No
         missing = _non_mla_yarn_missing(model, release)
         if missing:
             why = f"{name} cannot build {model.name}: {'; and '.join(missing)}"
-            if not point:
-                return why
-            from commbench.planner.layout.recipes import releases
-            building = [r for r in releases() if not _non_mla_yarn_missing(model, r)]
-            where = (f"plan it with --software {' or '.join(building)} (megatron-core "
-                     f"{'.'.join(map(str, MEGATRON_NON_MLA_YARN_CORE))} builds it)" if building else "")
-            return f"{why}; {where + ', or ' if where else ''}{_titan_pointer(model, release)}"
+            return f"{why}; {_yarn_pointer(model, release)}" if point else why
         return None
     if model.is_hybrid and "M" in (model.layer_pattern or "") and model.mamba_conv_kernel != MCORE_MAMBA_CONV_KERNEL:
         return (f"{name} cannot build {model.name}: its Mamba convolution kernel is "
@@ -625,12 +619,13 @@ MCORE_MAMBA_CONV_KERNEL = 4
 def _megatron_pointer(model: ModelSpec, release: str | None = None) -> str:
     """The end of a TorchTitan refusal: plan it with Megatron-LM, unless `release`'s Megatron-LM cannot build it
     either."""
+    if model.attention == "dsv4" or _bridge_only(model, release):   # megatron_cannot_launch, without its pointers
+        return "--framework megatron predicts it, though Megatron-LM cannot launch it either"
     why = megatron_unbuildable(model, point=False, release=release)
     if why:
         name, _ = megatron_release_name(release)
         return f"{name} cannot build it either ({why.split(': ', 1)[-1]})"
-    return ("--framework megatron predicts it, though Megatron-LM cannot launch it either"
-            if megatron_cannot_launch(model) else "plan it with --framework megatron")
+    return "plan it with --framework megatron"
 
 
 def _titan_pointer(model: ModelSpec, release: str | None = None) -> str:
@@ -645,15 +640,89 @@ def _titan_pointer(model: ModelSpec, release: str | None = None) -> str:
     return "plan it with --framework torchtitan"
 
 
-def megatron_cannot_launch(model: ModelSpec) -> str | None:
-    """Why Megatron-LM core_v0.16.1 cannot launch a model the step model still predicts (the plan says so in place of
-    the launch), or None: DeepSeek-V4's hybrid attention and hyper-connections are Megatron-Core development code."""
+def _yarn_pointer(model: ModelSpec, release: str | None) -> str:
+    """Where else a non-MLA YaRN model `release`'s pretrain_gpt.py cannot build is planned: a release whose
+    Megatron-LM builds it, and TorchTitan where it builds the model, else that it does not either."""
+    from commbench.planner.layout.recipes import releases
+    building = [r for r in releases() if not _non_mla_yarn_missing(model, r)]
+    where = (f"plan it with --software {' or '.join(building)} (megatron-core "
+             f"{'.'.join(map(str, MEGATRON_NON_MLA_YARN_CORE))} builds it)" if building else "")
+    return f"{where + ', or ' if where else ''}{_titan_pointer(model, release)}"
+
+
+# Megatron-Bridge's GPT-OSS model at each recipe-table release (recipes.json: the release's Megatron-Bridge commit),
+# as (file, line, what starts there): the Python that builds gpt-oss on Megatron-Core's GPTModel by setting the
+# TransformerConfig's yarn_* (x32 over 4096, betas 32 / 1, no rounding), softmax_type 'learnable', window_size with
+# window_attn_skip_freq 2 and the clamped quick-GELU GLU (glu_linear_offset 1, activation_func_clamp_value 7) directly,
+# not through pretrain_gpt.py's flags. Each release's performance recipe (recipes/gpt_oss/gpt_oss.py
+# gpt_oss_120b_pretrain_config) builds it through AutoBridge.from_hf_pretrained, i.e. GPTOSSBridge.provider_bridge
+# (models/gpt_oss/gpt_oss_bridge.py), which up to v0.3.0 returns the GPTOSSProvider dataclass whose defaults set them
+# (gpt_oss_provider.py) and from v0.3.1 sets them itself. 25.09's Megatron-Bridge v0.1.0rc3 has no models/gpt_oss.
+# tests/test_gpt_oss_predicted_without_launch.py reads each at its commit (MEGATRON_BRIDGE_GIT).
+_PROVIDER = ("src/megatron/bridge/models/gpt_oss/gpt_oss_provider.py", 39, "GPTOSSProvider")
+BRIDGE_GPT_OSS_BUILDER = {
+    "25.11": _PROVIDER, "26.02": _PROVIDER,
+    "26.02.01": ("src/megatron/bridge/models/gpt_oss/gpt_oss_bridge.py", 63, "GPTOSSBridge.provider_bridge"),
+    **{r: ("src/megatron/bridge/models/gpt_oss/gpt_oss_bridge.py", 56, "GPTOSSBridge.provider_bridge")
+       for r in ("26.04", "26.04.01", "26.06", "26.06.01", "26.08")},
+}
+# What that Python sets besides the sizes (which it reads from the Hugging Face config), as Architecture fields: a model
+# that differs in one of them is not the model Megatron-Bridge builds, so a release it is needed at refuses it.
+BRIDGE_GPT_OSS_ARCH = {"activation": "quick_geglu", "glu_linear_offset": 1.0, "activation_clamp": 7.0,
+                       "normalization": "RMSNorm", "linear_bias": True, "qkv_bias": False, "position_embedding": "yarn",
+                       "rope_scaling_factor": 32.0, "rope_original_max_positions": 4096, "yarn_beta_fast": 32.0,
+                       "yarn_beta_slow": 1.0, "yarn_truncate": False, "softmax_type": "learnable",
+                       "sliding_window": 128, "window_skip_freq": 2}
+
+
+def bridge_builds_gpt_oss(model: ModelSpec, release: str | None) -> tuple[str, str, int, str] | None:
+    """(Megatron-Bridge version and commit, file, line, what) of the Python that builds `model` at `release`
+    (BRIDGE_GPT_OSS_BUILDER), where `model` is gpt-oss's architecture (BRIDGE_GPT_OSS_ARCH: a non-MLA MoE with
+    untied embeddings) and that release's Megatron-Bridge has a GPT-OSS model; else None."""
+    arch = model.architecture
+    if release not in BRIDGE_GPT_OSS_BUILDER or arch is None or model.attention == "mla" or not model.is_moe \
+            or model.tied_embeddings or any(getattr(arch, k) != v for k, v in BRIDGE_GPT_OSS_ARCH.items()):
+        return None
+    from commbench.planner.layout.recipes import recipes_json_releases
+    entry = recipes_json_releases()[release]
+    return (f"{entry['megatron_bridge']} ({entry['commit'][:12]})", *BRIDGE_GPT_OSS_BUILDER[release])
+
+
+def megatron_cannot_launch(model: ModelSpec, release: str | None = None) -> str | None:
+    """Why the Megatron-LM of `release` (None: the target core_v0.16.1) cannot launch a model the step model still
+    predicts (the plan says so in place of the launch, one line), or None: DeepSeek-V4's hybrid attention and
+    hyper-connections are Megatron-Core development code; gpt-oss at a release whose pretrain_gpt.py cannot build it
+    (megatron_unbuildable) but whose Megatron-Bridge builds it in Python (bridge_builds_gpt_oss), as NVIDIA's published
+    runs at that release trained it."""
     if model.attention == "dsv4":
         return (f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its hybrid compressed attention "
                 "(Megatron-Core experimental_attention_variant dsv4_hybrid) and hyper-connections are not in that "
                 "release (Megatron-Bridge 0.6.0 trains it on a Megatron-Core development build); the prediction "
                 "models them")
-    return None
+    if not _bridge_only(model, release):
+        return None
+    why = megatron_unbuildable(model, point=False, release=release)
+    version, path, line, symbol = bridge_builds_gpt_oss(model, release)
+    name, _ = megatron_release_name(release)
+    missing = why.split(f"cannot build {model.name}: ", 1)[1]
+    return (f"{name} cannot launch {model.name}, so no Megatron-LM launch is emitted: its pretrain_gpt.py cannot "
+            f"build it ({missing}); the prediction stands for the model as release {release}'s Megatron-Bridge "
+            f"{version} builds and trains it, in Python, setting the YaRN, attention sinks, window and clamped GLU on "
+            f"the TransformerConfig itself ({path}:{line} {symbol}); for a launch, {_yarn_pointer(model, release)}")
+
+
+def _bridge_only(model: ModelSpec, release: str | None) -> bool:
+    """Whether `release`'s pretrain_gpt.py cannot build `model` and its Megatron-Bridge does (megatron_cannot_launch's
+    gpt-oss case), with no pointer text (the pointers ask TorchTitan, whose refusals ask this)."""
+    return bridge_builds_gpt_oss(model, release) is not None and bool(
+        megatron_unbuildable(model, point=False, release=release))
+
+
+def megatron_refusal(model: ModelSpec, release: str | None = None) -> str | None:
+    """Why --framework megatron cannot plan `model` at `release` at all (one line), or None: a model `release`'s
+    Megatron-LM cannot build (megatron_unbuildable) and nothing at that release builds, as opposed to one it cannot
+    launch and the step model still predicts (megatron_cannot_launch)."""
+    return None if _bridge_only(model, release) else megatron_unbuildable(model, release=release)
 
 
 def titan_own_positions(model: ModelSpec) -> int | None:
@@ -928,7 +997,7 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
         raise CommbenchError("fsdp_outer_optim=true is invalid with --framework torchtitan: its HSDP replicates the "
                              "optimizer state across data_parallel_replicate_degree; plan with fsdp_outer_optim=false")
     if framework != "torchtitan":
-        reason = megatron_unbuildable(model, release=release)
+        reason = megatron_refusal(model, release)
         if reason:
             raise CommbenchError(reason)
         if pins.get("fused_moe"):
