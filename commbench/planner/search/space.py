@@ -111,6 +111,9 @@ class SearchRequest:
         check_precision_tp(self.framework, self.model, self.precision, self.pins)
         check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len, self.software)
         check_window_seq_len(self.model, self.seq_len or self.model.seq_len)
+        if self.framework == "megatron":   # what the release's Megatron-LM cannot build (hybrid MoE before 26.02)
+            from commbench.planner.layout.release_flags import check_model_in_release
+            check_model_in_release(self.model, self.software, asked if given else None)
         if not 0 <= self.headroom_fraction < 1:
             raise invalid("--mem-headroom", self.headroom_fraction, "a fraction of HBM in [0, 1)")
         if self.num_gpus < 1:
