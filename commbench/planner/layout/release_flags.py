@@ -5,7 +5,11 @@ Megatron-LM (commbench/data/recipes.json megatron_core), whose arguments.py adds
 commbench/data/megatron-release-flags.json (tools/megatron_release_flags.py, from each release's tree) records per
 release the core_v0.16.1 options it lacks and those whose nargs / choices differ. One rule, from the flags: an emitted
 option the release lacks, or whose values its spec does not take, is refused there (argparse: "unrecognized
-arguments" / "invalid choice"), and the plan names each one (release_core_note).
+arguments" / "invalid choice"), and the plan names each one (release_core_note). Where the release takes the same
+setting under its own spelling (RELEASE_SPELLINGS: 25.09's --moe-enable-deepep for --moe-flex-dispatcher-backend
+deepep, --external-cuda-graph for --cuda-graph-impl transformer_engine), the plan writes that (release_args); a
+feature whose flags it takes in no spelling (25.09: per-layer graph scopes of several modules, the full-iteration
+graph; 25.09 and 25.11: --cpu-offloading-num-layers) the search does not pick for it (release_spelled_features).
 
 What a release's Megatron-LM cannot build is refused before the search (check_model_in_release, as a precision its
 megatron-core has no flags for is: recipes.check_precision_in_release), for plan, tune and verify-plan: a hybrid
@@ -69,6 +73,81 @@ def lacking(release: str) -> set[str]:
     return set(data["lacks"]) if data is not None else set()
 
 
+# A core_v0.16.1 option with its values that a release's parse_args lacks ("lacks" in the data) but takes under its own
+# spelling (read from that release's tree; tests/test_megatron_release_trees.py runs the spelled lines through it):
+# (option, values, the release's spelling, source). A release is written its own spelling (release_args); an option it
+# lacks with no spelling here is one the search does not pick for it (release_takes).
+RELEASE_SPELLINGS = (
+    ("--moe-flex-dispatcher-backend", ("deepep",), ("--moe-enable-deepep",),
+     "core_v0.14.0 arguments.py:2873-2874 (with --moe-token-dispatcher-type flex: transformer_config.py:754-756)"),
+    ("--cuda-graph-impl", ("transformer_engine",), ("--external-cuda-graph",),
+     "core_v0.14.0 arguments.py:1293-1295; core_v0.16.1 arguments.py:448-454 reads it as --cuda-graph-impl "
+     "transformer_engine"),
+    # not --cuda-graph-impl local as core_v0.14.0's --enable-cuda-graph (arguments.py:1288-1290): its graphs refuse any
+    # recompute (transformer_config.py:1267-1271), which core_v0.16.1's full-iteration graph takes with full recompute,
+    # and no 25.09 recipe runs a full-iteration graph
+)
+
+
+def _spelling(option: str, values: list[str], release: str) -> tuple[tuple[str, ...], str] | None:
+    data = megatron_release_flags_json()["releases"].get(release)
+    if data is None or option not in data["lacks"]:
+        return None
+    return next(((new, source) for old, vals, new, source in RELEASE_SPELLINGS
+                 if old == option and tuple(values) == vals), None)
+
+
+def release_args(args: list[str], release: str | None) -> list[str]:
+    """`args` (core_v0.16.1's) with each option `release`'s parse_args lacks written in that release's own spelling
+    (RELEASE_SPELLINGS); the rest as they are (refused_flags names what is left)."""
+    if release is None:
+        return list(args)
+    out: list[str] = []
+    for option, values in argv_values(args):
+        spelled = _spelling(option, values, release)
+        out += list(spelled[0]) if spelled else [option, *values]
+    return out
+
+
+def spellings_used(args: list[str], release: str | None) -> list[str]:
+    """'NEW for OLD VALUES (source)' for each option of `args` (core_v0.16.1's) release_args respells for `release`."""
+    if release is None:
+        return []
+    out = []
+    for option, values in argv_values(args):
+        spelled = _spelling(option, values, release)
+        if spelled:
+            out.append(f"{' '.join(spelled[0])} for {' '.join([option, *values])} ({spelled[1]})")
+    return out
+
+
+def release_takes(args: list[str], release: str | None) -> bool:
+    """Whether `release`'s parse_args takes `args` (core_v0.16.1's flags for one feature) in its own spelling: the
+    search picks a feature for a release only where it does (then the plan names no refused flag)."""
+    return release is None or not refused_flags(release_args(args, release), release)
+
+
+def release_spelled_features(has: dict, release: str | None, model, domain_size: int | None,
+                             scope: str = "") -> dict:
+    """`has` (recipes.release_features: field -> the values the search may pick) less each value whose Megatron flags
+    `release`'s parse_args takes in no spelling (release_takes): per-layer CUDA graphs over `scope` ('' : the recipes'
+    for the model; 25.09 takes one scope module, attn, or the whole layer), the full-iteration graph, the flex
+    dispatcher with the backend this fabric takes (recipes.flex_backend), activation offloading (25.09 and 25.11 have no
+    --cpu-offloading-num-layers)."""
+    if release is None:
+        return has
+    from commbench.planner.layout.graph_scope import cuda_graph_args
+    from commbench.planner.layout.recipes import flex_backend
+    flags = {("cuda_graph", "layer"): cuda_graph_args(model, "layer", scope),
+             ("cuda_graph", "full"): cuda_graph_args(model, "full"),
+             ("cpu_offload", True): ["--cpu-offloading-num-layers", "1"]}
+    if domain_size is not None:
+        flags["dispatcher", "flex"] = ["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend",
+                                       flex_backend(int(domain_size), release)]
+    drop = {key for key, args in flags.items() if key[1] in has.get(key[0], ()) and not release_takes(args, release)}
+    return {k: frozenset(v for v in values if (k, v) not in drop) for k, values in has.items()}
+
+
 def release_core(release: str) -> tuple[str, str] | None:
     """(the Megatron-LM ref, the megatron-core version) `release` runs, or None where the data has no such release. The
     version is the recipe table's (recipes.json, the one source the step model's version rules read too)."""
@@ -123,5 +202,6 @@ def check_model_in_release(model, release: str, asked: str | None = None, *, fie
                   + (", ".join(building) + " (or newer)" if building else "none in the table"))
 
 
-__all__ = ["TARGET_CORE", "HYBRID_SYMBOLS", "argv_values", "check_model_in_release", "lacking", "refused_flags",
-           "release_core", "release_cannot_build"]
+__all__ = ["TARGET_CORE", "HYBRID_SYMBOLS", "RELEASE_SPELLINGS", "argv_values", "check_model_in_release", "lacking",
+           "refused_flags", "release_args", "release_cannot_build", "release_core", "release_spelled_features",
+           "release_takes", "spellings_used"]

@@ -381,6 +381,9 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
     kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
               moe_capacity_factor=req.moe_capacity_factor, framework=req.framework, loss=req.loss)
     has = release_features(req.software, req.gpu_name, req.precision, recipe_model(req.model), req.model.is_moe)
+    if req.framework == "megatron":   # less what the release's Megatron-LM takes in no spelling (release_flags.py)
+        from commbench.planner.layout.release_flags import release_spelled_features
+        has = release_spelled_features(has, req.software, req.model, None)
     if "cuda_graph" not in req.pins and "full" in has["cuda_graph"]:
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
                                "cuda_graph": np.full(len(arr), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})
