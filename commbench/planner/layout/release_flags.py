@@ -9,7 +9,9 @@ arguments" / "invalid choice"), and the plan names each one (release_core_note).
 setting under its own spelling (RELEASE_SPELLINGS: 25.09's --moe-enable-deepep for --moe-flex-dispatcher-backend
 deepep, --external-cuda-graph for --cuda-graph-impl transformer_engine), the plan writes that (release_args); a
 feature whose flags it takes in no spelling (25.09: per-layer graph scopes of several modules, the full-iteration
-graph; 25.09 and 25.11: --cpu-offloading-num-layers) the search does not pick for it (release_spelled_features).
+graph; 25.09 and 25.11: --cpu-offloading-num-layers) the search does not pick for it (release_spelled_features) when
+it plans a launch commbench emits; a published run's search (SearchRequest.target "published": vendor_layouts'
+rows) keeps them, as Megatron-Bridge's Python configs ran them at those releases without these flags.
 
 What a release's Megatron-LM cannot build is refused before the search (check_model_in_release, as a precision its
 megatron-core has no flags for is: recipes.check_precision_in_release), for plan, tune and verify-plan: a hybrid
