@@ -56,12 +56,17 @@ def _request(model_name, system, gpus, gbs, precision, software, **kw):
 def test_search_offloads_the_published_fsdp_structure_instead_of_recomputing():
     """Llama 3 70B on 64 GB200 at FP8, FSDP, mbs 2 (the 25.11 recipe offloads 40 layers): without
     offloading, at the same CP, it fits only with full recompute (selective frees nothing of a dense GQA layer's
-    activations, layout/recompute.py); the search's best for that structure offloads."""
-    req = _request("llama3.1-70b", "gb200-nvl72", 64, 256, "fp8", "25.11", pins=dict(tp=1, pp=1, mbs=2, fsdp=True))
+    activations, layout/recompute.py); the search's best for that structure offloads. In 26.02, the first release
+    whose Megatron-LM has --cpu-offloading-num-layers (25.11's has none: megatron-release-flags.json, so the search
+    offloads nothing there: layout/release_flags.release_spelled_features)."""
+    old = best_for_pins(_request("llama3.1-70b", "gb200-nvl72", 64, 256, "fp8", "25.11",
+                                 pins=dict(tp=1, pp=1, mbs=2, fsdp=True)))[0].layout(0)
+    assert old.cpu_offload_layers == 0
+    req = _request("llama3.1-70b", "gb200-nvl72", 64, 256, "fp8", "26.02", pins=dict(tp=1, pp=1, mbs=2, fsdp=True))
     chosen, bd = best_for_pins(req)
     lay = chosen.layout(0)
     assert lay.cpu_offload_layers > 0 and lay.recompute == "none" and lay.cuda_graph == "none"
-    no_offload, bd_none = best_for_pins(_request("llama3.1-70b", "gb200-nvl72", 64, 256, "fp8", "25.11",
+    no_offload, bd_none = best_for_pins(_request("llama3.1-70b", "gb200-nvl72", 64, 256, "fp8", "26.02",
                                                  pins=dict(tp=1, pp=1, cp=lay.cp, mbs=2, fsdp=True,
                                                            cpu_offload_layers=0)))
     assert no_offload.layout(0).recompute == "full"

@@ -37,12 +37,12 @@ def test_the_search_for_a_megatron_lm_plan_excludes_a_layout_that_fits_only_with
     req = SearchRequest(model=model, fabric=fabric, num_gpus=8, gbs=64, precision="bf16", keep=20,
                         pins={"pp": 1})   # one pipeline rank: the loss stage is the busiest
     assert req.loss == "native"
-    edge = search(dataclasses.replace(req, loss="te")).layouts.layout(0)
+    edge = search(dataclasses.replace(req, target="published")).layouts.layout(0)
     te, cap = _total(model, fabric, edge, "te")
     native, _ = _total(model, fabric, edge, "native")
     assert native > te
     headroom = 1.0 - (te + native) / 2.0 / cap          # te fits it, native does not
-    with_te = search(dataclasses.replace(req, loss="te", headroom_fraction=headroom))
+    with_te = search(dataclasses.replace(req, target="published", headroom_fraction=headroom))
     assert with_te.layouts.layout(0) == edge
     plan = search(dataclasses.replace(req, headroom_fraction=headroom))
     chosen = plan.layouts.layout(0)
@@ -61,7 +61,7 @@ def test_a_pinned_layout_that_fits_only_with_te_does_not_fit_a_megatron_lm_plan(
     req = SearchRequest(model=model, fabric=fabric, num_gpus=8, gbs=64, precision="bf16", seq_len=4096,
                         pins=EDGE_PINS)
     one, bd = best_for_pins(req)
-    _, te_bd = best_for_pins(dataclasses.replace(req, loss="te"))
+    _, te_bd = best_for_pins(dataclasses.replace(req, target="published"))
     assert one.layout(0).recompute == "full" and one.layout(0).mbs == 4
     assert bool(te_bd.fits[0]) and not bool(bd.fits[0])
     gap = float(bd.mem_total_bytes[0] - te_bd.mem_total_bytes[0])

@@ -26,18 +26,30 @@ EXTRA = [("qwen3-30b-a3b", "b200-hgx", 8, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, g
                                               cuda_graph="layer", fused_moe=True)),
          ("qwen3-30b-a3b", "b300-hgx", 8, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, precision="nvfp4",
                                               cuda_graph="layer", dispatcher="flex")),
-         ("qwen3-30b-a3b", "h100-hgx", 8, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, precision="fp8"))]
+         ("qwen3-30b-a3b", "h100-hgx", 8, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, precision="fp8")),
+         # probe CH: a hybrid Mamba-MoE model ('E' layers: refused for 25.09 and 25.11, whose trees cannot build it),
+         # the flex dispatcher with DeepEP on Hopper (25.09 spells it --moe-enable-deepep) and a per-layer graph over
+         # attention alone (25.09: --external-cuda-graph --cuda-graph-scope attn)
+         ("nemotron-3-nano-30b-a3b", "b200-hgx", 32, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256)),
+         ("mixtral-8x7b", "h100-hgx", 32, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=512, precision="fp8",
+                                              dispatcher="flex")),
+         ("qwen3-30b-a3b", "b200-hgx", 8, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, cuda_graph="layer",
+                                              cuda_graph_scope="attn"))]
 
 
-def release_cases() -> list[tuple[str, dict]]:
+def release_cases(release: str | None = None) -> list[tuple[str, dict]]:
+    """Each case's arguments as the plan for `release` writes them (release_flags.release_args: its own spelling),
+    "builds": False where the plan is refused for that release (release_flags.release_cannot_build)."""
+    from commbench.planner.layout.release_flags import release_args, release_cannot_build
     out = []
     for name, system, gpus, fields in PINNED + EXTRA:
         model, layout = load_model(name), Layout.for_world(gpus, **fields)
         check_layout(model, layout, gpus)
         gpu = load_preset(system, num_gpus=gpus).gpu
-        out.append((f"{name}-{system}-{gpus}", {"argv": megatron_args(layout, model), "world": gpus,
-                                                 "env": launch_env(layout, gpu.name),
-                                                 "capability": list(gpu.compute_capability)}))
+        argv = release_args(megatron_args(layout, model, release=release), release)
+        out.append((f"{name}-{system}-{gpus}", {"argv": argv, "world": gpus, "env": launch_env(layout, gpu.name),
+                                                 "capability": list(gpu.compute_capability),
+                                                 "builds": release is None or release_cannot_build(model, release) is None}))
     return out
 
 
@@ -52,25 +64,24 @@ KNOWN = {
 }
 
 
-@pytest.fixture(scope="module")
-def cases():
-    return release_cases()
-
-
 @pytest.mark.skipif(git_dir() is None, reason=SKIP_REASON)
 @pytest.mark.parametrize("release", releases())
-def test_each_release_validates_every_plan_its_parse_args_takes(release, cases, tmp_path_factory):
-    """Where a release's parse_args takes the emitted flags, its validate_args and TransformerConfig take them too."""
+def test_each_release_validates_every_plan_its_parse_args_takes(release, tmp_path_factory):
+    """Where a release's parse_args takes the emitted flags, its validate_args and TransformerConfig take them too; a
+    plan refused for the release (a model its Megatron-LM cannot build) is one its tree refuses."""
+    cases = release_cases(release)
     tree = release_tree(release_ref(release), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
     results = run_cases(tree, [c for _, c in cases])
-    refused = [f"{name}: {r['error']}" for (name, _), r in zip(cases, results) if r.get("stage") == "validate"
-               and not any(k in r["error"] for k in KNOWN)]
+    refused = [f"{name}: {r['error']}" for (name, c), r in zip(cases, results) if c["builds"]
+               and r.get("stage") == "validate" and not any(k in r["error"] for k in KNOWN)]
     assert refused == [], f"release {release} ({release_ref(release)}): " + "\n".join(refused)
+    built = [name for (name, c), r in zip(cases, results) if not c["builds"] and r.get("ok")]
+    assert built == [], f"release {release}: refused, but its tree builds them: {built}"
 
 
 @pytest.mark.skipif(git_dir() is None, reason=SKIP_REASON)
 @pytest.mark.parametrize("release", releases())
-def test_each_release_parses_exactly_the_plans_whose_flags_the_data_says_it_takes(release, cases, tmp_path_factory):
+def test_each_release_parses_exactly_the_plans_whose_flags_the_data_says_it_takes(release, tmp_path_factory):
     """commbench/data/megatron-release-flags.json (release_flags.refused_flags) against the release's own parse_args:
     a plan parses there exactly where no flag is named refused, and a parse error names only flags named refused
     (probe BP F2: 25.09's core 0.14 has no --cuda-graph-impl / --moe-flex-dispatcher-backend and takes one
@@ -78,6 +89,7 @@ def test_each_release_parses_exactly_the_plans_whose_flags_the_data_says_it_take
     import re
 
     from commbench.planner.layout.release_flags import refused_flags
+    cases = release_cases(release)
     tree = release_tree(release_ref(release), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
     results = run_cases(tree, [c for _, c in cases])
     wrong = []

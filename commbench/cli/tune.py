@@ -80,6 +80,9 @@ def tune(
     from commbench.planner.search.frameworks import check_framework, framework_pins
     framework_pins(check_framework(framework), spec, pins, release=release)  # refuse before the sweep, not after it
     check_precision_in_release(precision, release, software)   # before the sweep
+    if check_framework(framework) == "megatron":   # what the release's Megatron-LM cannot build, before the sweep
+        from commbench.planner.layout.release_flags import check_model_in_release
+        check_model_in_release(spec, release, software)
     check_pins_in_release(pins, release, system,
                           precision.lower(), int(load_preset(system, num_gpus=gpus).domain_size))  # before the sweep
     from commbench.files import check_output_dir

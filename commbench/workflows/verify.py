@@ -190,10 +190,12 @@ def _recorded_terms(inputs: dict) -> dict[str, float] | None:
     return {t: float(v) for t, v in terms.items()}
 
 
-def release_flags(inputs: dict) -> list[str]:
+def release_flags(inputs: dict, model: ModelSpec | None = None, framework: str | None = None) -> list[str]:
     """The plan's release and precision checked as `plan` checks --software and --precision (recipes.check_release,
-    check_precision_in_release: one rule): a line where a hand edit made them a combination plan refuses. A plan that
-    records no release (written before plans did) has nothing to check."""
+    check_precision_in_release: one rule), and for a Megatron plan whether the release's Megatron-LM builds `model`
+    (release_flags.check_model_in_release, as `plan`): a line where a hand edit made them a combination plan refuses.
+    A plan that records no release (written before plans did) has nothing to check."""
+    from commbench.planner.layout.release_flags import check_model_in_release
     from commbench.planner.layout.recipes import check_precision_in_release, check_release
     software = inputs.get("software")
     if software is None:
@@ -202,6 +204,8 @@ def release_flags(inputs: dict) -> list[str]:
         release = check_release(str(software), "inputs.software")
         check_precision_in_release(str(inputs.get("precision")), release, str(software),
                                    fields=("inputs.precision", "inputs.software"))
+        if model is not None and framework == "megatron":
+            check_model_in_release(model, release, str(software), field="inputs.software")
     except CommbenchError as exc:
         return [f"{first_line(exc)}: `plan` refuses this release and precision, so the plan was edited by hand; its "
                 "launch and predicted figures are not that release's (plan it again)"]
@@ -270,9 +274,10 @@ def plan_context(doc: dict) -> PlanContext:
             except ValueError as exc:
                 raise CommbenchError(f"plan field 'inputs.calibration_terms' is invalid: {exc} (write the plan "
                                      "again with `commbench plan`)") from None
-    flags.extend(filter(None, [model_spec_flag(inputs), *step_model_flags(inputs), *release_flags(inputs)]))
     framework = doc.get("framework")
     framework = str(framework.get("name", "megatron")) if isinstance(framework, dict) else "megatron"
+    flags.extend(filter(None, [model_spec_flag(inputs), *step_model_flags(inputs),
+                               *release_flags(inputs, model, framework)]))
     return PlanContext(model=model, layout=lay, seq_len=int(inputs.get("seq_len", model.seq_len)),
                        gpus=int(inputs["gpus"]), per_rack=int(doc["placement"]["gpus_per_rack"]),
                        imbalance=float(inputs.get("moe_imbalance", 1.0)), calibration=cal,

@@ -42,7 +42,8 @@ from commbench.errors import CommbenchError, invalid
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_args, max_positions, unbuildable
 from commbench.planner.layout.connections import (TP_OVERLAP_NEEDS_ONE, device_max_connections,
                                                   tp_overlap_runs)
-from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, WHOLE_LAYER_NAME, default_scope, scope_mask
+from commbench.planner.layout.graph_scope import (BIT, WHOLE_LAYER, WHOLE_LAYER_NAME, cuda_graph_args, default_scope,
+                                                  scope_mask)
 from commbench.planner.layout.recompute import ALONE, mode_modules
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
@@ -331,16 +332,7 @@ def recipe_args(a: Layout, model: ModelSpec) -> list[str]:
     full-iteration graph needs --no-check-for-nan-in-loss-and-grad, and with EP
     --moe-pad-experts-for-cuda-graph-inference (Megatron-LM core_v0.16.1 validate_args; megatron-core
     reads the latter only in its inference text-generation controller)."""
-    out: list[str] = []
-    if a.cuda_graph == "layer":   # the layout's scope, or the recipes' for this kind of model (graph_scope.py)
-        scope = a.cuda_graph_scope or "+".join(default_scope(model))
-        out += ["--cuda-graph-impl", "transformer_engine"] + \
-            ([] if scope == WHOLE_LAYER_NAME else ["--cuda-graph-scope", *scope.split("+")])
-    elif a.cuda_graph == "full":
-        out += ["--cuda-graph-impl", "local", "--cuda-graph-scope", "full_iteration",
-                "--no-check-for-nan-in-loss-and-grad"]
-        if model.is_moe and a.ep > 1:  # validate_args demands it with local graphs and EP; only inference reads it
-            out.append("--moe-pad-experts-for-cuda-graph-inference")
+    out = cuda_graph_args(model, a.cuda_graph, a.cuda_graph_scope, a.ep)
     if a.fp8_attention:
         raise CommbenchError(MEGATRON_NO_FP8_ATTENTION)
     if a.fused_moe and model.is_moe:
@@ -436,7 +428,9 @@ def _parser() -> argparse.ArgumentParser:
     for name in ("sequence-parallel", "use-distributed-optimizer", "overlap-grad-reduce", "overlap-param-gather",
                  "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "tp-comm-overlap", "bf16",
                  "fp8-dot-product-attention", "moe-permute-fusion", "use-megatron-fsdp", "fsdp-double-buffer",
-                 "use-nccl-ub"):
+                 "use-nccl-ub",
+                 # an older release's spellings (release_flags.RELEASE_SPELLINGS)
+                 "external-cuda-graph", "enable-cuda-graph", "moe-enable-deepep"):
         p.add_argument(f"--{name}", action="store_true")
     for name in ("moe-token-dispatcher-type", "moe-flex-dispatcher-backend", "recompute-granularity",
                  "recompute-method", "fp8-format", "fp8-recipe", "fp4-format", "fp4-recipe",
@@ -458,7 +452,8 @@ def _recompute_of(ns) -> str:
 def _graph_of(ns) -> str:
     if "full_iteration" in (ns.cuda_graph_scope or []):
         return "full"
-    return "layer" if ns.cuda_graph_impl in ("transformer_engine", "local") else "none"
+    graphed = ns.cuda_graph_impl in ("transformer_engine", "local") or ns.external_cuda_graph or ns.enable_cuda_graph
+    return "layer" if graphed else "none"
 
 
 def _scope_of(ns, model: ModelSpec | None) -> str:

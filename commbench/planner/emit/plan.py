@@ -45,13 +45,13 @@ EMIT_KINDS = ("json", "megatron", "torchtitan")
 
 
 def release_core_note(release: str | None, args: list[str] | None = None, *, asked: bool = True,
-                      later_flags: bool = False) -> list[str]:
+                      later_flags: bool = False, spelled: list[str] | None = None) -> list[str]:
     """Where the release runs another megatron-core than the one the arguments are checked against
     (megatron_target: Megatron-LM core_v0.16.1), a note naming both and the release (given with --software, or the
     default one: `asked`), and each flag of `args` that release's parse_args refuses (release_flags.refused_flags,
     from its own arguments.py: commbench/data/megatron-release-flags.json), saying the line will not parse there.
     `later_flags`: the arguments hold the release's own YaRN flags (megatron.needs_release_flags: gpt-oss), which
-    core_v0.16.1 has not."""
+    core_v0.16.1 has not; `spelled`: the options written in that release's own spelling (release_flags.spellings_used)."""
     from commbench.planner.layout.release_flags import TARGET_CORE, refused_flags, release_core
 
     core = release_core(release) if release is not None else None
@@ -63,7 +63,9 @@ def release_core_note(release: str | None, args: list[str] | None = None, *, ask
     later = (" but the YaRN ones (--position-embedding-type yarn, --yarn-*), megatron-core 0.19.0's, which "
              f"{MEGATRON_LM_RELEASE} has not" if later_flags else "")
     head = (f"the Megatron-LM arguments are {MEGATRON_LM_RELEASE}'s (megatron-core 0.16.1: what they are checked "
-            f"against){later}; {which} runs megatron-core {version} (Megatron-LM {ref[:12]})")
+            f"against){later}{', but where that release spells an option otherwise' if spelled else ''}; {which} runs "
+            f"megatron-core {version} (Megatron-LM {ref[:12]})"
+            + (f", whose own spelling is written: {'; '.join(spelled)}" if spelled else ""))
     refused = refused_flags(list(args or []), release)
     if refused:
         return [f"{head}, whose parse_args refuses {len(refused)} of these flags, so the line will not parse in that "
@@ -91,7 +93,10 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
                                                       release=release)}
     except CommbenchError as exc:  # a pinned flag combination Megatron refuses: the plan says why
         args = {"refused": str(exc)}
-    from commbench.planner.layout.release_flags import refused_flags, release_core
+    from commbench.planner.layout.release_flags import refused_flags, release_args, release_core, spellings_used
+    spelled = spellings_used(args.get("args", []), release)   # the release's own spelling where it has one
+    if "args" in args:
+        args["args"] = release_args(args["args"], release)
     core = release_core(release) if release is not None else None
     release_doc = {} if core is None else {"release": {
         "name": release, "asked": bool(release_asked), "megatron_core": core[1], "megatron_lm": core[0],
@@ -107,7 +112,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
             "notes": precision_notes(layout) + connections_notes(layout, gpu_name) + architecture_notes(model)
             + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss)])
             + release_core_note(release, args.get("args"), asked=release_asked,
-                                later_flags=needs_release_flags(model) and "args" in args) + (
+                                later_flags=needs_release_flags(model) and "args" in args, spelled=spelled) + (
                 [] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
                 "RoPE, SwiGLU if glu, no biases); give the model's architecture in its [model.NAME.arch] table"])}

@@ -78,3 +78,18 @@ def resolved_masks(model, masks: np.ndarray) -> np.ndarray:
     default = scope_mask("+".join(default_scope(model)))
     masks = np.asarray(masks, dtype=np.int64)
     return np.where(masks == 0, default, masks)
+
+
+def cuda_graph_args(model, cuda_graph: str, scope: str = "", ep: int = 1) -> list[str]:
+    """The CUDA-graph flags of a layout's `cuda_graph` ("none", "layer", "full") and `scope` ('' : the recipes' for
+    this kind of model, graph_scope.default_scope) with expert parallelism `ep`."""
+    if cuda_graph == "layer":
+        scope = scope or "+".join(default_scope(model))
+        return ["--cuda-graph-impl", "transformer_engine"] + \
+            ([] if scope == WHOLE_LAYER_NAME else ["--cuda-graph-scope", *scope.split("+")])
+    if cuda_graph == "full":
+        out = ["--cuda-graph-impl", "local", "--cuda-graph-scope", "full_iteration", "--no-check-for-nan-in-loss-and-grad"]
+        if model.is_moe and ep > 1:  # validate_args demands it with local graphs and EP; only inference reads it
+            out.append("--moe-pad-experts-for-cuda-graph-inference")
+        return out
+    return []

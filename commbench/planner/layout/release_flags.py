@@ -5,7 +5,22 @@ Megatron-LM (commbench/data/recipes.json megatron_core), whose arguments.py adds
 commbench/data/megatron-release-flags.json (tools/megatron_release_flags.py, from each release's tree) records per
 release the core_v0.16.1 options it lacks and those whose nargs / choices differ. One rule, from the flags: an emitted
 option the release lacks, or whose values its spec does not take, is refused there (argparse: "unrecognized
-arguments" / "invalid choice"), and the plan names each one (release_core_note).
+arguments" / "invalid choice"), and the plan names each one (release_core_note). Where the release takes the same
+setting under its own spelling (RELEASE_SPELLINGS: 25.09's --moe-enable-deepep for --moe-flex-dispatcher-backend
+deepep, --external-cuda-graph for --cuda-graph-impl transformer_engine), the plan writes that (release_args); a
+feature whose flags it takes in no spelling (25.09: per-layer graph scopes of several modules, the full-iteration
+graph; 25.09 and 25.11: --cpu-offloading-num-layers) the search does not pick for it (release_spelled_features) when
+it plans a launch commbench emits; a published run's search (SearchRequest.target "published": vendor_layouts'
+rows) keeps them, as Megatron-Bridge's Python configs ran them at those releases without these flags.
+
+What a release's Megatron-LM cannot build is refused before the search (check_model_in_release, as a precision its
+megatron-core has no flags for is: recipes.check_precision_in_release), for plan, tune and verify-plan: a hybrid
+model whose --hybrid-override-pattern holds a layer symbol the release's hybrid allocator does not take (the data's
+hybrid_symbols, read from each tree's Symbols class). MoE layers in hybrid models ('E') came with Megatron-LM
+9a1c0d05c9 ("Add MoE layer type to hybrid models (#2259)"), first in core_v0.16.0: 25.09 (core_v0.14.0) and 25.11
+(0d8e0714, megatron-core 0.16.0rc0) know M, * and - only (mamba_hybrid_layer_allocation.py:18-21, raising "'E' is
+not one of ..." at :71-72), and their validate_args asserts "Model Spec must be None when using MoEs" (core_v0.14.0
+arguments.py:940-941, 0d8e0714 arguments.py:1052-1053), so no flag edit makes Nemotron-3-Nano launch there.
 """
 
 from __future__ import annotations
@@ -60,6 +75,81 @@ def lacking(release: str) -> set[str]:
     return set(data["lacks"]) if data is not None else set()
 
 
+# A core_v0.16.1 option with its values that a release's parse_args lacks ("lacks" in the data) but takes under its own
+# spelling (read from that release's tree; tests/test_megatron_release_trees.py runs the spelled lines through it):
+# (option, values, the release's spelling, source). A release is written its own spelling (release_args); an option it
+# lacks with no spelling here is one the search does not pick for it (release_takes).
+RELEASE_SPELLINGS = (
+    ("--moe-flex-dispatcher-backend", ("deepep",), ("--moe-enable-deepep",),
+     "core_v0.14.0 arguments.py:2873-2874 (with --moe-token-dispatcher-type flex: transformer_config.py:754-756)"),
+    ("--cuda-graph-impl", ("transformer_engine",), ("--external-cuda-graph",),
+     "core_v0.14.0 arguments.py:1293-1295; core_v0.16.1 arguments.py:448-454 reads it as --cuda-graph-impl "
+     "transformer_engine"),
+    # not --cuda-graph-impl local as core_v0.14.0's --enable-cuda-graph (arguments.py:1288-1290): its graphs refuse any
+    # recompute (transformer_config.py:1267-1271), which core_v0.16.1's full-iteration graph takes with full recompute,
+    # and no 25.09 recipe runs a full-iteration graph
+)
+
+
+def _spelling(option: str, values: list[str], release: str) -> tuple[tuple[str, ...], str] | None:
+    data = megatron_release_flags_json()["releases"].get(release)
+    if data is None or option not in data["lacks"]:
+        return None
+    return next(((new, source) for old, vals, new, source in RELEASE_SPELLINGS
+                 if old == option and tuple(values) == vals), None)
+
+
+def release_args(args: list[str], release: str | None) -> list[str]:
+    """`args` (core_v0.16.1's) with each option `release`'s parse_args lacks written in that release's own spelling
+    (RELEASE_SPELLINGS); the rest as they are (refused_flags names what is left)."""
+    if release is None:
+        return list(args)
+    out: list[str] = []
+    for option, values in argv_values(args):
+        spelled = _spelling(option, values, release)
+        out += list(spelled[0]) if spelled else [option, *values]
+    return out
+
+
+def spellings_used(args: list[str], release: str | None) -> list[str]:
+    """'NEW for OLD VALUES (source)' for each option of `args` (core_v0.16.1's) release_args respells for `release`."""
+    if release is None:
+        return []
+    out = []
+    for option, values in argv_values(args):
+        spelled = _spelling(option, values, release)
+        if spelled:
+            out.append(f"{' '.join(spelled[0])} for {' '.join([option, *values])} ({spelled[1]})")
+    return out
+
+
+def release_takes(args: list[str], release: str | None) -> bool:
+    """Whether `release`'s parse_args takes `args` (core_v0.16.1's flags for one feature) in its own spelling: the
+    search picks a feature for a release only where it does (then the plan names no refused flag)."""
+    return release is None or not refused_flags(release_args(args, release), release)
+
+
+def release_spelled_features(has: dict, release: str | None, model, domain_size: int | None,
+                             scope: str = "") -> dict:
+    """`has` (recipes.release_features: field -> the values the search may pick) less each value whose Megatron flags
+    `release`'s parse_args takes in no spelling (release_takes): per-layer CUDA graphs over `scope` ('' : the recipes'
+    for the model; 25.09 takes one scope module, attn, or the whole layer), the full-iteration graph, the flex
+    dispatcher with the backend this fabric takes (recipes.flex_backend), activation offloading (25.09 and 25.11 have no
+    --cpu-offloading-num-layers)."""
+    if release is None:
+        return has
+    from commbench.planner.layout.graph_scope import cuda_graph_args
+    from commbench.planner.layout.recipes import flex_backend
+    flags = {("cuda_graph", "layer"): cuda_graph_args(model, "layer", scope),
+             ("cuda_graph", "full"): cuda_graph_args(model, "full"),
+             ("cpu_offload", True): ["--cpu-offloading-num-layers", "1"]}
+    if domain_size is not None:
+        flags["dispatcher", "flex"] = ["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend",
+                                       flex_backend(int(domain_size), release)]
+    drop = {key for key, args in flags.items() if key[1] in has.get(key[0], ()) and not release_takes(args, release)}
+    return {k: frozenset(v for v in values if (k, v) not in drop) for k, values in has.items()}
+
+
 def release_core(release: str) -> tuple[str, str] | None:
     """(the Megatron-LM ref, the megatron-core version) `release` runs, or None where the data has no such release. The
     version is the recipe table's (recipes.json, the one source the step model's version rules read too)."""
@@ -69,4 +159,51 @@ def release_core(release: str) -> tuple[str, str] | None:
     return None if data is None or table is None else (data["ref"], table["megatron_core"]["version"])
 
 
-__all__ = ["TARGET_CORE", "argv_values", "lacking", "refused_flags", "release_core"]
+# Each hybrid layer symbol: what it builds and the first Megatron-LM tag whose allocator takes it (the trees'
+# Symbols classes: tools/megatron_release_flags.py hybrid_symbols).
+HYBRID_SYMBOLS = {
+    "M": ("Mamba layers", "core_r0.8.0"),
+    "*": ("attention layers", "core_r0.8.0"),
+    "-": ("MLP layers", "core_r0.8.0"),
+    "E": ("MoE layers in a hybrid model", 'core_v0.16.0 (Megatron-LM 9a1c0d05c9, "Add MoE layer type to hybrid models '
+          '(#2259)")'),
+}
+
+
+def release_cannot_build(model, release: str) -> str | None:
+    """Why the Megatron-LM `release` runs cannot build `model` (a ModelSpec), or None (also where the data has no
+    such release): a hybrid pattern symbol its allocator does not take (see the module docstring)."""
+    data = megatron_release_flags_json()["releases"].get(release)
+    if data is None or not getattr(model, "layer_pattern", ""):
+        return None
+    have = data["hybrid_symbols"]
+    missing = sorted(set(model.layer_pattern) - set(have))
+    if not missing:
+        return None
+    what = "; ".join(f"'{c}' ({HYBRID_SYMBOLS[c][0]}, first in {HYBRID_SYMBOLS[c][1]})" if c in HYBRID_SYMBOLS
+                     else f"'{c}'" for c in missing)
+    return (f"its hybrid layer allocator (megatron/core/ssm/mamba_hybrid_layer_allocation.py Symbols) takes "
+            f"{', '.join(have)} only, and {model.name}'s --hybrid-override-pattern holds {what}")
+
+
+def check_model_in_release(model, release: str, asked: str | None = None, *, field: str = "--software") -> None:
+    """Refuse, in one line naming `field` (the release's option), the release's megatron-core and Megatron-LM, what
+    it cannot build of `model` (release_cannot_build) and the releases that build it, a plan of `model` for the table
+    release `release` (resolved: a release the table lacks reads its stand-in's; `asked`: as given)."""
+    from commbench.errors import invalid
+    from commbench.planner.layout.recipes import normalised_release, releases
+    why = release_cannot_build(model, release)
+    if why is None:
+        return
+    ref, version = release_core(release)
+    name = normalised_release(asked) if asked is not None else release
+    read = "" if name == release else f" (read as {release}, the newest table release before it)"
+    building = [r for r in releases() if release_cannot_build(model, r) is None]
+    raise invalid(field, name, f"release {name}{read} runs megatron-core {version} (Megatron-LM {ref[:12]}), which "
+                  f"cannot build {model.name}: {why}; the releases that build it: "
+                  + (", ".join(building) + " (or newer)" if building else "none in the table"))
+
+
+__all__ = ["TARGET_CORE", "HYBRID_SYMBOLS", "RELEASE_SPELLINGS", "argv_values", "check_model_in_release", "lacking",
+           "refused_flags", "release_args", "release_cannot_build", "release_core", "release_spelled_features",
+           "release_takes", "spellings_used"]

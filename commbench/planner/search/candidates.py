@@ -111,6 +111,8 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     # what the release runs for the model there, less the dispatch this fabric cannot run of it (recipes.py)
     has = release_features(req.software, req.gpu_name, req.precision, recipe_model(req.model), req.model.is_moe,
                            req.domain_size)
+    # less, for a launch commbench emits, what the release's Megatron-LM takes in no spelling (SearchRequest.target)
+    has = req.searched_features(has, str(pins.get("cuda_graph_scope", "")))
     codes = {k: CODE_FIELDS[k].index(v) for k, v in pins.items() if k in CODE_FIELDS}
     up_proj = req.model.attention in ("mla", "dsv4") and "mla_up_proj" in has["recompute"]
     light = [3] if up_proj else []  # DeepSeek-V3's and V4's recipes
@@ -121,7 +123,9 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     # Where the model's recipes run only a full-iteration graph the framework cannot run with it, the per-layer
     # graph the release runs there stands in (frameworks.graph_fallback).
     fallback = graph_fallback(req.framework, req.model, req.software, req.gpu_name, req.precision, req.domain_size)
-    graph = "layer" if "layer" in has["cuda_graph"] or fallback else "none"
+    spelled = "layer" in req.searched_features({"cuda_graph": frozenset({"layer"})},
+                                               str(pins.get("cuda_graph_scope", "")))["cuda_graph"]   # the fallback too
+    graph = "layer" if ("layer" in has["cuda_graph"] or fallback) and spelled else "none"
     graphs = _pinned([CODE_FIELDS["cuda_graph"].index(graph)], codes, "cuda_graph")
     disp = _pinned([CODE_FIELDS["dispatcher"].index("flex" if "flex" in has["dispatcher"] else "alltoall")],
                    codes, "dispatcher")

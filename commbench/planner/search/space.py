@@ -42,7 +42,7 @@ from commbench.planner.layout.recipe_model import recipe_model
 from commbench.planner.layout.recipes import release_features
 from commbench.planner.layout.placement import PLACEMENT_BITS, PLACEMENT_RULES
 from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
-from commbench.planner.step.loss_memory import check_loss
+from commbench.planner.step.loss_memory import TARGETS
 from commbench.planner.search.candidates import candidates
 from commbench.limits import DEFAULT_MEM_HEADROOM
 
@@ -71,9 +71,29 @@ class SearchRequest:
     software: str | None = None  # Megatron-Bridge release whose features are searched (None: the newest)
     software_note: str = ""      # set here: whose recipes stand in for a release the table lacks
     software_asked: bool | None = None   # set here (None): whether `software` was given, not the newest by default
-    # the cross entropy whose logits the memory charges (step/loss_memory.py); None: the emitted launch's (set here).
-    # run_loss(framework) for a published run's or a recipe's system (benchmarks/vendor_layouts.py)
-    loss: str | None = None
+    # What the search plans (step/loss_memory.py TARGETS), the one switch both of these follow from:
+    # "launch": the Megatron-LM / TorchTitan launch commbench emits (plan, tune): the memory charges the launch's cross
+    #   entropy (loss_memory.launch_loss: megatron-core's native one), and a feature whose flags the release's
+    #   Megatron-LM parse_args takes in no spelling is not searched (searched_features);
+    # "published": a published NVIDIA run or a Megatron-Bridge recipe (benchmarks/vendor_layouts.py, calibration's
+    #   rows): they ran through Megatron-Bridge's Python configs, not pretrain_gpt.py flags, so the loss is the one they
+    #   ran (run_loss: Transformer Engine's) and every feature the release's recipes run is searched.
+    target: str = "launch"
+
+    @property
+    def loss(self) -> str:
+        """The cross entropy whose logits the memory charges (step/loss_memory.py): the target's."""
+        from commbench.planner.step.loss_memory import target_loss
+        return target_loss(self.framework, self.target)
+
+    def searched_features(self, has: dict, scope: str = "") -> dict:
+        """`has` (recipes.release_features: field -> the values the search may pick), less, for a Megatron-LM launch
+        (target "launch"), each value whose flags the release's Megatron-LM takes in no spelling
+        (release_flags.release_spelled_features; `scope`: a pinned cuda_graph_scope); a published run's as it is."""
+        if self.framework != "megatron" or self.target != "launch":
+            return has
+        from commbench.planner.layout.release_flags import release_spelled_features
+        return release_spelled_features(has, self.software, self.model, self.domain_size, scope)
 
     @property
     def gpu_name(self) -> str | None:
@@ -103,7 +123,9 @@ class SearchRequest:
             raise invalid("etp", etp, f"only for a MoE model's experts: {self.model.name} is dense (its etp is tp; "
                           "leave etp out)")
         object.__setattr__(self, "framework", check_framework(self.framework))
-        object.__setattr__(self, "loss", check_loss(self.loss, self.framework))
+        if self.target not in TARGETS:
+            raise invalid("target", self.target, "what the search plans: " + " or ".join(TARGETS)
+                          + " (the launch commbench emits, or a published Megatron-Bridge run)")
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins,
                                                               release=self.software))
         check_recompute_layers(self.model, self.pins, self.framework)
@@ -111,6 +133,9 @@ class SearchRequest:
         check_precision_tp(self.framework, self.model, self.precision, self.pins)
         check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len, self.software)
         check_window_seq_len(self.model, self.seq_len or self.model.seq_len)
+        if self.framework == "megatron":   # what the release's Megatron-LM cannot build (hybrid MoE before 26.02)
+            from commbench.planner.layout.release_flags import check_model_in_release
+            check_model_in_release(self.model, self.software, asked if given else None)
         if not 0 <= self.headroom_fraction < 1:
             raise invalid("--mem-headroom", self.headroom_fraction, "a fraction of HBM in [0, 1)")
         if self.num_gpus < 1:
@@ -377,7 +402,9 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
 
     kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
               moe_capacity_factor=req.moe_capacity_factor, framework=req.framework, loss=req.loss)
-    has = release_features(req.software, req.gpu_name, req.precision, recipe_model(req.model), req.model.is_moe)
+    # what the release runs, less for a launch what its Megatron-LM takes in no spelling (SearchRequest.target)
+    has = req.searched_features(release_features(req.software, req.gpu_name, req.precision, recipe_model(req.model),
+                                                 req.model.is_moe))
     if "cuda_graph" not in req.pins and "full" in has["cuda_graph"]:
         full = LayoutArrays(**{**{f: getattr(arr, f) for f in arr.__dataclass_fields__},
                                "cuda_graph": np.full(len(arr), CODE_FIELDS["cuda_graph"].index("full"), dtype=np.int8)})

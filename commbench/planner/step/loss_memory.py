@@ -26,7 +26,9 @@ backward, as every activation term of step/memory.py is what a layer saves for b
 
 Which one a run holds: LAUNCH_LOSS (what commbench's emitted launch runs: plans, searched and pinned, tune, verify-plan)
 or RUN_LOSS (what a published run or a Megatron-Bridge recipe ran: calibration, benchmarks/vendor_layouts.py,
-benchmarks/memory_fit.py, the recipe's layout beside a plan).
+benchmarks/memory_fit.py, the recipe's layout beside a plan). A search reads it from its one switch,
+SearchRequest.target (TARGETS: "launch" or "published"; target_loss), which also says whether the search leaves out
+what the release's Megatron-LM takes in no spelling (layout/release_flags.py: the launch only).
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ RUN_LOSS = {"megatron": "te", "torchtitan": "torchtitan"}
 FRAMEWORK_LOSSES = {"megatron": ("native", "te"), "torchtitan": ("torchtitan",)}
 
 
+# what a search plans (SearchRequest.target): the launch commbench emits, or a published run / Megatron-Bridge recipe
+TARGETS = ("launch", "published")
+
+
 def launch_loss(framework: str) -> str:
     """The cross entropy commbench's emitted launch of `framework` runs (a plan's memory charges it)."""
     return LAUNCH_LOSS[framework]
@@ -52,6 +58,11 @@ def launch_loss(framework: str) -> str:
 def run_loss(framework: str) -> str:
     """The cross entropy a published run (or a Megatron-Bridge recipe) of `framework` ran."""
     return RUN_LOSS[framework]
+
+
+def target_loss(framework: str, target: str) -> str:
+    """The cross entropy a search planning `target` (TARGETS) of `framework` charges: launch_loss or run_loss."""
+    return launch_loss(framework) if target == "launch" else run_loss(framework)
 
 
 def check_loss(loss: str | None, framework: str) -> str:
