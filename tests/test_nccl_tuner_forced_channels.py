@@ -21,13 +21,11 @@ from commbench.cli.app import app
 from commbench.costmodel import load_preset, preset_names
 from commbench.costmodel.nccl_model import CHANNEL_SCALED
 from commbench.costmodel.nccl_own import own_times_us, slower_than_nccl_pick
-from commbench.results.nccl_tuner import PLUGIN_COLLECTIVES
 from commbench.units import PREDICTED_MAX_BYTES, parse_size_bytes, size_range
 from commbench.workflows import nccl_tuner as flow
+from tests.test_nccl_tuner_nccl_own import losses_in_walk
 
 SIZES = size_range(1024, parse_size_bytes(PREDICTED_MAX_BYTES, "--max-bytes"), 2.0, None)  # nccl-tuner's default
-PROTOCOL = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
-NAMES = {plugin: name for name, plugin in PLUGIN_COLLECTIVES.items()}
 
 
 def _rules(text: str) -> list[list[str]]:
@@ -65,27 +63,6 @@ def test_a_pair_is_priced_at_the_channels_it_is_given():
     assert slower_than_nccl_pick(fabric, "broadcast", ("ring", "LL128"), 8 << 20, 8 << 20, 8, 1) is None
 
 
-def losses_at_rule_channels(rules, fabric, ranks: int, domains: int) -> list:
-    """As test_nccl_tuner_nccl_own.losses_in_walk, each rule priced at the channel count it names (0: NCCL's own)."""
-    from commbench.costmodel.choice import uses_nccl_model
-
-    found = []
-    for coll in {r.collective for r in rules}:
-        if not uses_nccl_model(fabric, NAMES[coll]):
-            continue
-        mine = [r for r in rules if r.collective == coll]
-        cuts = sorted({r.min_bytes for r in mine} | {r.max_bytes + 1 for r in mine})
-        for lo, end in zip(cuts, cuts[1:]):
-            walk = [r for r in mine if r.min_bytes <= lo and end - 1 <= r.max_bytes]
-            for k, rule in enumerate(walk):
-                left_out = [(r.algo, PROTOCOL[r.proto]) for r in walk[:k]]
-                loss = slower_than_nccl_pick(fabric, NAMES[coll], (rule.algo, PROTOCOL[rule.proto]), lo, end - 1,
-                                             ranks, domains, excluded=left_out, channels=rule.channels or None)
-                if loss is not None:
-                    found.append((rule.csv_fields(), left_out, loss))
-    return found
-
-
 @pytest.mark.parametrize("system", preset_names())
 def test_no_size_of_any_rule_is_slower_than_nccls_own_pick_at_the_rules_channels(system):
     """Every preset x --gpus {2,3,4,8,16,72,144} x --channels {1,2,4,8,16,32} x both --for targets (fewest nodes): no
@@ -101,5 +78,5 @@ def test_no_size_of_any_rule_is_slower_than_nccls_own_pick_at_the_rules_channels
                 assert result.rules or target == "commbench"
                 # a count only on pairs the model prices at it (NVLS, NVLS tree, CollNet run on counts of their own)
                 assert all(r.algo in CHANNEL_SCALED for r in result.rules if r.channels > 0), (system, gpus, channels)
-                losses = losses_at_rule_channels(result.rules, checked, gpus, domains)
+                losses = losses_in_walk(result.rules, checked, gpus, domains)
                 assert losses == [], (system, gpus, channels, target, losses[:3])

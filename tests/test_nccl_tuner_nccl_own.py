@@ -107,7 +107,8 @@ PROTOCOL = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
 def losses_in_walk(rules, fabric, ranks: int, domains: int) -> list:
     """Per (collective, scale), per range of sizes where the same rules match: each matching rule, in file order, is
     reached only where the call left the pairs of the rules before it out (NCCL's example plugin; commbench's plugin
-    stops at the first): none may be slower, by NCCL's own model, than NCCL's pick among the pairs left in."""
+    stops at the first): none may be slower, by NCCL's own model, than NCCL's pick among the pairs left in, each rule
+    priced at the channel count it names (0: NCCL's own)."""
     from commbench.costmodel.choice import uses_nccl_model
 
     names = {plugin: name for name, plugin in PLUGIN_COLLECTIVES.items()}
@@ -122,7 +123,7 @@ def losses_in_walk(rules, fabric, ranks: int, domains: int) -> list:
             for k, rule in enumerate(walk):
                 left_out = [(r.algo, PROTOCOL[r.proto]) for r in walk[:k]]
                 loss = slower_than_nccl_pick(fabric, names[coll], (rule.algo, PROTOCOL[rule.proto]), lo, end - 1,
-                                             ranks, domains, excluded=left_out)
+                                             ranks, domains, excluded=left_out, channels=rule.channels or None)
                 if loss is not None:
                     found.append((rule.csv_fields(), left_out, loss))
     return found

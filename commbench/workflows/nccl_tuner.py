@@ -348,18 +348,27 @@ def predicted_points(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int],
     return points, sources
 
 
+def _nccl_checked_name(cell, fabric) -> str | None:
+    """The collective's commbench name where `cell` is a predicted choice NCCL's own model can check on `fabric`, else
+    None (measured, empty, or a collective the fabric has no NCCL parameters for: kept as is)."""
+    from commbench.costmodel.choice import uses_nccl_model
+
+    name = _PLUGIN_TO_NAME.get(cell.collective)
+    if not cell.predicted or cell.choice is None or name is None or not uses_nccl_model(fabric, name):
+        return None
+    return name
+
+
 def drop_slower_than_nccl(cells: list[Cell], fabric, domains: int) -> tuple[list[Cell], list[str]]:
     """The predicted cells with no choice that NCCL's own model (costmodel.nccl_own: NCCL's tables and size corrections,
     nothing of commbench's) rates slower than NCCL's own pick anywhere in the cell's sizes: such a rule could only make
     NCCL slower by its own reckoning, so the choice goes back to NCCL's default (NCCL's example plugin gets a fill-in
     there, which follow_nccl_picks then holds to NCCL's own pick). Cells of collectives the fabric has no NCCL
     parameters for are kept (not checkable). Returns (cells, one line per dropped choice)."""
-    from commbench.costmodel.choice import uses_nccl_model
-
     out, dropped = [], []
     for cell in cells:
-        name = _PLUGIN_TO_NAME.get(cell.collective)
-        if not cell.predicted or cell.choice is None or name is None or not uses_nccl_model(fabric, name):
+        name = _nccl_checked_name(cell, fabric)
+        if name is None:
             out.append(cell)
             continue
         loss = slower_at_forced_channels(fabric, name, cell.choice, cell.min_bytes, cell.max_bytes, cell.ranks,
@@ -486,14 +495,13 @@ def follow_nccl_picks(cells: list[Cell], fabric, domains: int) -> tuple[list[Cel
         left out and applies the next, so a call runs NCCL's own pick among the pairs it left in, whichever those are.
     Cells of collectives without NCCL parameters (curves) keep add_fallbacks' fallback. Returns (cells, one line per
     part that now names NCCL's pick)."""
-    from commbench.costmodel.choice import uses_nccl_model
     from commbench.costmodel.nccl_own import own_rankings
     from commbench.results.nccl_tuner_targets import NCCL_PICK_FILL_IN, always_in_table
 
     out, lines = [], []
     for cell in cells:
-        name = _PLUGIN_TO_NAME.get(cell.collective)
-        if not cell.predicted or cell.choice is None or name is None or not uses_nccl_model(fabric, name):
+        name = _nccl_checked_name(cell, fabric)
+        if name is None:
             out.append(cell)
             continue
         def combo(pair: tuple[str, str]) -> TuningCombo:   # NCCL's own pick runs on NCCL's own count
