@@ -126,13 +126,14 @@ def test_predict_names_the_curves_that_come_from_the_preset(tmp_path):
     args = ["predict", "-c", "all_reduce", "-g", "16", "--fabric", str(path), "-b", "1G", "-e", "1G"]
     result = CliRunner().invoke(app, args + ["--json"])
     assert result.exit_code == 0, result.output
-    borrowed = json.loads(result.output)["preset_curves"]
+    # JSON on stdout; stderr warns that results file 'test' cannot be found to check the profile's age
+    borrowed = json.loads(result.stdout)["preset_curves"]
     assert "all_reduce/scale_out tree" in borrowed and not any("scale_up" in c for c in borrowed)
     text = CliRunner().invoke(app, args, env={"COLUMNS": "250"}).output
     assert "from the preset (not measured): all_reduce/scale_out ring, all_reduce/scale_out tree" in text
     inside = CliRunner().invoke(app, ["predict", "-c", "all_reduce", "-g", "8", "--fabric", str(path), "-b", "1G",
                                       "-e", "1G", "--json"])
-    assert json.loads(inside.output)["preset_curves"] == []   # one node: the measured curve alone
+    assert json.loads(inside.stdout)["preset_curves"] == []   # one node: the measured curve alone
 
 
 def test_the_cross_domain_fields_round_trip_and_a_presets_file_is_unchanged(tmp_path):

@@ -20,6 +20,9 @@ from commbench.units import format_size, parse_size_bytes
 
 
 def _write_fabric(fabric, out: str, force: bool) -> None:
+    from commbench.costmodel.profile import located
+
+    fabric = located(fabric, out)   # its results files also by their path from the profile's directory
     write_output(out, fabric.to_json() + "\n", "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force)
 
 

@@ -216,8 +216,9 @@ def report(
             console.print(styled("[yellow]warning:[/] --fabric {}: {}: its dashed lines are the emulator's links",
                                  fabric, emulated_fit), highlight=False, soft_wrap=True)
         from commbench.cli.base import profile_older_than_results
-        older = profile_older_than_results(fabric)   # on the terminal, and in README.md under the sources line
-        if older:   # the figures' captions say it short
+        age = profile_older_than_results(fabric)   # on the terminal, and in README.md under the sources line
+        older = age.lines
+        if age.stale:   # the figures' captions say it short
             predicted_from = f"{predicted_from} (OLDER than the results it was fitted from: refit)"
     unreadable: list[str] = []   # lines skipped: the README says so, as the terminal does
     everything, not_read = read_for_report(files, unreadable)

@@ -357,6 +357,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
     from commbench.cli.search_view import run_plan_search
     from commbench.files import write_output
     from commbench.costmodel.fabric import PROFILE_FORMAT
+    from commbench.costmodel.profile import located
     from commbench.workflows.tune import planning_fabric
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), TimeElapsedColumn(),
@@ -382,10 +383,12 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
         _remove_previous(folder, results)  # with --results: only once the fit has succeeded
         # fabric.json: what the plan used (measured curves where they cover a tier, the preset's elsewhere),
         # so `plan --system fabric.json` re-plans tune's result; the fit alone: fabric-measured.json
-        write_output(folder / "fabric.json", fabric.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
+        planned_on = located(fabric, folder / "fabric.json")   # each results file also from the profile's folder
+        write_output(folder / "fabric.json", planned_on.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
                      what="fabric profile", claimed=True)
         if fitted is not None:
-            write_output(folder / "fabric-measured.json", fitted.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
+            measured = located(fitted, folder / "fabric-measured.json")
+            write_output(folder / "fabric-measured.json", measured.to_json() + "\n", "--out", marker=PROFILE_FORMAT,
                          what="fabric profile", claimed=True)
         progress.update(task, completed=1, description=f"2/3 fit: {len(fitted.curves) if fitted else 0} measured "
                                                          f"curve(s) → {folder / 'fabric-measured.json'}; planned "

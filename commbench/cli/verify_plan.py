@@ -343,7 +343,7 @@ def _plan_fabric(doc: dict, gpus: int, flags: list[str], path: str | None = None
         flags.append(f"no prediction: the plan's fabric {system} cannot be read here ({exc})")
         return None
     from commbench.cli.base import profile_older_than_results
-    flags.extend(profile_older_than_results(system, say=False))   # its predictions from a profile older than its results
+    flags.extend(profile_older_than_results(system, say=False).lines)   # its predictions from a profile older than its results
     planned = doc["inputs"].get("fabric") or {}
     if planned.get("content_sha256"):   # its content is checked whole (_fabric_check): name, source, curves, notes
         return fabric

@@ -65,6 +65,7 @@ class _FabricFile:
     notes: list = ()
     warnings: list = ()
     fit_report: list = ()
+    source_files: list = ()
 
 
 _UNSET_OMITTED = ("latency_per_intra_step_us", "intra_busbw_gbps")
@@ -125,6 +126,10 @@ class Fabric:
     notes: tuple[str, ...] = ()
     fit_report: tuple[dict[str, Any], ...] = ()  # per-curve fit quality, when fitted
     warnings: tuple[str, ...] = field(default=())
+    # where the results files of a fitted profile are, so the check that they hold nothing newer than the fit
+    # (profile.runs_since_fit) finds them from any directory: per file {"path": as given to fit, "absolute": that
+    # path from fit's directory, "from_profile": from the profile's directory (profile.located, when it is written)}
+    source_files: tuple[dict[str, str], ...] = ()
     # NCCL's algorithm x protocol structure (nccl_model.py); None: the alpha-beta curves alone
     nccl: NcclSystem | None = None
 
@@ -229,7 +234,7 @@ class Fabric:
             "warnings": list(self.warnings),
             "fit_report": list(self.fit_report),
             "nccl": dataclasses.asdict(self.nccl) if self.nccl is not None else None,
-        }
+        } | ({"source_files": [dict(f) for f in self.source_files]} if self.source_files else {})
 
     def to_json(self, path: str | Path | None = None) -> str:
         text = json.dumps(self.to_dict(), indent=1)
@@ -258,6 +263,8 @@ class Fabric:
                 notes=tuple(data.get("notes", ())),
                 warnings=tuple(data.get("warnings", ())),
                 fit_report=tuple(data.get("fit_report", ())),
+                source_files=tuple({k: str(v) for k, v in f.items() if isinstance(v, str)}
+                                   for f in data.get("source_files", ()) if isinstance(f, dict)),
                 nccl=NcclSystem(**data["nccl"]) if data.get("nccl") else None,
             ).checked_domain()
         except (KeyError, TypeError, ValueError) as exc:

@@ -326,6 +326,11 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     label = name or (f"{base.name}+fitted" if base else "fitted")
     fabric = fabric_from_fits(fits, base=base, name=label, source="fitted:" + ",".join(paths),
                               num_gpus=world, notes=notes + sources, domain_size=domain if base is None else None)
+    import os
+
+    # where each results file is, for the check that it holds nothing newer than the fit from any directory
+    # (runs_since_fit); the path from the profile's own directory is added where the profile is written (located)
+    fabric = dataclasses.replace(fabric, source_files=tuple({"path": p, "absolute": os.path.abspath(p)} for p in paths))
     from commbench.results.emulated import fabric_text
 
     emulated = sorted({fabric_text(runs[r].emulated) for r in {m.run_id for m in points}
@@ -592,43 +597,108 @@ def run_record_counts(records) -> dict[str, int]:
     return counts
 
 
+def located(fabric: Fabric, out) -> Fabric:
+    """`fabric` as written to `out`: each results file it was fitted from (Fabric.source_files) also by its path from
+    `out`'s directory, so a profile moved together with its results (an artifact unpacked elsewhere) still finds
+    them. A profile that records none (a preset, one read back) is returned as it is."""
+    import os
+
+    if not fabric.source_files:
+        return fabric
+    folder = os.path.dirname(os.path.abspath(out))
+    files = []
+    for entry in fabric.source_files:
+        entry = dict(entry)
+        if entry.get("absolute"):
+            try:
+                entry["from_profile"] = os.path.relpath(entry["absolute"], folder)
+            except ValueError:   # another drive (Windows): the absolute path alone
+                entry.pop("from_profile", None)
+        files.append(entry)
+    return dataclasses.replace(fabric, source_files=tuple(files))
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultsAge:
+    """What a fitted profile's results files say of it now (profile_age): `stale`, a line per file that holds runs or
+    points the profile was not fitted on (it is older than its results); `unchecked`, one line naming the files that
+    could not be found or read here, so that staleness is unknown (said, never passed in silence)."""
+
+    stale: tuple[str, ...] = ()
+    unchecked: tuple[str, ...] = ()
+
+    @property
+    def lines(self) -> list[str]:
+        return [*self.stale, *self.unchecked]
+
+
+def _source_places(data: dict, profile_path: str) -> list[tuple[str, list]]:
+    """(the results file as fit was given it, where to look for it, first found wins) per file a fitted profile names:
+    from the profile's directory (the results moved with it), the absolute path fit recorded, then as given here
+    and beside the profile (a profile written before fit recorded the first two: its source alone)."""
+    from pathlib import Path
+
+    folder = Path(profile_path).parent
+    entries = [f for f in data.get("source_files") or [] if isinstance(f, dict) and isinstance(f.get("path"), str)]
+    if not entries:
+        entries = [{"path": name} for name in str(data.get("source"))[len("fitted:"):].split(",")]
+    out = []
+    for entry in entries:
+        places = [folder / entry["from_profile"]] if isinstance(entry.get("from_profile"), str) else []
+        places += [Path(entry["absolute"])] if isinstance(entry.get("absolute"), str) else []
+        places += [Path(entry["path"]), folder / entry["path"]]
+        out.append((entry["path"], list(dict.fromkeys(places))))
+    return out
+
+
 def runs_since_fit(profile_path: str) -> list[str]:
-    """One line per results file a fitted profile was fitted from (its "fitted:" source, found as given or beside the
-    profile) that now holds runs the profile's curves were not fitted on (each curve's fit_report "runs"): results
-    appended since the fit (a sweep resumed, another bench -O), so the profile is older than the results beside it.
-    Only runs of a backend the profile fitted and holding a point fit would use count. Also one line where the runs it
-    was fitted on now hold more records than they did then (fit_report "run_records": points written to the same run
-    after the fit, which read it unfinished or before a line was added). [] for a preset, a profile that records no
-    runs, or sources that cannot be read here."""
+    """profile_age's `stale` lines: [] for a preset, a profile that records no runs, or results not found here (which
+    profile_age says as `unchecked`)."""
+    return list(profile_age(profile_path).stale)
+
+
+def profile_age(profile_path: str) -> ResultsAge:
+    """One `stale` line per results file a fitted profile was fitted from (Fabric.source_files, else its "fitted:"
+    source; found from the profile's directory, by the absolute path fit recorded, as given or beside the profile)
+    that now holds runs the profile's curves were not fitted on (each curve's fit_report "runs"): results appended
+    since the fit (a sweep resumed, another bench -O), so the profile is older than the results beside it. Only runs
+    of a backend the profile fitted and holding a point fit would use count. Also one line where the runs it was
+    fitted on now hold more records than they did then (fit_report "run_records": points written to the same run
+    after the fit, which read it unfinished or before a line was added). One `unchecked` line naming the results
+    files that cannot be found or read here (the check cannot be made: said, not passed in silence). Nothing for a
+    preset or a profile that records no runs."""
+    import os
     from pathlib import Path
 
     from commbench.errors import CommbenchError
     from commbench.costmodel.fit_records import collect_points
     from commbench.results.records import Measurement, headers as header_records, iter_records
-
     try:
         data = json.loads(Path(profile_path).read_text())
     except (OSError, ValueError):
-        return []
+        return ResultsAge()
     source = data.get("source") if isinstance(data, dict) else None
     report = [r for r in data.get("fit_report") or [] if isinstance(r, dict)] if isinstance(data, dict) else []
     fitted = {run for r in report for run in r.get("runs") or []}
     backends = {r.get("backend") for r in report}
     if not isinstance(source, str) or not source.startswith("fitted:") or not fitted:
-        return []
+        return ResultsAge()
     held_then: dict[str, int] = {}
     for r in report:
         counts = r.get("run_records")
         if isinstance(counts, dict):
             held_then.update({run: n for run, n in counts.items() if isinstance(n, int) and not isinstance(n, bool)})
-    lines, held_now, read = [], {}, []
-    for name in source[len("fitted:"):].split(","):
-        path = next((p for p in (Path(name), Path(profile_path).parent / name) if p.is_file()), None)
+    lines, held_now, read, missing = [], {}, [], []
+    for given, places in _source_places(data, profile_path):
+        path = next((p for p in places if p.is_file()), None)
         if path is None:
+            missing.append(f"{given} not found (looked for {', '.join(dict.fromkeys(os.path.normpath(p) for p in places))})")
             continue
+        name = os.path.normpath(path)   # as found from here
         try:
             records = list(iter_records(path, drop_samples=True))
-        except CommbenchError:
+        except CommbenchError as exc:
+            missing.append(f"{name} cannot be read ({exc})")
             continue
         read.append(name)
         for run, count in run_record_counts(records).items():
@@ -651,4 +721,7 @@ def runs_since_fit(profile_path: str) -> list[str]:
                      f"that the profile {profile_path} was fitted on, written after the fit (it read those runs before "
                      f"these points were in the file): refit (`commbench fit ... -O {profile_path} --force`) to plan "
                      "on every point")
-    return lines
+    unchecked = [f"cannot check whether the profile {profile_path} is older than the results it was fitted from: "
+                 f"{'; '.join(missing)}; run where they can be found, or refit"] \
+        if missing else []
+    return ResultsAge(stale=tuple(lines), unchecked=tuple(unchecked))

@@ -273,8 +273,8 @@ def write_report(records: list[Measurement], out_dir: str | Path, *, sources: li
     `cut_short`: the sweeps whose runs hold fewer points than they plan (results.resumed.sweeps_cut_short).
     `extrapolated`: filled by `predict` too, 'curve' -> the sizes its dashed line takes beyond what the profile measured.
     `headerless`: the runs of the sources without a header record (HEADERLESS_NOTE), listed in their own section.
-    `fabric_warnings`: lines on the profile the dashed lines come from (older than the results it was fitted from:
-    cli.base.profile_older_than_results), each under the sources line."""
+    `fabric_warnings`: lines on the profile the dashed lines come from (older than the results it was fitted from,
+    or that cannot be checked: cli.base.profile_older_than_results), each under the sources line."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     grouped = by_collective(records)

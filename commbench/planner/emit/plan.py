@@ -420,8 +420,9 @@ def fabric_summary(fabric) -> dict[str, Any]:
 
 # Fields of Fabric.to_dict that do not change a communication prediction at a given GPU count: the GPU count
 # (plan and verify-plan scale the profile to theirs) and the GPU's name (`plan --gpu` names one for a profile
-# fitted without a GPU; a preset's GPU sets its link rates, which the tiers and curves hold).
-_NOT_DIGESTED = ("num_gpus", "gpu")
+# fitted without a GPU; a preset's GPU sets its link rates, which the tiers and curves hold), and where the results
+# files it was fitted from are (source_files: a profile moved with its results is the same profile).
+_NOT_DIGESTED = ("num_gpus", "gpu", "source_files")
 
 
 def fabric_digest(fabric) -> str:
