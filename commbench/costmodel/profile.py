@@ -673,6 +673,8 @@ def profile_age(profile_path: str) -> ResultsAge:
     from commbench.errors import CommbenchError
     from commbench.costmodel.fit_records import collect_points
     from commbench.results.records import Measurement, headers as header_records, iter_records
+    from commbench.results.run_setup import runs_without_header
+
     try:
         data = json.loads(Path(profile_path).read_text())
     except (OSError, ValueError):
@@ -710,10 +712,20 @@ def profile_age(profile_path: str) -> ResultsAge:
                        {h.run_id: h for h in header_records(records)}, runs_of)
         fresh = set().union(*runs_of.values()) if runs_of else set()
         new = sorted(fresh - fitted)
+        # a run without a readable header is not fitted beside others (check_setup_known): a refit would be refused
+        headerless = [run for run in runs_without_header(records) if run in fresh]
+        if new and headerless and len(fresh | fitted) > 1:
+            many = len(headerless) > 1
+            advice = (f"run{'s' * many} {', '.join(headerless[:3])}{' ...' if len(headerless) > 3 else ''} "
+                      f"ha{'ve' if many else 's'} no readable header record, so fit refuses to merge "
+                      f"{'them' if many else 'it'} with the other runs ({'their' if many else 'its'} setup cannot be "
+                      f"checked): restore {'their header lines' if many else 'its header line'} and refit (`commbench fit ... -O {profile_path} --force`), or fit such a run "
+                      "alone into another profile")
+        else:
+            advice = f"refit (`commbench fit ... -O {profile_path} --force`) to plan on them"
         if new:
             lines.append(f"{name} now holds {len(new)} run(s) the profile {profile_path} was not fitted on (run "
-                         f"{', '.join(new[:3])}{' ...' if len(new) > 3 else ''}): results added since the fit; refit "
-                         f"(`commbench fit ... -O {profile_path} --force`) to plan on them")
+                         f"{', '.join(new[:3])}{' ...' if len(new) > 3 else ''}): results added since the fit; {advice}")
     grown = {run: held_now[run] - n for run, n in sorted(held_then.items()) if held_now.get(run, 0) > n}
     if grown:
         runs = ", ".join(f"{n} point(s) of run {run}" for run, n in list(grown.items())[:3])
