@@ -45,7 +45,7 @@ def test_the_last_run_of_new_holding_no_point_of_base_is_refused(tmp_path):
         result = _invoke("compare", base_path, appended, *extra)
         said = " ".join(result.output.split())
         assert result.exit_code == 2, said
-        assert "the new file's last run (run tonight, 2/2) holds no point of the base" in said, said
+        assert "the new file's newest run (run tonight, 2/2; started 2026-11-30 15:00:00+00:00" in said, said
         assert "dtype \"float32\" vs \"bfloat16\"" in said and "Traceback" not in said, said
     assert _invoke("compare", base_path, _write(tmp_path / "ok.jsonl", new)).exit_code == 0
 

@@ -44,13 +44,15 @@ def plan_change_text(base_headers: list, plans: dict[str, str]) -> str:
 
 def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None,
                       headerless: list | None = None, continuations: set | None = None,
-                      cut_short: list | None = None, plans: dict | None = None, cut_short_runs: set | None = None):
+                      cut_short: list | None = None, plans: dict | None = None, cut_short_runs: set | None = None,
+                      started: dict | None = None):
     """The file's measurements, resumed runs joined; each line that cannot be read is warned about (and, with
     `unreadable`, appended to it as "line N (reason)"); with `headers`, its run headers are appended to it; runs
     without a header are said in one line (their setup cannot be checked) and, with `headerless`, appended to it
     as "PATH: run ID"; with `continuations`, the run ids that continue an earlier run of the file are added to it;
     with `cut_short`, a line per run (a resumed sweep's launches together) holding fewer points than its header
-    plans (results.resumed.sweeps_cut_short, on the file as written)."""
+    plans (results.resumed.sweeps_cut_short, on the file as written); with `started`, each run's start time
+    (results.compare.run_start_times: which run of NEW is the newest)."""
     def bad_line(number: int, reason: str) -> None:
         err_console.print(styled("[yellow]warning:[/] {}:{}: skipped unreadable line ({})", path, number, reason),
                           highlight=False)
@@ -74,6 +76,9 @@ def read_measurements(path: str, unreadable: list | None = None, headers: list |
     if plans is not None:   # runs holding every point they plan: what they lack of BASE was not planned
         from commbench.results.resumed import runs_holding_their_plan
         plans.update(runs_holding_their_plan(records))
+    if started is not None:
+        from commbench.results.compare import run_start_times
+        started.update(run_start_times(records))
     # a resumed sweep's runs (sweep --resume: a new run id per launch) are one run of the sweep
     return with_resumed_runs_joined(records)
 
@@ -437,7 +442,7 @@ def compare_cmd(
     max_regression: Annotated[str, typer.Option("--max-regression", help="Allowed slowdown per point, e.g. 10% or 0.1 (a bare number of 1 or more is refused as ambiguous: write 500% for 5x); a point (or a collective's shared shift) fails only beyond this AND beyond the noise: the larger of the run-to-run noise and the within-run interval, at a quantile that keeps the whole comparison of unchanged code to 5% false alarms.")] = "10%",
     statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} ({AUTO_TAIL} when both files have >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples per point, else the median, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10 / min: the 10th percentile / fastest of the per-iteration times; on a busy host they move far less between runs than the median, which preemption dominates: see README).")] = AUTO,
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): with runs appended to BASE, they measure the run-to-run shift (never from NEW: a slow run there is the news). Without repeated baseline runs the shift is assumed (half the points' scatter, said in the noise line) and each point is judged against its own run's other points.")] = None,
-    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails. A run of NEW holding no point of BASE at all (another dtype, world size, backend or collective) misses every point of BASE: it fails too unless this option is given, except NEW's last run (what bench -O or sweep appended last), which is refused (exit 2) as a NEW holding no point is, with this option or without. Where NEW's run holds every point its header plans, the points it lacks are named 'not planned' (its plan differs from BASE's: another sweep, or tune's built-in sweep of another version): a narrower plan checks less than BASE did, so it fails too unless --allow-missing accepts it (or compare against a BASE measured with the new plan).")] = False,
+    allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails. A run of NEW holding no point of BASE at all (another dtype, world size, backend or collective) misses every point of BASE: it fails too unless this option is given, except NEW's newest run (the one whose header started last, ties and runs without a start time by file order: what bench -O or sweep appended last), which is refused (exit 2) as a NEW holding no point is, with this option or without. Where NEW's run holds every point its header plans, the points it lacks are named 'not planned' (its plan differs from BASE's: another sweep, or tune's built-in sweep of another version): a narrower plan checks less than BASE did, so it fails too unless --allow-missing accepts it (or compare against a BASE measured with the new plan).")] = False,
     allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds, the points it planned and never reached allowed; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan). A BASE cut short or with unreadable lines is refused (exit 2: NEW's points beyond its cut would go unjudged) unless this option is given: then NEW is judged on the points BASE holds, said in the pass line and in --json (base_incomplete).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices, on an emulated instead of a real fabric (or the reverse), or on gloo with another torch version (gloo's collectives are torch's own code) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. Another torch under NCCL runs, or another commbench version, is noted and judged. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
@@ -447,8 +452,8 @@ def compare_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict per point as JSON (schema: docs/json-output.md); the exit code is the same.")] = False,
 ) -> None:
     """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
-    NEW is judged on its own and all together: NEW's last run must hold a point of BASE (else exit 2, as a NEW
-    holding none), and an earlier run holding none fails the gate unless --allow-missing."""
+    NEW is judged on its own and all together: NEW's newest run (by start time) must hold a point of BASE (else
+    exit 2, as a NEW holding none), and an earlier run holding none fails the gate unless --allow-missing."""
     threshold = parse_threshold(max_regression)
     check_not_being_written(("BASE", base), ("NEW", new), *((("--history", history),) if history else ()))
     unreadable: list[str] = []  # NEW's lines that could not be read: a point of unknown outcome, never a pass
@@ -465,9 +470,10 @@ def compare_cmd(
     cut_short: list[str] = []   # a crash, not a narrower plan: fails unless --allow-cut-short
     plans: dict[str, str] = {}   # run id of NEW -> its plan, for runs holding every point they plan
     cut_runs: set[str] = set()   # run ids of NEW cut short: their unreached points allowed with --allow-cut-short
+    new_started: dict[str, str] = {}   # run id of NEW -> started_at: which run is the newest
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
                                     continuations=new_continuations, cut_short=cut_short, plans=plans,
-                                    cut_short_runs=cut_runs)
+                                    cut_short_runs=cut_runs, started=new_started)
     check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change,
@@ -490,7 +496,7 @@ def compare_cmd(
                      empty_runs=[run for run in empty_runs_of([*new_headers, *new_records])
                                  if run not in empty_runs_of([*base_headers, *base_records])
                                  and run not in new_continuations],
-                     complete_runs=plans, cut_short_runs=cut_runs)
+                     complete_runs=plans, cut_short_runs=cut_runs, new_started=new_started)
     plan_change = plan_change_text(base_headers, plans) if result.not_planned else ""
     if as_json:
         print_json(comparison_document(result, base, new, unreadable=len(unreadable),

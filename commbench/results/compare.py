@@ -535,14 +535,16 @@ def mismatch_message(base: list[Measurement], new: list[Measurement]) -> str:
 def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regression: float,
             statistic: str = AUTO, history: Iterable[Measurement] = (), allow_missing: bool = False,
             allow_unchecked: bool = False, alpha: float = ALPHA, empty_runs: Iterable[str] = (),
-            complete_runs: Iterable[str] = (), cut_short_runs: Iterable[str] = ()) -> Comparison:
+            complete_runs: Iterable[str] = (), cut_short_runs: Iterable[str] = (),
+            new_started: dict[str, str] | None = None) -> Comparison:
     """Judge every run of `new` against `base` (+ `history` runs for the run-to-run noise). `empty_runs`: run ids of
     NEW's file with a header and no record (empty_runs_of): each misses every point of BASE. `complete_runs`: run
     ids of NEW whose records hold every point their header plans (results.resumed.runs_holding_their_plan): a point
     of BASE they lack was not planned (Comparison.not_planned), still missing for the gate. `cut_short_runs`: run
     ids of NEW cut short (results.resumed.runs_cut_short): the points of BASE they lack are Comparison.cut_short_lost
     (verdict "not reached"), not missing; the caller fails such a run unless --allow-cut-short, which judges it on the
-    points it holds."""
+    points it holds. `new_started`: {run id of NEW: its header's started_at} (run_start_times), which tells NEW's
+    newest run (newest_run); without it, or where a run has none, the file's last run is taken as the newest."""
     from commbench.results.compare_judge import judge
 
     base, new, history = list(base), list(new), list(history)
@@ -560,10 +562,12 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     if not any(k in new_keys for k in base_keys):
         raise CommbenchError(mismatch_message(base, new))
     unmatched = unmatched_runs(base, base_keys, new_runs)
-    if unmatched and unmatched[-1][0] == len(new_runs):   # what `bench -O` or `sweep` appended last
-        raise CommbenchError(f"the new file's last run ({unmatched[-1][1]}) holds no point of the base: nothing of it "
-                             "can be judged (a new file holding only it is refused so), and an earlier run of the "
-                             f"file does not stand in for it; {unmatched[-1][2]}")
+    newest, how = newest_run(new_runs, new_started or {})
+    for number, where, why in unmatched:
+        if number == newest:   # what `bench -O` or `sweep` appended last, by its start time
+            raise CommbenchError(f"the new file's {how[0]} run ({where}{how[1]}) holds no point of the base: nothing "
+                                 "of it can be judged (a new file holding only it is refused so), and an earlier run "
+                                 f"of the file does not stand in for it; {why}")
     complete = set(complete_runs)
     planned_whole = {i for i, run in enumerate(new_runs, start=1) if next(iter(run.values())).run_id in complete}
     cut = set(cut_short_runs)
@@ -578,11 +582,49 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
                                unmatched_runs=[f"{where}: {why}" for _, where, why in unmatched])
 
 
+def run_start_times(records) -> dict[str, str]:
+    """{run id: when it started} for one file's runs as compare joins them (a resumed sweep's launches one run, at its
+    latest launch's start: results.resumed), from the header records' started_at; runs without a start time absent."""
+    from commbench.results.records import RunHeader
+    from commbench.results.resumed import continued_run_ids
+    from commbench.results.staleness import started
+
+    continued = continued_run_ids(records)
+    out: dict[str, tuple] = {}
+    for h in records:
+        when = started(h.started_at) if isinstance(h, RunHeader) else None
+        if when is not None:
+            run = continued.get(h.run_id, h.run_id)
+            if run not in out or _later(when, out[run][0]):
+                out[run] = (when, h.started_at)
+    return {run: text for run, (_, text) in out.items()}
+
+
+def _later(a, b) -> bool:
+    """a after b (times with a zone on one side only: by the clock read, as the launches of one sweep share a zone)."""
+    return (a > b) if (a.tzinfo is None) == (b.tzinfo is None) else a.replace(tzinfo=None) > b.replace(tzinfo=None)
+
+
+def newest_run(new_runs: list[dict[tuple, Measurement]], started_at: dict[str, str]) -> tuple[int, tuple[str, str]]:
+    """(number from 1 of NEW's newest run, how the refusal names it): the run that started last by its header's
+    started_at (ties: the later in the file), as compare's stale check (results.staleness) orders runs; the file's last
+    run (what `bench -O` or `sweep` appended last) where a run has no start time or their zones disagree (a time with
+    a zone against one without: an nccl-tests import's), so that the order is not known."""
+    from commbench.results.staleness import started
+
+    times = [started(started_at.get(next(iter(run.values())).run_id)) for run in new_runs]
+    if not times or any(t is None for t in times) or len({t.tzinfo is None for t in times}) > 1:
+        return len(new_runs), ("last", "")
+    i = max(range(len(times)), key=lambda k: (times[k], k))
+    return i + 1, ("newest", f"; started {times[i].isoformat(sep=' ')}, the latest start of its runs")
+
+
 def unmatched_runs(base: list[Measurement], base_keys: list, new_runs: list[dict[tuple, Measurement]]
                    ) -> list[tuple[int, str, str]]:
     """(number from 1, "run ID, i/n", what differs from BASE: mismatch_message) per run of NEW holding no point of BASE
-    (another dtype, world size, backend or collective): judged on nothing. NEW's last run is refused so (compare), as a
-    NEW holding no point is; an earlier one misses every point of BASE (the gate fails unless --allow-missing)."""
+    (another dtype, world size, backend or collective): judged on nothing. NEW's newest run (newest_run) is refused so
+    (compare), as a NEW holding no point is; another one misses every point of BASE (the gate fails unless
+    --allow-missing)."""
     keys = set(base_keys)
     return [(i, f"run {next(iter(run.values())).run_id}, {i}/{len(new_runs)}", mismatch_message(base, list(run.values())))
             for i, run in enumerate(new_runs, start=1) if not keys & set(run)]
