@@ -208,7 +208,7 @@ def nccl_tuner(
 
 def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpus, nodes, channels, min_bytes,
           max_bytes, target) -> None:
-    from commbench.results.nccl_tuner_file import optimize_config_csv, plugin_config_text
+    from commbench.results.nccl_tuner_file import comment_pieces, optimize_config_csv, plugin_config_text
     from commbench.workflows import nccl_tuner as flow
 
     predicted = fabric_path is not None or system is not None
@@ -229,7 +229,8 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
             raise invalid("--nodes", nodes, f"from 1 to --gpus ({gpus}): nNodes as NCCL reports it")
         if channels is not None and not 1 <= channels <= NCCL_MAX_CHANNELS:
             raise invalid("--channels", channels, f"from 1 to {NCCL_MAX_CHANNELS} (NCCL's MAXCHANNELS)")
-        fabric = resolve_fabric(fabric_path, system, None, gpus)
+        stale: list[str] = []   # a profile older than its results: said in the file too, not only here
+        fabric = resolve_fabric(fabric_path, system, None, gpus, stale)
         sizes = size_range(parse_size_bytes(min_bytes or "1K", "--min-bytes"),
                            parse_size_bytes(max_bytes or PREDICTED_MAX_BYTES, "--max-bytes"), 2.0, None)
         from commbench.results.nccl_nodes import predicted_node_count
@@ -244,6 +245,8 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
         result = flow.from_fabric(fabric, ranks=gpus, nodes=num_nodes, sizes_bytes=sizes, channels=channels,
                                   target=target)
         intro = [f"commbench nccl-tuner: PREDICTED rules for {fabric.name}, nRanks={gpus} nNodes={num_nodes}",
+                 *([f"fabric profile {fabric_path} ({fabric.source})"] if fabric_path else []),
+                 *(piece for line in stale for piece in comment_pieces(f"WARNING: {line}")),
                  node_note, *result.notes]
     else:
         if not files:

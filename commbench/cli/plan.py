@@ -56,9 +56,10 @@ LAYOUT_HELP = (f"key=value pairs, comma-separated, e.g. tp=1,pp=2,vp=8,ep=32,mbs
 MEM_ROWS = ("weights", "grads", "optimizer", "activations", "reserve")
 
 
-def _system(name: str, num_gpus: int, gpu: str | None = None):
+def _system(name: str, num_gpus: int, gpu: str | None = None, warnings: list[str] | None = None):
     """The fabric to plan on; a fabric measured without a GPU (fit without --system, tune on CPU)
-    needs `--gpu` to say whose compute and memory to plan with."""
+    needs `--gpu` to say whose compute and memory to plan with. A profile older than the results it was fitted from
+    is warned about, and its lines appended to `warnings` as plan.json's assumptions word them."""
     import dataclasses
 
     from commbench.costmodel import load_fabric, load_preset, preset_names
@@ -72,7 +73,9 @@ def _system(name: str, num_gpus: int, gpu: str | None = None):
         if gpu is not None and fabric.gpu is not None and fabric.gpu.name != gpu.lower():
             raise invalid("--gpu", gpu, f"only for a fabric without a GPU; {name} already names {fabric.gpu.name}")
         from commbench.cli.base import profile_older_than_results
-        profile_older_than_results(name)   # a fitted profile older than the results it was fitted from
+        age = profile_older_than_results(name)   # a fitted profile older than the results it was fitted from
+        if warnings is not None:   # the plan made on it says so too (plan.json's assumptions)
+            warnings += [f"WARNING: fabric profile {name}: {line}" for line in age.lines]
         return fabric if gpu is None else dataclasses.replace(fabric, gpu=_gpu_option(gpu, gpu_spec, gpu_names))
     if name not in preset_names():
         raise invalid("--system", name, f"a preset ({', '.join(preset_names())}) or a fabric .json from `commbench fit`")
@@ -223,7 +226,8 @@ def plan(
     pins = parse_pins(layout)
     given = set(pins)
     complete = layout is not None and is_complete(pins)
-    fabric = _system(system, gpus, gpu)
+    stale: list[str] = []   # a profile older than its results: in plan.json too, not only on the terminal
+    fabric = _system(system, gpus, gpu, stale)
     precision_asked = precision is not None or "precision" in pins   # a refusal over the default says so
     precision = resolve_precision(precision, pins, fabric.gpu, model=spec, framework=framework)
     cal, other_gpu_terms = cal_file.for_gpu(fabric.gpu.name) if cal_file else (CALIBRATED, ())
@@ -245,7 +249,7 @@ def plan(
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,
                         torchtitan_version=torchtitan_version, force=force, calibration_file=calibration,
                         calibration_shipped_terms=shipped_terms, gbs_note=gbs_note,
-                        calibration_other_gpu_terms=other_gpu_terms)
+                        calibration_other_gpu_terms=other_gpu_terms, extra_assumptions=stale)
         return
     # One layout: the search's own candidates for it (cp=1, etp=tp unless given; flags not given
     # chosen as the search chooses them), so plan --layout and the search listing agree.
@@ -274,6 +278,7 @@ def plan(
                                    torchtitan_version=torchtitan_version, calibration_file=calibration,
                                    calibration_shipped_terms=shipped_terms, calibration_other_gpu_terms=other_gpu_terms)
         doc["versus_best"], doc["defaults_taken"] = versus, taken
+        doc["assumptions"] += stale
         from commbench.planner.emit.plan import check_emit
         check_emit(doc, emit)   # a refused launch asked for: one line, before any file is written
         written = write_plan_files(doc, out, force=force) if out else []

@@ -24,9 +24,11 @@ LAYOUTS = ("contiguous", "strided")
 MOE_MEAN = "mean(dispatch,combine)"   # what a moe_all_to_all row is, with both phases and no --algorithm
 
 
-def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | None, gpus: int | None) -> Fabric:
+def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | None, gpus: int | None,
+                   warnings: list[str] | None = None) -> Fabric:
     """The fabric named by --fabric FILE or --system PRESET [--racks K | --gpus N]; a profile older than the results
-    it was fitted from is warned about (cli.base.profile_older_than_results)."""
+    it was fitted from is warned about (cli.base.profile_older_than_results), and those lines are appended to
+    `warnings` (for the files a command writes: nccl-tuner's config)."""
     if fabric_path is None and system is None:   # each option's own value, never a None or one of the two
         raise CommbenchError("--fabric/--system is missing: give one of --fabric FILE or --system PRESET")
     if fabric_path is not None and system is not None:
@@ -42,7 +44,9 @@ def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | Non
             raise invalid("--fabric", fabric_path, "a fabric profile file (commbench fit -O FILE); the name is empty")
         fabric = Fabric.from_json(fabric_path)
         from commbench.cli.base import profile_older_than_results
-        profile_older_than_results(fabric_path)   # a fitted profile older than the results it was fitted from
+        age = profile_older_than_results(fabric_path)   # a fitted profile older than the results it was fitted from
+        if warnings is not None:
+            warnings += age.lines
         if racks is not None or gpus is not None:
             total = gpus if gpus is not None else racks * fabric.domain_size
             fabric = fabric.scaled(num_gpus=total)

@@ -94,6 +94,19 @@ EXAMPLE_PLUGIN_CONSTANTS_LINES = (
     "still decides (no rule, an IGNOREd pair) use that changed model, not the NCCL default measured here")
 
 
+def comment_pieces(text: str) -> list[str]:
+    """`text` in pieces that each fit one comment line (comment), cut between words: a warning the file must carry
+    whole (a profile older than its results), not cut short with '...'."""
+    import textwrap
+
+    room = MAX_LINE_CHARS - len("# ")
+    for width in (room, room // 2, room // 4):   # characters; a line of wide ones (4 bytes each at most) narrower
+        pieces = textwrap.wrap(" ".join(text.split()), width=width)
+        if all(len(piece.encode()) <= room for piece in pieces):
+            break
+    return pieces
+
+
 def comment(text: str) -> str:
     """One comment line of at most MAX_LINE_CHARS bytes in UTF-8: the example plugin's fgets counts bytes, and a
     path of 80 CJK characters made a 158-character, 318-byte line whose rest it read as a line of its own."""
