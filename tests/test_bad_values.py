@@ -43,7 +43,7 @@ def sweep_with(tmp_path: Path, run_lines: str) -> str:
     (["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "--nodes", "0"], "--nodes=0 is invalid"),
     (["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "--nodes", "17"], "--nodes=17 is invalid"),
     (["nccl-tuner", "--system", "h100-hgx", "--gpus", "99999999"], "--gpus=99999999 is invalid"),
-    (["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "--channels", "65"], "--channels=65 is invalid: from 1 to 64"),
+    (["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "--channels", "65"], "--channels=65 is invalid: from 0 to 64"),
     (["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "--min-gain", "nan"], "--min-gain=nan is invalid"),
     # the busiest of 8 ranks receives at most 8x the mean: 100 is no traffic pattern
     (["predict", "-c", "moe_all_to_all", "-g", "8", "--system", "h100-hgx", "--imbalance", "100"],

@@ -133,7 +133,7 @@ def nccl_tuner(
     system: Annotated[Optional[str], typer.Option("--system", help="PREDICTED rules from a preset (commbench systems), e.g. gb300-nvl72.")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="Predicted: ranks of the communicator (nRanks).")] = None,
     nodes: Annotated[Optional[int], typer.Option("--nodes", help="Predicted: nNodes as NCCL reports it (NCCL_DEBUG=INFO): the rules are predicted for --gpus ranks over that many scale-up domains (hosts; NVL72 racks); default the domains --gpus fill.")] = None,
-    channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count rules force (default 0: NCCL's own count); 0 still at sizes where NCCL would lower it and on NVLS/CollNet rules. Each pair is priced at the count its rule forces: where N channels run slower than NCCL's own pick no rule forces them, and the file and terminal name those sizes (docs/nccl-tuner.md).")] = None,
+    channels: Annotated[Optional[int], typer.Option("--channels", help="Predicted: the channel count rules force, 1 to 64 (default, or 0: NCCL's own count, which the rules then say); 0 still at sizes where NCCL would lower it and on NVLS/CollNet rules. Each pair is priced at the count its rule forces: where N channels run slower than NCCL's own pick no rule forces them, and the file and terminal name those sizes (docs/nccl-tuner.md).")] = None,
     min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help="Predicted: smallest size (default 1K).")] = None,
     max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Predicted: largest size (default 8G, as every command that predicts).")] = None,
     target: Annotated[str, typer.Option("--for", help="The plugin that reads the file: commbench (default; build it with --build-plugin) leaves NCCL alone where no rule matches; example-plugin (NCCL's plugins/tuner/example, built from NCCL 2.30.3+: older ones crash on a matching rule) covers every size of each measured collective with measured channel counts, or refuses.")] = "commbench",
@@ -227,8 +227,10 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
         check_world_size(gpus, "--gpus")
         if nodes is not None and not 1 <= nodes <= gpus:  # -1 in a rule would match every node count
             raise invalid("--nodes", nodes, f"from 1 to --gpus ({gpus}): nNodes as NCCL reports it")
-        if channels is not None and not 1 <= channels <= NCCL_MAX_CHANNELS:
-            raise invalid("--channels", channels, f"from 1 to {NCCL_MAX_CHANNELS} (NCCL's MAXCHANNELS)")
+        if channels is not None and not 0 <= channels <= NCCL_MAX_CHANNELS:
+            raise invalid("--channels", channels, f"from 0 to {NCCL_MAX_CHANNELS} (NCCL's MAXCHANNELS; 0: NCCL's "
+                                                  "own count, as without --channels)")
+        channels = channels or None   # 0: NCCL's own count, what the rules say without --channels
         stale: list[str] = []   # a profile older than its results: said in the file too, not only here
         fabric = resolve_fabric(fabric_path, system, None, gpus, stale)
         sizes = size_range(parse_size_bytes(min_bytes or "1K", "--min-bytes"),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commbench.comm.nccl_tuning import TuningCombo
+from commbench.comm.nccl_tuning import NCCL_MAX_CHANNELS, TuningCombo
 from commbench.costmodel.nccl_tables import NCCL_RELEASE
 from commbench.errors import CommbenchError
 from commbench.results.nccl_tuner_targets import RULE_PIPE_OPS
@@ -618,9 +618,10 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
     if ranks < 2:
         raise CommbenchError(f"--gpus={ranks} is invalid: a collective needs >= 2 ranks")
     if target == "example-plugin" and channels is None:
-        raise CommbenchError("--for example-plugin needs a channel count in every rule and the cost model has none: "
-                             "give --channels N (NCCL_DEBUG=INFO prints the communicator's count), or measure with "
-                             "--nccl-channels and write measured rules")
+        raise CommbenchError("--for example-plugin needs a channel count in every rule and the cost model has none "
+                             "(without --channels, or with --channels 0, the rules say 0: NCCL's own count): give "
+                             f"--channels N from 1 to {NCCL_MAX_CHANNELS} (NCCL_DEBUG=INFO prints the communicator's "
+                             "count), or measure with --nccl-channels and write measured rules")
     points, sources = predicted_points(fabric, ranks=ranks, nodes=nodes, sizes_bytes=sizes_bytes, channels=channels)
     if not points:
         raise CommbenchError(f"fabric {fabric.name!r} predicts none of {', '.join(PLUGIN_COLLECTIVES)} "
