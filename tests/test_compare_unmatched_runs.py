@@ -9,26 +9,8 @@ run holding none misses every point of BASE: the gate fails unless --allow-missi
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from typer.testing import CliRunner
-
-from commbench.cli.app import app
-
-COMPARE = Path(__file__).parent / "data" / "compare"
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
-
-
-def _records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _write(path: Path, records: list[dict]) -> str:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return str(path)
+from tests.results_files import COMPARE, invoke as _invoke, records as _records, write as _write
 
 
 def _other_dtype(records: list[dict], run_id: str, started_at: str) -> list[dict]:

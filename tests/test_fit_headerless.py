@@ -6,25 +6,12 @@ it) refuses to merge it with other runs, naming the file and run, and says it wh
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
 from commbench.errors import CommbenchError
-
-COMPARE = Path(__file__).parent / "data" / "compare"
-
-
-def _records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _write(path: Path, records: list[dict]) -> str:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return str(path)
+from tests.results_files import COMPARE, records as _records, write as _write
 
 
 def _other_threads(tmp_path, how: str) -> tuple[str, str, str]:

@@ -11,20 +11,9 @@ import json
 import shutil
 from pathlib import Path
 
-from typer.testing import CliRunner
+from tests.results_files import COMPARE, invoke as _invoke, records as _records
 
-from commbench.cli.app import app
-
-COMPARE = Path(__file__).parent / "data" / "compare"
 PREDICT = ["-c", "all_reduce", "-g", "2", "-b", "1K", "-e", "4K"]
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
-
-
-def _records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _write(path: Path, records: list[dict]) -> None:

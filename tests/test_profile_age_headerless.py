@@ -8,19 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from commbench.cli.app import app
-
-COMPARE = Path(__file__).parent / "data" / "compare"
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
-
-
-def _records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+from tests.results_files import COMPARE, invoke as _invoke, records as _records
 
 
 def _write(path: Path, records: list[dict]) -> None:

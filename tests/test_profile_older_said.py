@@ -6,26 +6,8 @@ profile_older_than_results, over costmodel.profile.runs_since_fit) that every co
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-from typer.testing import CliRunner
-
-from commbench.cli.app import app
-
-COMPARE = Path(__file__).parent / "data" / "compare"
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
-
-
-def _records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _write(path: Path, records: list[dict]) -> str:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return str(path)
+from tests.results_files import COMPARE, invoke as _invoke, records as _records, write as _write
 
 
 def test_every_command_reading_a_fitted_profile_says_it_is_older_than_its_results(tmp_path, monkeypatch):

@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from commbench.cli.app import app
-
-COMPARE = Path(__file__).parent / "data" / "compare"
+from tests.results_files import COMPARE, invoke as _invoke, records as _records, write as _write
 
 
 def _fit_notes(*paths: str) -> list[str]:
@@ -21,19 +19,6 @@ def _fit_notes(*paths: str) -> list[str]:
     from commbench.costmodel.profile import fit_result_files
     return list(fit_result_files(list(paths), base=None, backend=None, name=None, min_heldout_bytes=64 * 1024,
                                  leave_out_wrong=False, dtype=None, op=None)[2])
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
-
-
-def _records(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _write(path: Path, records: list[dict]) -> str:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    return str(path)
 
 
 def test_a_sweep_resumed_after_its_first_points_is_no_empty_run(tmp_path):
