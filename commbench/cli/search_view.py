@@ -200,7 +200,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
             console.print("launch.env: " + (" ".join(f"{k}={v}" for k, v in env.items()) or "(nothing needed)"),
                           highlight=False, markup=False)
         console.print(f"searched {result.num_enumerated:,} layouts ({result.num_valid:,} valid, {result.num_fit:,} fit "
-                      f"with {req.headroom_fraction:.0%} HBM headroom) in {result.elapsed_s:.2f} s "
+                      f"with {req.headroom_fraction * 100:g}% HBM headroom) in {result.elapsed_s:.2f} s "
                       f"({result.layouts_per_s:,.0f} layouts/s)", highlight=False)
         print_torchtitan_section(doc, written)
         if out:

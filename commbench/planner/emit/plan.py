@@ -585,7 +585,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     assumptions = [
         f"routing: busiest EP rank receives {req.moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
         f"memory: predicted total incl. the model's reserve (CUDA context, NCCL, workspaces, fragmentation) "
-        f"leaves >= {req.headroom_fraction:.0%} of HBM free"
+        f"leaves >= {req.headroom_fraction * 100:g}% of HBM free"
         + (f", on pipeline rank {int(bd.mem_pipeline_rank[0])}: the one whose layers, embedding/output copies and "
            "micro-batches in flight hold the most" if lay.pp > 1 else ""),
         f"placement: {result.gpus_per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); "

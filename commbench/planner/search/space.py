@@ -343,10 +343,10 @@ def no_fit_message(req: SearchRequest) -> str:
             continue
         if np.any(bd.fits & (bd.mem_capacity_bytes * (1 - req.headroom_fraction) >= bd.mem_total_bytes)):
             return (f"no layout of {req.model.name} fits in memory on {req.num_gpus} GPUs with "
-                    f"{req.headroom_fraction:.0%} HBM headroom; the smallest GPU count where one fits is {n} "
+                    f"{req.headroom_fraction * 100:g}% HBM headroom; the smallest GPU count where one fits is {n} "
                     f"at gbs {req.gbs} (rerun with --gpus {n} --gbs {req.gbs})")
     return (f"no layout of {req.model.name} fits in memory on {req.num_gpus} GPUs with "
-            f"{req.headroom_fraction:.0%} HBM headroom, nor on any count up to 65536 at gbs {req.gbs}")
+            f"{req.headroom_fraction * 100:g}% HBM headroom, nor on any count up to 65536 at gbs {req.gbs}")
 
 
 def structure_key(arr: LayoutArrays, i: int) -> tuple:
