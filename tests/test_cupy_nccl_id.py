@@ -100,7 +100,7 @@ def _share_beside_torch(backend) -> bytes:
 
 def test_store_is_shared_with_a_torch_process_group_on_the_same_port():
     """--compare-backends runs torch.distributed and cupy-nccl in one launch: one store server."""
-    results = run_ranks(_share_beside_torch, 2, tcp=True)
+    results = run_ranks(_share_beside_torch, 2)
     assert results == [encode_unique_id(fake_unique_id(7))] * 2
 
 
