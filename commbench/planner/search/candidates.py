@@ -18,7 +18,8 @@ from commbench.planner.layout.recipes import ep_overlap_measured_slower, release
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.quant_dims import quant_tokens_ok, quant_tp_ok
-from commbench.planner.search.frameworks import (graph_fallback, megatron_runs_on_hybrid, restrict_columns,
+from commbench.planner.search.frameworks import (graph_fallback, megatron_fsdp_runs_expert_parallel,
+                                                 megatron_release_name, megatron_runs_on_hybrid, restrict_columns,
                                                  runs_fused_grouped_mlp)
 from commbench.planner.search.quant_gap import quant_gap_message
 
@@ -317,11 +318,21 @@ def _with_fsdp(cols: dict[str, np.ndarray], pins: dict, req: SearchRequest) -> d
                                  f"{sorted(set((cols['ep'] * cols['etp']).tolist()))})")
         cols, n = {k: v[ok] for k, v in cols.items()}, int(ok.sum())
     cols["fsdp_replicas"] = np.full(n, replicas, dtype=np.int64)
+    # a MoE model's FSDP rows at EP > 1 only where the release's Megatron-FSDP has an expert mesh (frameworks.py)
+    ep_runs = (cols["ep"] == 1) | (not req.model.is_moe) | megatron_fsdp_runs_expert_parallel(req.framework,
+                                                                                             req.software)
     if "fsdp" in pins:
+        if pins["fsdp"] and not ep_runs.any():
+            raise CommbenchError(
+                f"layout fsdp=true with ep > 1 is not run by release {req.software}: its megatron-core "
+                f"{megatron_release_name(req.software)[1]} has no Megatron-FSDP expert mesh (MegatronFSDP asks "
+                f"for get_expert_dp_group, first in megatron-core 0.16); pin ep=1, or a release from 25.11 on")
+        if pins["fsdp"]:
+            cols, n = {k: v[ep_runs] for k, v in cols.items()}, int(ep_runs.sum())
         cols["fsdp"] = np.full(n, bool(pins["fsdp"]))
         return cols
     cols["fsdp"] = np.zeros(n, dtype=bool)
-    twin = np.flatnonzero((cols["pp"] == 1) & cols["distributed_optimizer"])
+    twin = np.flatnonzero((cols["pp"] == 1) & cols["distributed_optimizer"] & ep_runs)
     if not twin.size:
         return cols
     parts = [{k: v[twin] for k, v in cols.items()}]

@@ -544,6 +544,23 @@ def megatron_release_name(release: str | None) -> tuple[str, str]:
     return f"Megatron-LM {ref} (release {release}'s, megatron-core {version})", version
 
 
+# Megatron-FSDP with expert parallelism: first in megatron-core 0.16 (release 25.11's Megatron-LM 0d8e0714cd29,
+# mcore_fsdp_adapter.py:217-264 builds the expert-DP mesh from get_expert_data_parallel_group). megatron-core 0.14
+# (release 25.09: core_v0.14.0, and 0.15.0 alike) has none: MegatronFSDP.__init__ (fsdp/src/megatron_fsdp/
+# megatron_fsdp.py:229-241) calls self.dist_index.get_expert_dp_group() once any parameter has allreduce=False, which
+# FSDPDistributedIndex (megatron_fsdp/utils.py) does not define (its get_dp_group / get_fsdp_group return None for
+# expert parameters: "Expert parallel is not supported"), so the launch fails with AttributeError. Expert parameters
+# are allreduce=False only at EP > 1 (extensions/transformer_engine.py:319 and :1063 expert_parallel =
+# expert_model_parallel_size > 1, :371 / :1102), so a MoE model at EP 1 runs: its experts shard as dense parameters.
+MEGATRON_FSDP_EXPERT_PARALLEL_CORE = (0, 16, 0)
+
+
+def megatron_fsdp_runs_expert_parallel(framework: str, release: str | None) -> bool:
+    """Whether `release`'s Megatron-LM runs Megatron-FSDP at EP > 1 (MEGATRON_FSDP_EXPERT_PARALLEL_CORE; no release:
+    the target core_v0.16.1, which does). TorchTitan's FSDP2 folds EP into its expert mesh in every version."""
+    return framework != "megatron" or core_key(megatron_release_name(release)[1]) >= MEGATRON_FSDP_EXPERT_PARALLEL_CORE
+
+
 def megatron_builds_non_mla_yarn(release: str | None) -> bool:
     """Whether `release`'s pretrain_gpt.py builds YaRN RoPE on non-MLA attention from its flags
     (MEGATRON_NON_MLA_YARN_CORE); no release: the target core_v0.16.1, which does not."""

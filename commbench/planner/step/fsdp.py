@@ -138,6 +138,23 @@ the claim; nor is FSDP at all: with every FSDP layout out of the search, the bes
 at +34.2% (rows 20, 46; rows 69 / 97: +33.0% / +58.7%). The gain rests on the published EP32's all-to-all across
 four H100 nodes: 55.5 s total, 37.4 s exposed of a 91.7 s predicted step (measured 81.4 s: the row is predicted
 -11%), against 8.3 s for EP8 inside a node.
+Checked again (session 40, fix-DA), the same layout at every release's megatron-core: Megatron-LM takes it (no
+validate_args check on Megatron-FSDP with MoE, full recompute or fp8 at core_v0.14.0..core_v0.16.1; at EP 1 the expert
+parameters are allreduce=True, extensions/transformer_engine.py:319 / :1063, so they shard as dense ones even in 0.14,
+whose Megatron-FSDP has no expert mesh: search/frameworks.py MEGATRON_FSDP_EXPERT_PARALLEL_CORE keeps 25.09's MoE FSDP
+layouts at EP 1). Not charged, and known: on Hopper the per-tensor fp8 weights need transposes for dgrad; Megatron-FSDP
+makes them for each unit gathered in backward (mf:450-453 fp8_create_transpose_cache) and, with
+keep_fp8_transpose_cache False (DDPConfig's default; the plans do not set --keep-fp8-transpose-cache), discards them
+with the unit (mf:538-539): a transpose pass (1 + 1 B a unit parameter) per unit per micro-batch and the running unit's
+copy (1 B a parameter). For the layout above that is 1.5 s of 67.4 s and 2.5 GB (80.2 -> 82.7 GB): it would fall to
+1902 tokens/s, behind tp2 pp8 vp3 ep8 (no FSDP) at 1917, +34% over the published layout either way. NVIDIA's Hopper
+Megatron-FSDP recipes (Llama 3 8B on H100 at fp8, every release: v0.1.0rc3 llama3_8b_llm_pretrain.yaml:71,76
+keep_fp8_transpose_cache_when_using_custom_fsdp; v0.2.0 llama3_llm_pretrain.py:268; v0.3.1 :346) set
+keep_fp8_transpose_cache True, keeping every unit's transposes (1 B a parameter of all units) and making them once: the
+charge above, applied to those two calibration rows, moved them from -14.0% / -7.6% to -15.5% / -9.2% and the dense
+gain-error p80 from 8.9% to 9.8%. So it needs the flag as a layout field read from the recipes (recipes.json has no
+such field yet), not a charge on every Hopper fp8 FSDP row.
+
 Memory (fix-CK, session 39): the reduce-scatter queue, charged at one unit then, is now charged as the launch holds
 it ("Unit buffers" above): the plans launch with --fsdp-double-buffer (two units), a published run as its release
 recipe says (recipes.json fsdp_double_buffer: Megatron-Bridge's Llama 3 / 3.1 FSDP recipes set it, e.g.
