@@ -218,6 +218,14 @@ Terms (why each exists):
   fc2 x fprop, dgrad, wgrad): without the fused grouped MLP, Transformer Engine's GroupedLinear
   runs one cuBLAS GEMM per local expert (general_grouped_gemm over a few streams), so 32 local
   experts (DeepSeek-V3 at EP8) pay it 8x as often as 4 (EP64). kernels.expert_kernel_time_s.
+  It is most of why the published DeepSeek-V3 256 x B300 layout (tp1 pp16 ep8 mbs1, vendor_layouts rows 8/33, rank
+  1793, +34%) looks slow (session 40, fix-DC): 4.46 s of its 22.6 s predicted step against 0.96 s of 16.9 s for the
+  search's best (pp4 vp4 ep16 mbs2, which B300's 267.69 GiB fits and B200's does not); at 0 the gain is +13.8%
+  (NVIDIA's own next B300 layout, pp8 ep8 mbs2 in 26.04.01, measured +10.4%). Held at 0 and the rest refitted from
+  FIT_START: in-sample 6.0%, held-out GB300 8.2%, leave-one-release-out 26.02 6.1% / 25.11 8.6%, moe_sync_s to its
+  upper bound, vendor_layouts median rank 36 and 52% within the band (shipped: 3.7%, 6.3%, 5.5% / 7.1%, 11, 68%):
+  not kept. The streams are 4 (TransformerEngine common/util/multi_stream.cpp get_num_compute_streams), so one
+  expert's tail can overlap another's GEMM; what the term stands for beyond that is not established.
 """
 
 from __future__ import annotations
