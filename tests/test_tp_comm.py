@@ -111,39 +111,3 @@ def test_pairs_at_several_rerun_shares_are_each_share_priced_alone():
         assert len(calls) == 3
         for share, got in zip((0.0, 0.25, 1.0), both):
             assert np.array_equal(got, tp_comm.pair_time_s(None, counted, framework=framework, rerun=share, **args))
-
-
-def test_each_overlapped_collective_hides_behind_its_own_gemm_only_by_hand():
-    """TE's comm-GEMM overlap pairs each collective with one GEMM (Megatron-Bridge TransformerLayerTPOverlapCfg): a
-    collective longer than its GEMM shows the excess even at efficiency 1, and the pipelined reduce-scatter's last of
-    PIPELINE_SPLITS chunks runs after the GEMM. RS 1 s, AG 2 s, column GEMM 3 s, row GEMM 0.5 s, efficiency 1:
-    forward AG|column 0 + RS (3/4)|row 0.25 + tail 0.25; backward AG|row 1.5 + AG|column 0 + RS|column 0."""
-    one = lambda x: np.array([x])   # noqa: E731
-    args = dict(reduce_scatter=one(1.0), gather=one(2.0), all_reduce=one(2.0), sp=one(True), column_s=one(3.0),
-                row_s=one(0.5))
-    assert tp_comm.overlapped_pair_exposed_s(**args, efficiency=1.0).tolist() == pytest.approx([2.0])
-    # efficiency 0.5 (a collective hides half of what of it fits in its GEMM): forward AG 2 - 1, RS 0.75 - 0.25, tail
-    # 0.25; backward AG|row 2 - 0.25, AG|column 2 - 1, RS|column 1 - 0.5
-    assert tp_comm.overlapped_pair_exposed_s(**args, efficiency=0.5).tolist() == pytest.approx(
-        [1.0 + 0.5 + 0.25 + 1.75 + 1.0 + 0.5])
-    # TorchTitan: no re-gather, no split tail (forward RS|row 1 - 0.5, backward AG|row 1.5)
-    assert tp_comm.overlapped_pair_exposed_s(**args, efficiency=1.0, framework="torchtitan").tolist() == \
-        pytest.approx([0.5 + 1.5])
-    # a full recompute re-runs the forward's (0.5 s exposed) once more
-    assert tp_comm.overlapped_pair_exposed_s(**args, efficiency=1.0, rerun=1.0).tolist() == pytest.approx([2.5])
-
-
-def test_overlapped_tp_of_narrow_attention_gemms_stays_exposed_at_full_efficiency():
-    """Through evaluate_layouts: Llama3.1-405B on H100 at TP8 with SP and --tp-comm-overlap, every window hiding all
-    it can (overlap_efficiency 1). Summed over the layer, the GEMMs outlast the TP collectives many times, so one
-    window over all of them (the form before) hid everything; paired with their own GEMMs, the pipelined reduce-
-    scatters' tails and the GQA attention's narrow projections leave a part exposed."""
-    from commbench.planner.step.terms import CALIBRATED
-    model = load_model("llama3.1-405b")
-    fabric = load_preset("h100-hgx", num_gpus=1024)
-    lay = Layout(tp=8, cp=2, pp=8, vp=8, dp=8, mbs=1, gbs=512, precision="fp8", sequence_parallel=True,
-                 tp_comm_overlap=True)
-    bd = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([lay]), seq_len=8192,
-                          calibration=CALIBRATED.with_values(overlap_efficiency=1.0))
-    assert bd.tp_total_s[0] < bd.gemm_s[0] / 2   # the old single window hid it all
-    assert 0.1 * bd.tp_total_s[0] < bd.tp_exposed_s[0] < bd.tp_total_s[0]

@@ -15,9 +15,7 @@ embedding/loss stage accounting arranges), forward + backward:
   offloading's copies to host memory and back where they outlast the pass beside them.
 - TP: per layer 2 all-reduces fwd + 2 bwd, or with sequence parallel 2 all-gathers + 2
   reduce-scatters each way (Korthikanti et al., arXiv 2205.05198); in MoE layers only the shared
-  experts use TP; routed experts use ETP. With --tp-comm-overlap each collective hides behind the one
-  GEMM Transformer Engine overlaps it with, not behind the layer's GEMMs at large
-  (tp_comm.overlapped_pair_exposed_s).
+  experts use TP; routed experts use ETP.
 - ETP: per MoE layer an all-gather of the dispatched tokens over the ETP group before the expert
   GEMMs and a reduce-scatter after, forward and mirrored backward (Megatron-Core alltoall
   dispatcher with expert TP; MoE parallel folding, arXiv 2504.14960).
@@ -355,27 +353,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # On Hopper TP comm overlap needs CUDA_DEVICE_MAX_CONNECTIONS=1, which Megatron-FSDP and EP overlap rule out
     # (layout/connections.py): there the TP communication is charged exposed, --tp-comm-overlap or not.
     tp_overlapped = a.tp_comm_overlap & tp_overlap_runs(gpu.name, tp, a.fsdp, a.moe_a2a_overlap & (ep > 1))
-    tp_exposed_mb = tp_total_mb
-    if np.any(tp_overlapped & (tp > 1)):
-        # Overlapped, each collective hides behind its own GEMM only (tp_comm.overlapped_pair_exposed_s): one forward
-        # GEMM of each linear at the dense GEMMs' modelled time per FLOP (the roofline's share of compute included).
-        g = structure
-        rs1, ag1, ar1 = (g.expand(x) for x in tp_comm.pair_collectives_s(
-            system, collective_time_s, elements=g.of(tokens_mb / cp * model.hidden), precision=g.of(a.precision),
-            tp=g.of(tp), domains=tp_dom, framework=framework))
-        compute_only = tokens_gpu * ((other_gemm - bf16_dense) / dense_rate + bf16_dense / bf16_dense_rate)
-        s_per_flop = dense_gemm_s / np.maximum(compute_only, 1e-30) / dense_rate
-        s_per_layer_mac = 2.0 * tokens_mb / (tp * cp) * s_per_flop   # one layer's forward: seconds per MAC per token
-        counts = {"attention": blocks.attention, "linear": blocks.linear, "mamba": blocks.mamba,
-                  "dense": blocks.dense, "shared": shared_moe}
-        paired = np.zeros(len(a))
-        for kind, (column_macs, row_macs) in tp_comm.pair_linear_macs(model).items():
-            if counts[kind]:
-                paired = paired + counts[kind] / pp * imbalance * tp_comm.overlapped_pair_exposed_s(
-                    reduce_scatter=rs1, gather=ag1, all_reduce=ar1, sp=sp, column_s=s_per_layer_mac * column_macs,
-                    row_s=s_per_layer_mac * row_macs, efficiency=cal.overlap_efficiency, rerun=rerun_full,
-                    framework=framework)
-        tp_exposed_mb = np.where(tp_overlapped & (tp > 1), np.minimum(paired, tp_total_mb), tp_total_mb)
+    tp_exposed_mb = np.where(tp_overlapped, _hidden(tp_total_mb, gemm_s, cal.overlap_efficiency), tp_total_mb)
 
     # Expert parallel dispatch/combine and the expert-TP gather/scatter (moe_comm.py).
     g = structure

@@ -122,25 +122,6 @@ Terms (why each exists):
   recipe (identical fields at 21b02e0, 0fbfe7d, fcbb603) is published 311 tokens/s/GPU in 26.02 (Transformer Engine
   2.12) and 328 / 326 in 26.04.01 / 26.06 (TE 2.14 / 2.16; benchmarks/newer_releases.py), predicted 326 (+4.8%,
   -0.7%, -0.1%); 25.09 / 25.11 (TE 2.7 / 2.9) 302 / 292, predicted 318. No recipe field records what changed.
-  Changed (session 40, fix-DB): the TP part's form. One window over every GEMM of the micro-batch let the MLP's long
-  GEMMs hide the attention's collectives; Transformer Engine overlaps each collective with one GEMM (Megatron-Bridge
-  training/comm_overlap.py TransformerLayerTPOverlapCfg: qkv/fc1 fprop ring-exchange all-gathers, proj/fc2 fprop
-  pipelined reduce-scatters in num_splits=4 chunks whose last runs after the GEMM, proj/fc2 dgrad ring-exchange
-  all-gathers, qkv/fc1 dgrad bulk re-gathers and qkv/fc1 wgrad bulk reduce-scatters), so each is now hidden only
-  behind its own GEMM (tp_comm.overlapped_pair_exposed_s). At efficiency 1 the 405B H100 TP8 CP2 rows still expose
-  a part (the old form: none). Rows at these values (0.3) / at 1.0, before -> after: 66 +8.4 / +35.4 -> +7.3 / +30.1,
-  93 +4.8 -> +3.8, 31 +4.2 -> +3.2, 74 +5.1 -> +5.1, 75 +22.4 -> +22.2; rows without TP overlap unchanged. The term
-  stays at its bound: overlap_efficiency fitted alone (the other terms at these values) has its loss minimum near
-  0.24 before and 0.26 after, and the loss is flat there (0.005024-0.005028 over 0.21-0.29: the rows hardly
-  constrain it). The rows holding it (share of the loss rise at 0.33, after): gpt-oss-120b B300 BF16 26.02.01
-  (row 11, 16%; only its expert DP sync moves with the term; its B200 twin, row 12, is -3.3% and wants it higher:
-  a B300-vs-B200 rate, not an overlap), the EP-overlap rows inside an 8-GPU node and the Qwen3-235B B300 rows
-  (68, 44, 19, 42, 63; +28% to +94%, 28%; they move with the term only through their PP p2p, while what they miss is
-  the unresolved EP-overlap slowdown under ep_overlap_efficiency), DeepSeek-V3 H100 and GB200 25.09 (94, 76; 13%,
-  PP p2p only) and the Llama3.1-405B rows (66, 31, 93, 74, 75, 85; 31%: TP, and 74's FSDP sync). Without rows 68, 44, 19, 42, 63 the minimum is 0.30 before and 0.32
-  after (off the bound): the rest is their physics, not this term's. Against the old form at these values:
-  in-sample 3.7% both, held-out GB300 6.28% -> 6.37% (the median row, 405B GB300 TP4, -6.28% -> -6.37%), newer
-  releases 4.2% both, leave-one-release-out 26.02 5.5% -> 5.7%, 25.11 7.1% -> 6.7%, vendor_layouts unchanged.
 - Pipeline stage weights by time (tried, session 37, fix-BG; patch kept out of the code): layout/split.py weighs the
   loss stage by FLOPs (6 x hidden x vocab per token); the output layer runs bf16 at every precision
   (module_precision.py), so on an 8/4-bit layout its time is 2-3x its FLOPs weight. Tried: each rank of best_split
@@ -416,7 +397,7 @@ CALIBRATION_VERSION = 1
 # of the source: a hash moves with every comment and refactor (every file would warn), and one of the model's
 # outputs with a model-zoo or hardware.toml edit; tests/test_calibration_step_model.py pins reference predictions of
 # the step model to this value, so a physics change that forgets to set it fails there.
-STEP_MODEL = "2026-12-06.12"  # TP comm overlap: each collective behind its own GEMM (tp_comm.overlapped_pair_exposed_s, fix-DB)
+STEP_MODEL = "2026-12-06.11"  # memory: Megatron-FSDP unit buffers as the launch holds them, --fsdp-double-buffer (fix-CK)
 
 
 def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None,
