@@ -122,6 +122,27 @@ Terms (why each exists):
   recipe (identical fields at 21b02e0, 0fbfe7d, fcbb603) is published 311 tokens/s/GPU in 26.02 (Transformer Engine
   2.12) and 328 / 326 in 26.04.01 / 26.06 (TE 2.14 / 2.16; benchmarks/newer_releases.py), predicted 326 (+4.8%,
   -0.7%, -0.1%); 25.09 / 25.11 (TE 2.7 / 2.9) 302 / 292, predicted 318. No recipe field records what changed.
+  Tried (session 40, fix-DB; not kept, patch /tmp/s40/DB/tp_pairing.patch, commit b3bc3e62 on branch fix-DB): the TP
+  part's form. One window over every GEMM of the micro-batch lets the MLP's long GEMMs hide the attention's
+  collectives; Transformer Engine overlaps each collective with one GEMM (Megatron-Bridge training/comm_overlap.py
+  TransformerLayerTPOverlapCfg: qkv/fc1 fprop ring-exchange all-gathers, proj/fc2 fprop pipelined reduce-scatters in
+  num_splits=4 chunks whose last runs after the GEMM (TE comm_gemm_overlap.cpp CommOverlapBase::split_overlap_rs),
+  proj/fc2 dgrad ring-exchange all-gathers, qkv/fc1 dgrad bulk re-gathers, qkv/fc1 wgrad bulk reduce-scatters).
+  Each collective hidden behind its own GEMM only, at these values (0.3; at 1.0), before -> after: 405B H100 TP8 CP2
+  rows 66 +8.4% -> +7.3% (+35.4% -> +30.1%), 93 +4.8 -> +3.8, 31 +4.2 -> +3.2; 75 +22.4 -> +22.2; rows without TP
+  overlap unchanged. The term stays at its bound: fitted alone (the other terms at these values) its loss minimum is
+  near 0.24 before and 0.26 after, and the loss is flat there (0.005024-0.005028 over 0.21-0.29: the rows hardly
+  constrain it). Rows holding it (share of the loss rise at 0.33, after): gpt-oss-120b B300 BF16 26.02.01 (row 11,
+  16%: only its expert DP sync moves with the term; its B200 twin, row 12, is -3.3% and wants it higher: a
+  B300-vs-B200 rate, not an overlap), the EP-overlap rows inside an 8-GPU node and the Qwen3-235B B300 rows (68, 44,
+  19, 42, 63; +28% to +94%, 28%: they move with the term only through their PP p2p, while what they miss is the
+  unresolved EP-overlap slowdown, see ep_overlap_efficiency), DeepSeek-V3 H100 / GB200 25.09 (94, 76; 13%, PP p2p
+  only) and the Llama3.1-405B rows (66, 31, 93, 74, 75, 85; 31%). Without rows 68, 44, 19, 42, 63 the minimum is 0.30
+  before and 0.32 after. Rows wanting it higher: Llama3-8B H100 (64, 91: -14%, -8%; DP only), Llama3-70B H100 24.07
+  (109, -15%), Qwen3-30B H100 25.09 / 26.02.01 (96, 17: -8%, -6%; PP only). Against the old form (same machine):
+  in-sample 3.7% both, held-out GB300 6.28% -> 6.37% (its median row, 405B GB300 TP4, -6.28% -> -6.37%), newer
+  releases 4.2% both, leave-one-release-out 26.02 5.5% -> 5.7% (MoE 5.9 -> 6.5, dense 2.5 -> 3.6), 25.11 7.1% ->
+  6.7%, vendor_layouts unchanged (median rank 11 / 8, within band 68% / 72%): held out no better, not kept.
 - Pipeline stage weights by time (tried, session 37, fix-BG; patch kept out of the code): layout/split.py weighs the
   loss stage by FLOPs (6 x hidden x vocab per token); the output layer runs bf16 at every precision
   (module_precision.py), so on an 8/4-bit layout its time is 2-3x its FLOPs weight. Tried: each rank of best_split
