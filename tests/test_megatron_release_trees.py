@@ -34,7 +34,10 @@ EXTRA = [("qwen3-30b-a3b", "b200-hgx", 8, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, g
          ("mixtral-8x7b", "h100-hgx", 32, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=512, precision="fp8",
                                               dispatcher="flex")),
          ("qwen3-30b-a3b", "b200-hgx", 8, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256, cuda_graph="layer",
-                                              cuda_graph_scope="attn"))]
+                                              cuda_graph_scope="attn")),
+         # Gated DeltaNet (Qwen3-Next): 25.11 (0d8e0714) spells the layer type --linear-attention-type, core_v0.16.1
+         # --experimental-attention-variant; 25.09 (core_v0.14.0) has no GDN (refused)
+         ("qwen3-next-80b-a3b", "gb200-nvl72", 64, dict(tp=1, pp=2, vp=2, ep=8, etp=1, mbs=1, gbs=512))]
 
 
 def release_cases(release: str | None = None) -> list[tuple[str, dict]]:
@@ -121,3 +124,15 @@ def test_the_launch_runs_native_cross_entropy_and_the_plan_says_its_memory_charg
     assert "predicted about 2.5 GB on the loss stage" in loss_note()
     assert "the plan's predicted memory charges it" in loss_note() and "WARNING" not in loss_note()
     assert "charges TorchTitan's cross entropy" in loss_note(loss="torchtitan")
+
+
+@pytest.mark.skipif(git_dir() is None, reason=SKIP_REASON)
+def test_qwen3_next_at_25_11_parses_and_validates_in_its_own_tree(tmp_path_factory):
+    """25.11's Megatron-LM (0d8e0714) had no --experimental-attention-variant: the plan's line stopped at parse_args
+    ('unrecognized arguments'). Written in 25.11's spelling (--linear-attention-type gated_delta_net) it gets through
+    parse_args, validate_args and TransformerConfig there."""
+    (name, case), = [(n, c) for n, c in release_cases("25.11") if n.startswith("qwen3-next")]
+    assert case["argv"][case["argv"].index("--linear-attention-type") + 1] == "gated_delta_net"
+    tree = release_tree(release_ref("25.11"), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
+    (result,) = run_cases(tree, [case])
+    assert result.get("ok") or any(k in result.get("error", "") for k in KNOWN), result

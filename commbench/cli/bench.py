@@ -234,6 +234,8 @@ def bench(
         if combos:
             run_bench_axes(config, combos, nproc)
             return
+        from commbench.sweep.tuned_bench import run_ids_in
+        earlier_runs = run_ids_in(config.output_path) if launched is None or launched.rank == 0 else set()
         num_cycles, earlier_points = letters.get("run_cycles", 1), 0
         launch = new_run_id()   # the id its cycles' headers share (run_cycles.launch): one stopped between two is named
         writes_text = (launched is None or launched.rank == 0) and output_format == "nccl-tests"
@@ -265,6 +267,16 @@ def bench(
         (console if output_format == "table" else err_console).print(
             styled("[green]done[/]: {} point(s) measured{}; records in {}", earlier_points, cycles,
                    config.output_path), highlight=False, soft_wrap=True)
+    if launched is None or launched.rank == 0:
+        note_unfittable(config.output_path, run_ids_in(config.output_path) - earlier_runs)
+
+
+def note_unfittable(path: str, run_ids: set[str]) -> None:
+    """A note per curve measured whose times determine no bandwidth (`fit` would keep it from prediction)."""
+    from commbench.costmodel.fit_readiness import undetermined_bandwidth_notes
+
+    for line in undetermined_bandwidth_notes(path, run_ids, larger="-e 16M"):
+        err_console.print(styled("[yellow]note:[/] {}", line), highlight=False, soft_wrap=True)
 
 
 def _run(config: BenchConfig, backends: tuple[str, ...], nproc: int | None, timeout_s: float) -> dict:

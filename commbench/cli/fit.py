@@ -11,7 +11,7 @@ from commbench.cli.base import command, console, print_json, renamed
 from commbench.results.render import styled
 from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
-from commbench.costmodel.fit_records import MAX_PLAUSIBLE_BUSBW, MIN_HELDOUT_BYTES, POOR_FIT
+from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, POOR_FIT, bandwidth_undetermined
 from commbench.costmodel.fabric import PROFILE_FORMAT
 from commbench.costmodel.profile import check_usable_curve, fit_result_files
 from commbench.files import claim_output, refuse_being_written, write_output
@@ -80,7 +80,7 @@ def fit(
         rows.append([escape(f.key.label), *([escape(f.hosts_text)] if per_curve else []), str(f.num_points),
                      f"{format_size(f.min_size_bytes)}..{format_size(f.max_size_bytes)}",
                      f"{f.fit.latency_s * 1e6:.2f}",
-                     "-" if max(f.fit.busbw_bytes_per_s) > MAX_PLAUSIBLE_BUSBW   # undetermined: its warning says so
+                     "-" if bandwidth_undetermined(f.fit)   # its warning says so
                      else " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s),
                      err_text, per_regime, escape("; ".join(f.warnings)) or "-"])
     print_table(console, f"fitted curves ({len(fits)}{'' if per_curve else ', measured on ' + hosts[0]}); "

@@ -408,3 +408,7 @@ def sweep(
     if earlier:
         raise fail(f"{summary}{earlier}", exit_code=1)
     console.print(styled("[green]done[/]: {}", summary), highlight=False)
+    from commbench.costmodel.fit_readiness import undetermined_bandwidth_notes
+
+    for line in undetermined_bandwidth_notes(output, None, larger="sizes in the sweep file"):  # the file is the sweep's
+        err_console.print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console, print_json
+from commbench.cli.base import command, console, err_console, print_json
 from commbench.results.render import styled
 from commbench.results.emulated import fabric_text
 from commbench.errors import CommbenchError, invalid
@@ -103,9 +103,13 @@ def verify_plan(
         raise invalid("--timeout", timeout_s, timeout_problem(timeout_s))
     plan_file = plan_path(plan_file)
     doc = load_plan(plan_file)
+    from commbench.planner.emit.input_paths import resolve_input_files
+    doc, read_lines = resolve_input_files(doc, plan_file)   # a relative --system/--calibration from another directory
     resolved = resolve_backend(backend)
     gpus = int(doc["inputs"]["gpus"])
     launched = detect_rank_env()
+    for line in read_lines if launched is None or launched.rank == 0 else ():
+        err_console.print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
     under_launcher = launched is not None and launched.launcher != "local"
     limit = launched.world_size if under_launcher else min(max_local_ranks(resolved)[0], 4)
     ranks = launched.world_size if under_launcher else (min(gpus, limit) if nproc is None else nproc)

@@ -400,6 +400,13 @@ def _uncovered_regimes(sizes: np.ndarray) -> list[str]:
     return out
 
 
+def bandwidth_undetermined(fit: PiecewiseFit) -> bool:
+    """True where the fitted times do not grow with size: some piece's bus bandwidth is beyond any link's
+    (MAX_PLAUSIBLE_BUSBW), so the points determine no bandwidth. `fit` keeps such a curve from prediction, and
+    `bench`/`sweep` say so at their end (costmodel/fit_readiness.py) by this same test."""
+    return max(fit.busbw_bytes_per_s) > MAX_PLAUSIBLE_BUSBW
+
+
 def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
               min_heldout_bytes: int = MIN_HELDOUT_BYTES) -> CurveFit | None:
     x, t, sizes = _median_by_size(points)
@@ -421,7 +428,7 @@ def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
     elif heldout > POOR_FIT:
         warnings.append(f"poor fit: median held-out error {heldout:.0%} (> {POOR_FIT:.0%}); "
                         "predictions from this curve are unreliable")
-    if max(fit.busbw_bytes_per_s) > MAX_PLAUSIBLE_BUSBW:   # time does not grow with size: no bandwidth to fit
+    if bandwidth_undetermined(fit):
         key = dataclasses.replace(key, for_prediction=False)
         from commbench.units import format_size
         warnings.append(f"bandwidth undetermined: time does not grow with size ({format_size(int(sizes[0]))}.."

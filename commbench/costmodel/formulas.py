@@ -213,7 +213,11 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
                      c.get("for_prediction", True) for w in c.get("warnings", ()) if "undetermined" in w), None)
         raise CommbenchError(f"collective={collective!r} is not covered by fabric {fabric.name!r}"
                              + (f": its measured curve's {kept}; measure larger sizes" if kept else "")
-                             + f"; it covers: {', '.join(fabric.collectives) or 'nothing'}")
+                             + f"; it covers: {', '.join(fabric.collectives) or 'nothing'}"
+                             + (f" (measure {collective} too, e.g. `commbench bench {collective} -e 16M -O FILE`, and "
+                                "fit every results file together; or `fit --system PRESET` on NCCL results, which "
+                                "takes the preset's curve for what was not measured)"
+                                if fabric.source.startswith("fitted") and not kept else ""))
     for name in groups:
         if name is not None and name not in up and name not in out:
             raise invalid("algorithm", name, f"one of the algorithms fabric {fabric.name!r} has for {collective}: "

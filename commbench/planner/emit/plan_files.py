@@ -70,7 +70,10 @@ def write_plan_files(doc: dict[str, Any], folder: str | Path, *, force: bool = F
     folder with a plan.json holds that plan's files only. Returns the names written."""
     from commbench.files import claim_output, remove_if_written, write_output
 
+    from commbench.planner.emit.input_paths import record_input_files
+
     folder = Path(folder)
+    record_input_files(doc, folder)   # a relative --system/--calibration found again from another directory
     files = plan_files(doc)
     folder.mkdir(parents=True, exist_ok=True)
     locks = []

@@ -85,6 +85,12 @@ RELEASE_SPELLINGS = (
     ("--cuda-graph-impl", ("transformer_engine",), ("--external-cuda-graph",),
      "core_v0.14.0 arguments.py:1293-1295; core_v0.16.1 arguments.py:448-454 reads it as --cuda-graph-impl "
      "transformer_engine"),
+    # Gated DeltaNet (Qwen3-Next): 25.11's Megatron-LM 0d8e0714 names the layer type --linear-attention-type
+    # (TransformerConfig.linear_attention_type), which pretrain_gpt.py's builder reads to build the decoder block spec
+    # with GDN layers; core_v0.16.1 renamed it --experimental-attention-variant (experimental_attention_variant)
+    ("--experimental-attention-variant", ("gated_delta_net",), ("--linear-attention-type", "gated_delta_net"),
+     "0d8e0714cd29 megatron/training/arguments.py:3282-3283 (choices gated_delta_net, mamba), "
+     "transformer_config.py:225 and 810-820, gpt_builders.py:45 and 117"),
     # not --cuda-graph-impl local as core_v0.14.0's --enable-cuda-graph (arguments.py:1288-1290): its graphs refuse any
     # recompute (transformer_config.py:1267-1271), which core_v0.16.1's full-iteration graph takes with full recompute,
     # and no 25.09 recipe runs a full-iteration graph
@@ -172,9 +178,16 @@ HYBRID_SYMBOLS = {
 
 def release_cannot_build(model, release: str) -> str | None:
     """Why the Megatron-LM `release` runs cannot build `model` (a ModelSpec), or None (also where the data has no
-    such release): a hybrid pattern symbol its allocator does not take (see the module docstring)."""
+    such release): Gated DeltaNet layers where its parse_args has no --linear-attention-freq (25.09's core_v0.14.0 has
+    no GDN at all), or a hybrid pattern symbol its allocator does not take (see the module docstring)."""
     data = megatron_release_flags_json()["releases"].get(release)
-    if data is None or not getattr(model, "layer_pattern", ""):
+    if data is None:
+        return None
+    if getattr(model, "linear_attention_freq", 0) and "--linear-attention-freq" in data["lacks"]:
+        return ("it has no Gated DeltaNet layers (no --linear-attention-* options in megatron/training/arguments.py, "
+                "no gated_delta_net in megatron/, as in core_v0.15.0; 25.11's 0d8e0714cd29 has them, "
+                "arguments.py:3280-3300)")
+    if not getattr(model, "layer_pattern", ""):
         return None
     have = data["hybrid_symbols"]
     missing = sorted(set(model.layer_pattern) - set(have))

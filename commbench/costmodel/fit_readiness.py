@@ -1,0 +1,44 @@
+"""What `bench` and `sweep` say at their end about the curves they measured that `fit` could not use.
+
+A curve whose times do not grow with size determines no bandwidth: `fit` keeps it from prediction and refuses a
+profile of such curves alone (profile.check_usable_curve). Measuring 1 KiB..64 KiB on gloo and learning it only at
+`fit` cost a user a second measurement; the measuring command says it instead, from the points it measured, fitted
+as `fit` fits them (fit_records.fit_all) and judged by the same test (fit_records.bandwidth_undetermined).
+"""
+
+from __future__ import annotations
+
+from commbench.units import MEASURED_MAX_BYTES, format_size, parse_size_bytes
+
+MAX_NOTES = 5  # curves named one a line; the rest are counted
+
+
+def undetermined_bandwidth_notes(path: str, run_ids: set[str] | None, *, larger: str) -> list[str]:
+    """One line per curve of the runs `run_ids` in results file `path` (None: every run in it) whose measured times
+    determine no bandwidth, naming its sizes and what to measure (`larger`: how to ask for larger sizes in the
+    command that measured, e.g. '-e 16M'). Points of one data type and op are fitted together, as `fit` fits one."""
+    from commbench.costmodel.fit_records import bandwidth_undetermined, fit_all
+    from commbench.results.records import headers, measurements, read_records
+
+    records = read_records([path], on_bad_line=lambda *_: None, drop_samples=True)
+    points = [m for m in measurements(records) if run_ids is None or m.run_id in run_ids]
+    runs = {h.run_id: h for h in headers(records)}
+    by_dtype_op: dict[tuple, list] = {}
+    for m in points:
+        by_dtype_op.setdefault((m.dtype, m.op), []).append(m)
+    lines = []
+    for (dtype, op), group in sorted(by_dtype_op.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        fits, _ = fit_all(group, runs)
+        for fit in fits:
+            if not bandwidth_undetermined(fit.fit):
+                continue
+            kind = f" {dtype}" + (f" {op}" if op and op != "sum" else "") if len(by_dtype_op) > 1 else ""
+            sizes = f"{format_size(fit.min_size_bytes)}..{format_size(fit.max_size_bytes)}"
+            what = (f"measure up to {format_size(parse_size_bytes(MEASURED_MAX_BYTES))} ({larger})"
+                    if fit.max_size_bytes < parse_size_bytes(MEASURED_MAX_BYTES)
+                    else "measure larger sizes, or on a host with no other load")
+            lines.append(f"{fit.key.label}{kind} {sizes}: time does not grow with size, so `fit` cannot tell its "
+                         f"bandwidth from these points; {what}")
+    if len(lines) > MAX_NOTES:
+        lines = lines[:MAX_NOTES] + [f"and {len(lines) - MAX_NOTES} more curve(s) whose time does not grow with size"]
+    return lines
