@@ -28,6 +28,24 @@ bf16, forward and backward, not top-k copies.
 Full recompute re-runs a recomputed layer's forward in its backward (tp_comm.py's docstring gives the source), its
 token dispatcher with it: the forward's dispatch and combine all-to-alls (and, with the alltoall dispatcher and
 ETP > 1, the forward's ETP all-gather and reduce-scatter) run again for that share of the MoE layers (`rerun`).
+
+Checked (session 40, fix-DG): the alltoall dispatcher's all-to-all across 8-GPU nodes, where the planner ranks the
+published Qwen3-235B-A22B 256x H100 layouts (TP2 PP8 VP4 EP32 over 4 nodes) 954th-2136th. Per rank per MoE layer per
+micro-batch: 2048 tokens (4096 / TP2, sequence parallel) x top-8 copies x hidden 4096 x 2 B = 134.2 MB per
+all-to-all, bf16 and undeduplicated (megatron-core 0d8e0714 = 25.11, token_dispatcher.py MoEAlltoAllTokenDispatcher:
+permute() makes top-k copies, token_dispatch() all_to_all()s them over the EP group, no 8-bit path; the probs travel in
+a second, 64 KB all-to-all, not charged), x4 (dispatch, combine, their gradients), no recompute; 24/32 of it leaves
+the node: 2.234 ms each on h100-hgx (2.142 ms at 47 GB/s per ConnectX-7, nccl-tests #267/#290: 46-49 GB/s per 400
+Gb/s NIC, + 92 us latency), 1.11x the 400 Gb/s line-rate floor (2.013 ms). Qwen3 has no node-limited routing and the
+dispatcher no deduplication. The published rows confirm that price where nothing hides it: 25.09 (no EP overlap,
+Megatron-Bridge bf71eba) is predicted -1.6% with 13.9 s of its 27.7 s step in the all-to-all (exact at 0.96x the
+price), and gpt-oss-120b 64x B200 at EP64 over 8 nodes (same dispatcher, the all-to-all half the step) +0.8% / +2.1%
+(25.11 / 26.02). The rows with EP overlap (25.11 on: workload_base_configs.py moe_a2a_overlap=True at 7af9601) are
+-10% to -16% (26.04, 26.04.01 in benchmarks/newer_releases.py): what they lack is hiding (ep_overlap_efficiency, a
+compromise with the in-node rows, terms.py), not a cheaper all-to-all. Predicted exactly, they would still trail the
+planner's best (EP8 in a node, or Megatron-FSDP at EP1) by +19% to +61% (25.09, measured 1,204 against 1,880
+predicted at EP8, 74.2 of 79.1 GiB): the cross-node all-to-all is at the NIC's floor, so the gap is a find or a
+feasibility question (memory), not this module's price. Nothing changed; tests/test_ep_cross_node_a2a_floor.py pins it.
 """
 
 from __future__ import annotations
