@@ -76,20 +76,20 @@ UNTESTED_WHY = {CROSS_DOMAIN_EP: "its all-to-all cost there is the fabric model'
 
 def ep_overlap_slower_runs() -> list[PublishedRun]:
     """Calibration runs with the EP all-to-all overlap where published runs measured it slower
-    (layout/recipes.py ep_overlap_measured_slower: the EP group inside one 8-GPU node)."""
+    (layout/recipes.py ep_overlap_measured_slower: the EP group inside one 8-GPU node, host launches)."""
     return [r for r in _modelled() if r.model.is_moe and r.layout.moe_a2a_overlap and bool(ep_overlap_measured_slower(
-        _preset(r.preset, int(r.row["num_gpus"])).domain_size, run_ep_domains(r)))]
+        _preset(r.preset, int(r.row["num_gpus"])).domain_size, run_ep_domains(r), r.layout.cuda_graph == "full"))]
 
 
 def _measured_slower(domain_size: int, calibration) -> str:
     runs = ep_overlap_slower_runs()
     p = predict_runs(runs, calibration)
     err = (p.predicted_tokens / p.published_tokens - 1.0) * 100.0
-    return (f"Measured slower: EP all-to-all overlap with the EP group inside one {domain_size}-GPU node "
-            f"(pinned here): the {len(runs)} published runs of it in the calibration set ran slower than the same "
+    return (f"Measured slower: EP all-to-all overlap with the EP group inside one {domain_size}-GPU node and eager "
+            f"launches (pinned here): the {len(runs)} published runs of it in the calibration set ran slower than the same "
             f"runs without it, and this model predicts them {err.min():+.0f}% to {err.max():+.0f}% too fast (it has no term for what "
-            "slows it; layout/recipes.py cites the runs). Megatron-Bridge r0.3.1 turned it off there, and the search "
-            "does not propose it.")
+            "slows it, which NVIDIA names CPU overhead; layout/recipes.py cites the runs). Megatron-Bridge r0.3.1 "
+            "turned it off there, and the search does not propose it.")
 
 
 def coverage_lines(*, model, layout, ep_domains: int, domain_size: int, system: str, calibration) -> list[str]:
@@ -104,7 +104,8 @@ def coverage_lines(*, model, layout, ep_domains: int, domain_size: int, system: 
         what = regime + detail[regime]
         out.append(_tested(what, runs, system, calibration) if runs else
                    f"Untested: {what} has no published run on {system} in the calibration set; {UNTESTED_WHY[regime]}.")
-    if model.is_moe and layout.moe_a2a_overlap and bool(ep_overlap_measured_slower(domain_size, ep_domains)):
+    if model.is_moe and layout.moe_a2a_overlap and bool(ep_overlap_measured_slower(domain_size, ep_domains,
+                                                                                    layout.cuda_graph == "full")):
         out.append(_measured_slower(domain_size, calibration))
     if layout.tp_comm_overlap and layout.tp > 1 and tp_overlap_unrun(layout.precision):
         recipes = tp_overlap_recipes(layout.precision)[1]

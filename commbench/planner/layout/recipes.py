@@ -443,13 +443,33 @@ def flex_backend(domain_size: int, release: str | None = None) -> str:
 # B200 EP32) predicted -16% to +20%, in NVL72 racks -12% to +5% but for gpt-oss-120b's MXFP8 rows (+37% and more).
 # The step model has no term for what slows it inside a node, so the search does not propose it there (a pin
 # still may, and the plan says the above: calibrate/coverage.py).
+# What NVIDIA names as the cause is host (CPU) time, not the all-to-all: Megatron-Bridge PR #1760 (the 25.11 ->
+# 26.02 fix of issue #1705, "Fix QWEN3 235B B200 MXFP8 performance regression", whose RCCA classes it RECIPE/CONFIG,
+# not a code bug): "Disable moe_a2a_overlap due to CPU overhead for BF16 and MXFP8" (with VP off at MXFP8: step
+# 20.1 s -> 16.9 s; the 26.02 B200 row 45 is that recipe);
+# issue #3399 (B300): "moe_a2a_overlap and VP degraded perf". The combined 1F1B schedule (megatron-core 0.16
+# models/common/model_chunk_schedule_plan.py TransformerLayerSchedulePlan.run @0d8e0714) runs a layer's forward and
+# its partner's backward as sub-module nodes (attn, post_attn, dispatch, mlp, combine; mlp and attn also a separate
+# backward_dw), each a Python call with its own stream switch and event, each backward node its own autograd engine
+# run (pipeline_parallel/utils.py ScheduleNode.default_backward_func), and the dispatcher's host sync on the token
+# counts (post_attn's dispatch preprocess, gpt/fine_grained_callables.py; token_dispatcher.py
+# _maybe_dtoh_and_synchronize) now sits between the paired backward's launches, so that backward can no longer run
+# ahead of the GPU. The perf harness turns delay_wgrad_compute on and moe_shared_expert_overlap off with it
+# (scripts/performance/utils/helpers.py set_moe_a2a_overlap_overrides @v0.2.0) and sets CUDA_DEVICE_MAX_CONNECTIONS
+# 8 on Hopper, 32 on Blackwell (perf_plugins.py _set_num_cuda_device_max_connections); PP > 1 needs VP. Under a
+# full-iteration CUDA graph none of that host time is left, and the one published run with the EP group inside an
+# 8-GPU node and a full-iteration graph, Qwen3-30B-A3B 8 x B300 MXFP8 26.06 (benchmarks/data/newer-release-runs.json
+# row 48, flex dispatcher), is predicted +1.9%: the measured slowdown is of eager (and per-layer graph) launches only.
+# No source sizes the schedule's host time, so it stays unpriced (tried, not kept: terms.py ep_overlap_efficiency).
 EP_OVERLAP_SLOWER_DOMAIN_GPUS = 8
 
 
-def ep_overlap_measured_slower(domain_size, ep_domains_spanned):
+def ep_overlap_measured_slower(domain_size, ep_domains_spanned, full_iteration_graph=False):
     """Where published runs measured the EP all-to-all overlap slower (see above): an EP group inside one
-    scale-up domain of at most 8 GPUs (an HGX / DGX node). Vectorised over `ep_domains_spanned`."""
-    return (int(domain_size) <= EP_OVERLAP_SLOWER_DOMAIN_GPUS) & (np.asarray(ep_domains_spanned) <= 1)
+    scale-up domain of at most 8 GPUs (an HGX / DGX node), with host launches (not under a full-iteration CUDA
+    graph, `full_iteration_graph`). Vectorised over `ep_domains_spanned` and `full_iteration_graph`."""
+    return ((int(domain_size) <= EP_OVERLAP_SLOWER_DOMAIN_GPUS) & (np.asarray(ep_domains_spanned) <= 1)
+            & ~np.asarray(full_iteration_graph, dtype=bool))
 
 
 # The flags a precision's Megatron launch takes (emit/megatron.PRECISION_ARGS) and the first megatron-core whose

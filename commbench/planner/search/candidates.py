@@ -167,7 +167,8 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     elif "moe_a2a_overlap" not in pins:   # not proposed where published runs measured it slower (recipes.py)
         domain = int(req.fabric.domain_size)
         spanned = ep_domains(cols["ep"], cols["etp"], gpus_per_rack(req.num_gpus, domain), req.num_gpus)
-        a2a_ok &= ~ep_overlap_measured_slower(domain, spanned)
+        a2a_ok &= ~ep_overlap_measured_slower(domain, spanned,
+                                              cols["cuda_graph"] == CODE_FIELDS["cuda_graph"].index("full"))
     cols["moe_a2a_overlap"] = np.asarray(pins.get("moe_a2a_overlap", True in has["moe_a2a_overlap"])) & a2a_ok
     if "cuda_graph" not in pins:  # megatron-core: full recompute only with the full-iteration graph;
         # no CUDA graph with CPU offloading ("CUDA graphs not supported with CPU offloading")

@@ -234,6 +234,17 @@ Terms (why each exists):
   what they lack is device-side, not host: not kept. Unresolved: what slows EP overlap inside an 8-GPU node (the search
   keeps not proposing it there: recipes.ep_overlap_measured_slower) and the ~1.6-2.0 ms per layer-mb rows 41 / 62 have
   beyond the charged host and GPU time at mbs1 with the alltoall dispatcher.
+  Session 40 (fix-DH): NVIDIA's cause for the intra-node rows is host time (Megatron-Bridge PR #1760, the fix of issue
+  #1705: "Disable moe_a2a_overlap due to CPU overhead"; recipes.EP_OVERLAP_SLOWER_DOMAIN_GPUS has the schedule's
+  sources), and the one in-node EP-overlap run under a full-iteration graph (Qwen3-30B-A3B 8 x B300 26.06, newer
+  releases) is predicted +1.9%, so the rule is now off under such graphs. Tried (not kept, no source sizes it): the
+  layer's host time charged in series with its GPU time on EP-overlap layouts (the backward no longer running ahead):
+  at ep_overlap_efficiency 1.0, rows 42 / 44 / 63 / 68 +71 / +65 / +29 / +94% -> +8 / +7 / -16 / +45%, but the
+  cross-node ones 20 / 46 / 69 -11 / -13 / -10% -> -18 / -19 / -17% and 94 +5% -> -8% (at 0.53: -35% and -20%). The
+  published extra time per layer-mb over the same layout without it does not follow host time: Qwen3-30B H100 +16 ms
+  at mbs2 (68 vs 96: 32.4 vs 16.3 ms) and +7 ms at mbs1 (42 vs 17), Qwen3-235B B200 +3 ms (63 vs 89/90), B300 +5 ms
+  (44 vs B200's 45), against 6.9 ms of charged host time each; at H100 it grows with the tokens, i.e. device-side.
+  Memory is not it either (row 68 at 96% of HBM, 42 at 74%, 44 at 48%). What slows it stays unpriced.
 - expert_gemm_kernel_s: GPU time per expert GEMM kernel beyond its FLOPs (launch gap and the last
   partial wave of a small GEMM), 6 kernels per local expert per MoE layer per micro-batch (fc1 and
   fc2 x fprop, dgrad, wgrad): without the fused grouped MLP, Transformer Engine's GroupedLinear
