@@ -78,9 +78,10 @@ def join_within(connect: Callable[[], Any], *, timeout_s: float, where: str, set
     with quiet_stderr(helper) as say:
         helper.start()
         helper.join(min(WAITING_NOTE_S, limit_s))
-        if helper.is_alive() and waiting_note and WAITING_NOTE_S < limit_s:
-            say(f"note: waiting for every rank of the launch to join {where}: gives up after {setting}="
-                f"{timeout_s:g} s (plus {MARGIN_S:g} s)")
+        if helper.is_alive() and WAITING_NOTE_S < limit_s:
+            if waiting_note:   # the note is one rank's per node; the wait is every rank's
+                say(f"note: waiting for every rank of the launch to join {where}: gives up after {setting}="
+                    f"{timeout_s:g} s (plus {MARGIN_S:g} s)")
             helper.join(limit_s - WAITING_NOTE_S)
     if helper.is_alive():
         raise RunFailed(f"rendezvous {where} did not complete within {setting}={timeout_s:g} s "

@@ -8,7 +8,8 @@ How a failed point is contained (torch.distributed backends):
   (TCPStore), which does not depend on any process group, and waits for every rank's report. If any
   rank failed, every rank records the point as failed (rank 0 writes the first error).
 - gloo: a process group that saw a timeout is abandoned and a fresh measurement world (and fresh
-  sub-groups) is created from the store, then the sweep continues with the next point.
+  sub-groups) is created from the store, then the sweep continues with the next point. Every new
+  measurement world ends with a barrier on it, so no rank tears down while a peer still connects it.
 - NCCL: a communicator that timed out cannot be trusted (and the watchdog may tear the process
   down), so the sweep stops after recording the failure and prints the --resume command.
 - A rank that never reports back (hung inside a non-collective call, or dead) makes the wait time
@@ -45,7 +46,15 @@ class IsolatedBackend:
 
         ranks = list(range(self._base.world_size))
         group = dist.new_group(ranks, timeout=self._timeout(), backend=self._base.name)
-        return TorchCommunicator(group, ranks, self._base.rank)
+        world = TorchCommunicator(group, ranks, self._base.rank)
+        if self._base.name == "gloo":
+            # gloo connects the group's full mesh inside new_group and a rank returns once its own side is
+            # connected: torch 2.13 adds no barrier after it unless TORCH_DIST_INIT_BARRIER=1
+            # (distributed_c10d.py:_is_barrier_after_init). A rank that then left without using the group (nothing
+            # pending, or the last point's rebuild) closed its sockets under a peer still connecting ("Gloo
+            # connectFullMesh failed ... Connection closed by peer"). No rank passes this barrier before all entered it.
+            world.barrier()
+        return world
 
     def set_timeout(self, timeout_s: float) -> None:
         """Use groups with this timeout from now on (collective: every rank calls it with the same value)."""
