@@ -173,7 +173,10 @@ checked): whether the forward, which reads the row-wise data, also makes a missi
 quantizer asks for column-wise usage. The Llama 3 8B H100 FSDP calibration rows (25.09, 25.11) ran without the cache
 (their recipes: recipes.json keep_fp8_transpose_cache; the Llama 3 8B H100 functions' keep-True branch,
 llama3_llm_pretrain.py:268 at v0.2.0, is under `if cfg.ddp.use_megatron_fsdp:`, which their base configs do not reach),
-so they pay the pass per micro-batch.
+so they pay the pass per micro-batch: predicted -14.0% -> -15.5% (25.11) and -7.6% -> -9.2% (25.09), 57.9 -> 58.1 and
+61.5 -> 61.7 GB; the dense gain-error p80 8.9% -> 9.8% (terms.py). Both were under-predicted before it: what else
+over-charges Megatron-FSDP at 8 H100, mbs 1, is open (not this pass: it runs on the compute stream, between the unit's
+all-gather wait and its backward GEMMs).
 
 Memory (fix-CK, session 39): the reduce-scatter queue, charged at one unit then, is now charged as the launch holds
 it ("Unit buffers" above): the plans launch with --fsdp-double-buffer (two units), a published run as its release
