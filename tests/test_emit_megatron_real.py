@@ -72,7 +72,7 @@ ARGUMENTS_PY_FLAGS = {
     "--moe-pad-experts-for-cuda-graph-inference", "--no-rope-fusion",
     # _add_distributed_args / _add_checkpointing_args (Megatron-FSDP)
     "--use-megatron-fsdp", "--data-parallel-sharding-strategy", "--ckpt-format",
-    "--num-distributed-optimizer-instances", "--fsdp-double-buffer",
+    "--num-distributed-optimizer-instances", "--fsdp-double-buffer", "--keep-fp8-transpose-cache",
     # _add_network_size_args (hybrid models, pretrain_mamba.py)
     "--hybrid-override-pattern", "--is-hybrid-model", "--spec",
 }
@@ -215,6 +215,7 @@ def check_megatron_plan(args: list[str], lay, model, gpus: int, gpu: str, monkey
         DistributedDataParallelConfig(use_distributed_optimizer=bool(ns.get("use_distributed_optimizer")),
                                       use_megatron_fsdp=bool(ns.get("use_megatron_fsdp")),
                                       fsdp_double_buffer=bool(ns.get("fsdp_double_buffer")),
+                                      keep_fp8_transpose_cache=bool(ns.get("keep_fp8_transpose_cache")),
                                       data_parallel_sharding_strategy=ns.get("data_parallel_sharding_strategy", "no_shard"),
                                       num_distributed_optimizer_instances=ns.get("num_distributed_optimizer_instances", 1),
                                       overlap_grad_reduce=bool(ns.get("overlap_grad_reduce")),

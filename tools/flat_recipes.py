@@ -65,7 +65,10 @@ PERF_FIELDS = {"tensor_model_parallel_size": "model", "pipeline_model_parallel_s
                "min_offloaded_tensor_size": "model",
                # Megatron-FSDP's persistent double buffers (what the FSDP units' gathered weights and unsharded
                # gradients live in: commbench/planner/step/fsdp.py); NCCL user buffers force them on
-               "fsdp_double_buffer": "ddp", "nccl_ub": "ddp"}
+               "fsdp_double_buffer": "ddp", "nccl_ub": "ddp",
+               # Megatron-FSDP on Hopper fp8: whether each unit's fp8 weight transposes stay across micro-batches
+               # (commbench/planner/step/fsdp.py "Hopper per-tensor fp8 weights")
+               "keep_fp8_transpose_cache": "ddp"}
 
 
 # A field no code read sets keeps its class default. The model config comes from AutoBridge's conversion of the
@@ -80,14 +83,16 @@ PERF_FIELDS = {"tensor_model_parallel_size": "model", "pipeline_model_parallel_s
 # The DDP config's (distributed/distributed_data_parallel_config.py at cd4afffa): num_distributed_optimizer_instances
 # 1, outer_dp_sharding_strategy "no_shard"; the module-level offload's (transformer_config.py):
 # fine_grained_activation_offloading False, offload_modules [], min_offloaded_tensor_size 1024 * 1024; the DDP
-# config's fsdp_double_buffer False, nccl_ub False (distributed_data_parallel_config.py at cd4afffa, lines 118, 135).
+# config's fsdp_double_buffer False, nccl_ub False, keep_fp8_transpose_cache False (distributed_data_parallel_config.py
+# at cd4afffa, lines 118, 135, 115).
 CORE_DEFAULTS = {"expert_model_parallel_size": 1, "expert_tensor_parallel_size": None, "cpu_offloading": False,
                  "cpu_offloading_num_layers": 0, "recompute_granularity": None, "recompute_method": None,
                  "recompute_num_layers": None,
                  "recompute_modules": None, "moe_token_dispatcher_type": "allgather",
                  "num_distributed_optimizer_instances": 1, "outer_dp_sharding_strategy": "no_shard",
                  "fine_grained_activation_offloading": False, "offload_modules": [],
-                 "min_offloaded_tensor_size": 1024 * 1024, "fsdp_double_buffer": False, "nccl_ub": False}
+                 "min_offloaded_tensor_size": 1024 * 1024, "fsdp_double_buffer": False, "nccl_ub": False,
+                 "keep_fp8_transpose_cache": False}
 
 
 def perf_fields(cfg) -> tuple[dict, dict]:
@@ -147,6 +152,7 @@ def perf_entry(known: dict, where: dict, model: str) -> dict:
     instances = values["num_distributed_optimizer_instances"] if fsdp else 1
     out.update(fsdp_replicas=int(instances or 1), fsdp_outer=values["outer_dp_sharding_strategy"] if fsdp else "no_shard")
     out.update(fsdp_double_buffer(fsdp, values, where, unresolved))
+    out.update(keep_fp8_transpose_cache(fsdp, values, where, unresolved))
     # module-level activation offload (TransformerConfig.fine_grained_activation_offloading): the modules whose saved
     # tensors go to host memory and the element count a tensor must reach (min_offloaded_tensor_size)
     offload = bool(values["fine_grained_activation_offloading"])
@@ -180,6 +186,22 @@ def fsdp_double_buffer(fsdp: bool, values: dict, where: dict, unresolved: list[s
             on = True
             facts.append(where.get(name, ""))
     return {"fsdp_double_buffer": on, "double_buffer_facts": [f for f in facts if f]}
+
+
+def keep_fp8_transpose_cache(fsdp: bool, values: dict, where: dict, unresolved: list[str]) -> dict:
+    """Whether a recipe's Megatron-FSDP keeps its units' fp8 weight transposes across micro-batches
+    ("keep_fp8_transpose_cache": the resolved ddp.keep_fp8_transpose_cache, and where the config the release builds last
+    set it: "transpose_cache_facts", [] where no code read sets it, megatron-core's default False); false without
+    Megatron-FSDP (the field is read by Megatron-FSDP only: megatron_fsdp.py). A value the reader could not resolve is
+    listed in `unresolved`."""
+    if not fsdp:
+        return {"keep_fp8_transpose_cache": False, "transpose_cache_facts": []}
+    value = values["keep_fp8_transpose_cache"]
+    if isinstance(value, Unknown):
+        unresolved.append(f"ddp.keep_fp8_transpose_cache: {value.why}")
+        value = False
+    set_at = where.get("keep_fp8_transpose_cache", "")
+    return {"keep_fp8_transpose_cache": value is True, "transpose_cache_facts": [set_at] if set_at else []}
 
 
 def perf_recipes(repo: str, release: str, tag: str, models: dict[str, str]) -> list[dict]:

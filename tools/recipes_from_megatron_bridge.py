@@ -84,6 +84,13 @@ Mapping onto the planner's recipe fields:
   ddp.fsdp_double_buffer or ddp.nccl_ub (megatron-core turns double buffering on with NCCL user buffers), cited in
   "double_buffer_facts" (file:line); false without Megatron-FSDP (flat_recipes.fsdp_double_buffer). 0.1.0rc3: what
   run_script.py's main() sets after the YAML merge (perf_script_reader.run_script_fsdp_config).
+- keep_fp8_transpose_cache: the resolved ddp.keep_fp8_transpose_cache under Megatron-FSDP (false without), cited in
+  "transpose_cache_facts" (where the config last set it; [] where no code read sets it: megatron-core's default
+  False). Megatron-Bridge's own Megatron-FSDP override sets it False (scripts/performance/utils/helpers.py:73 at
+  v0.1.0rc3, overrides.py:82 at v0.3.1), and the Llama 3 8B H100 functions' `if cfg.ddp.use_megatron_fsdp:` branch
+  sets it True (llama3_llm_pretrain.py:268 at v0.2.0), which no table recipe reaches (their H100 base configs run
+  no Megatron-FSDP; a run that turns it on from the command line gets the override's False). 0.1.0rc3's YAML key
+  keep_fp8_transpose_cache_when_using_custom_fsdp is read by no code.
 - flat recipes (0.6.0 on) only: fsdp_replicas (ddp.num_distributed_optimizer_instances under Megatron-FSDP, else 1)
   and fsdp_outer (ddp.outer_dp_sharding_strategy under Megatron-FSDP, else "no_shard"): HSDP; offload_modules and
   min_offloaded_tensor_size (model.offload_modules / min_offloaded_tensor_size where
@@ -104,7 +111,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))   # its sibling modules, when loaded from elsewhere
-from flat_recipes import EXPERTS, fsdp_double_buffer, perf_recipes  # noqa: E402
+from flat_recipes import EXPERTS, fsdp_double_buffer, keep_fp8_transpose_cache, perf_recipes  # noqa: E402
 from perf_recipe_values import Unknown  # noqa: E402
 from perf_script_reader import (at_commit, dispatcher_of, field, gpu_function_config, run_script_config,  # noqa: E402
                                 run_script_fsdp_config, where)
@@ -284,10 +291,12 @@ def script_fields(repo: str, commit: str, paths: list[str], row: dict, model_key
 
 
 def double_buffer_of(config: object, fsdp: bool, unresolved: list[str]) -> dict:
-    """flat_recipes.fsdp_double_buffer of a config the scripts build (perf_script_reader)."""
-    names = ("fsdp_double_buffer", "nccl_ub")
-    return fsdp_double_buffer(fsdp, {n: field(config, "ddp", n) for n in names},
-                              {n: where(config, "ddp", n) for n in names}, unresolved)
+    """flat_recipes.fsdp_double_buffer and keep_fp8_transpose_cache of a config the scripts build
+    (perf_script_reader)."""
+    names = ("fsdp_double_buffer", "nccl_ub", "keep_fp8_transpose_cache")
+    values, at = {n: field(config, "ddp", n) for n in names}, {n: where(config, "ddp", n) for n in names}
+    return dict(fsdp_double_buffer(fsdp, values, at, unresolved),
+                **keep_fp8_transpose_cache(fsdp, values, at, unresolved))
 
 
 def workload_recipes(repo: str, release: str, tag: str) -> list[dict]:

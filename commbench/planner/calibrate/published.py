@@ -81,10 +81,10 @@ MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "deepseekv3": "deepseek-v3", "
 PRESETS = {"gb200": "gb200-nvl72", "gb300": "gb300-nvl72", "b200": "b200-hgx", "b300": "b300-hgx",
            "h100": "h100-hgx", "h200": "h200-hgx", "h800": "h800-hgx"}
 # fsdp_double_buffer: megatron-core's DistributedDataParallelConfig default (False) where the release's recipe does not
-# say (recipes.json fsdp_double_buffer)
+# say (recipes.json fsdp_double_buffer); keep_fp8_transpose_cache likewise (DistributedDataParallelConfig: False)
 DEFAULT_FLAGS = dict(sequence_parallel=True, recompute="selective", dispatcher="alltoall",
                      distributed_optimizer=True, tp_comm_overlap=True, moe_a2a_overlap=False, dp_overlap=True,
-                     fsdp_double_buffer=False)
+                     fsdp_double_buffer=False, keep_fp8_transpose_cache=False)
 
 
 RECIPE_FIELDS = ("cpu_offload_layers", "recompute_layers", "recompute", "dispatcher", "moe_a2a_overlap", "cuda_graph", "cuda_graph_scope",
@@ -121,7 +121,8 @@ def recipe_flags(row: dict[str, Any], preset: str, model_name: str = "") -> dict
     from commbench.planner.layout.recipes import OVERLAP_KEYS, RECIPE_KEYS
     released = release_recipe(row, preset, model_name) or {}
     flags.update({k: released[k] for k in (*RECIPE_KEYS, *OVERLAP_KEYS, "cpu_offload_layers", "recompute_layers",
-                                          "cuda_graph_scope", "fused_mlp_offload_min", "fsdp_double_buffer")
+                                          "cuda_graph_scope", "fused_mlp_offload_min", "fsdp_double_buffer",
+                                          "keep_fp8_transpose_cache")
                   if k in released})
     recipe = row.get("recipe") or {}
     for name in RECIPE_FIELDS:

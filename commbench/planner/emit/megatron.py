@@ -67,6 +67,13 @@ MEGATRON_FSDP_ARGS = ["--use-megatron-fsdp", "--data-parallel-sharding-strategy"
 # passes it to DistributedDataParallelConfig by name (core_v0.16.1 lines 1292-1294). Megatron-Bridge's Llama 3 / 3.1
 # FSDP recipes set it (recipes.json fsdp_double_buffer).
 MEGATRON_FSDP_DOUBLE_BUFFER = "--fsdp-double-buffer"
+# --keep-fp8-transpose-cache (layout keep_fp8_transpose_cache, pinned only): Megatron-FSDP keeps each unit's fp8 weight
+# transposes across micro-batches (DistributedDataParallelConfig.keep_fp8_transpose_cache; step/fsdp.py "Hopper
+# per-tensor fp8 weights" for what it costs and saves). Spelled so in arguments.py from core_v0.14.0 (line 2443) to
+# core_v0.16.1 (line 2329) and at 25.11's 0d8e0714, store_true, no validate_args condition; training.py passes it to
+# DistributedDataParallelConfig by name. core_v0.13.1 spelled it --keep-fp8-transpose-cache-when-using-custom-fsdp
+# (no recipe-table release runs it).
+MEGATRON_FSDP_KEEP_FP8_TRANSPOSES = "--keep-fp8-transpose-cache"
 
 # --reuse-grad-buf-for-mxfp8-param-ag is a DistributedDataParallel feature Megatron-FSDP does not implement
 # (megatron-core 0.16.1): with it and --overlap-param-gather, MixedPrecisionOptimizer.step_with_ready_grads skips
@@ -286,6 +293,8 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
         out.append("--use-distributed-optimizer")
     if a.fsdp:
         out += MEGATRON_FSDP_ARGS + ([MEGATRON_FSDP_DOUBLE_BUFFER] if a.fsdp_double_buffer else [])
+        if a.keep_fp8_transpose_cache:
+            out.append(MEGATRON_FSDP_KEEP_FP8_TRANSPOSES)
         if a.fsdp_replicas > 1:  # HSDP: megatron-core 0.16.1 mcore_fsdp_adapter enables it for > 1 instance
             out += ["--num-distributed-optimizer-instances", str(a.fsdp_replicas)]
             if a.fsdp_outer_optim:   # core_v0.16.1 arguments.py: optimizer state sharded across the replicas too
@@ -428,7 +437,7 @@ def _parser() -> argparse.ArgumentParser:
     for name in ("sequence-parallel", "use-distributed-optimizer", "overlap-grad-reduce", "overlap-param-gather",
                  "overlap-moe-expert-parallel-comm", "delay-wgrad-compute", "tp-comm-overlap", "bf16",
                  "fp8-dot-product-attention", "moe-permute-fusion", "use-megatron-fsdp", "fsdp-double-buffer",
-                 "use-nccl-ub",
+                 "use-nccl-ub", "keep-fp8-transpose-cache",
                  # an older release's spellings (release_flags.RELEASE_SPELLINGS)
                  "external-cuda-graph", "enable-cuda-graph", "moe-enable-deepep"):
         p.add_argument(f"--{name}", action="store_true")
@@ -511,4 +520,5 @@ def parse_megatron_args(args: list[str] | str, num_gpus: int, model: ModelSpec |
                                         and ns.outer_dp_sharding_strategy == "optim"),
                   # NCCL user buffers turn double buffering on (megatron-core param_and_grad_buffer.py; arguments.py);
                   # without Megatron-FSDP the field keeps its default (it is read with fsdp only)
-                  fsdp_double_buffer=bool(ns.fsdp_double_buffer or ns.use_nccl_ub) if ns.use_megatron_fsdp else True)
+                  fsdp_double_buffer=bool(ns.fsdp_double_buffer or ns.use_nccl_ub) if ns.use_megatron_fsdp else True,
+                  keep_fp8_transpose_cache=bool(ns.use_megatron_fsdp and ns.keep_fp8_transpose_cache))

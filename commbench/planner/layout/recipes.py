@@ -243,6 +243,7 @@ def _flags_of(entry: dict[str, Any], sizes: dict[str, int] | None, note: str) ->
             "fused_mlp_offload_min": fused_offload, "fsdp_replicas": replicas,
             "fsdp_outer_optim": replicas > 1 and entry.get("fsdp_outer") == "optim",
             "fsdp_double_buffer": bool(entry.get("fsdp") and entry.get("fsdp_double_buffer")),
+            "keep_fp8_transpose_cache": bool(entry.get("fsdp") and entry.get("keep_fp8_transpose_cache")),
             "source": f"https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/{entry['commit']}/{entry['file']} "
                       f"{entry['config']}", "sizes_match": exact,
             "config": entry["config"], "release": entry["release"], "sizes": {k: entry.get(k) for k in MATCH_KEYS},

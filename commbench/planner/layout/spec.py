@@ -57,8 +57,14 @@ INT_FIELDS = ("tp", "pp", "vp", "ep", "etp", "cp", "dp", "mbs", "gbs", "fsdp_rep
 # without them the reduce-scatter queue and the prefetch hold more (step/fsdp.py megatron_unit_buffers). The plans
 # launch with it (emit/megatron.py); a published run has its release recipe's (recipes.json). Read only with fsdp
 # (a layout without it keeps the default), and TorchTitan's FSDP2 has no such buffers (not read there).
+# keep_fp8_transpose_cache: Megatron-FSDP keeps every unit's fp8 weight transposes across micro-batches
+# (--keep-fp8-transpose-cache, Megatron-Bridge ddp.keep_fp8_transpose_cache): on Hopper with per-tensor fp8, 1 B per
+# parameter of all units held, where without it the running unit's are made and dropped each micro-batch
+# (step/fsdp.py "Hopper per-tensor fp8 weights"). The plans launch without it unless pinned (at their megatron-core it
+# saves no transpose pass); a published run has its release recipe's (recipes.json). Read only with fsdp.
 BOOL_FIELDS = ("sequence_parallel", "distributed_optimizer", "tp_comm_overlap", "moe_a2a_overlap", "dp_overlap",
-               "fp8_attention", "fused_moe", "fsdp", "fsdp_outer_optim", "fsdp_double_buffer")
+               "fp8_attention", "fused_moe", "fsdp", "fsdp_outer_optim", "fsdp_double_buffer",
+               "keep_fp8_transpose_cache")
 # cpu_offload_layers: transformer layers per rank whose activations Transformer Engine keeps in host
 # memory (Megatron-Core --cpu-offloading-num-layers; Megatron-Bridge recipes' cpu_offloading_num_layers).
 # Taken from a release's recipe for its published runs; the search leaves it at 0.
@@ -111,6 +117,7 @@ class Layout:
     fsdp_outer_optim: bool = False
     fused_mlp_offload_min: int = 0
     fsdp_double_buffer: bool = True   # read with fsdp only
+    keep_fp8_transpose_cache: bool = False   # read with fsdp only
 
     def __post_init__(self) -> None:
         if self.etp is None:
@@ -218,6 +225,7 @@ class LayoutArrays:
     fsdp_outer_optim: np.ndarray
     fused_mlp_offload_min: np.ndarray
     fsdp_double_buffer: np.ndarray
+    keep_fp8_transpose_cache: np.ndarray
     cuda_graph_scope: np.ndarray   # graph_scope.scope_mask per layout (0: the recipes' scope for the model)
 
     @property

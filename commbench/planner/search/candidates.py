@@ -193,6 +193,10 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["fsdp_outer_optim"] = np.full(len(tp), bool(pins.get("fsdp_outer_optim", False)))
     # Megatron-FSDP's double buffers: every plan launches with them (emit/megatron.py) unless pinned false
     cols["fsdp_double_buffer"] = np.full(len(tp), bool(pins.get("fsdp_double_buffer", True)))
+    # Megatron-FSDP's fp8 transpose cache: only when pinned. At the plans' megatron-core (0.16.1) every backward gather
+    # makes each unit's transposes anyway, so keeping them saves no pass and costs 1 B a unit parameter (step/fsdp.py
+    # fp8_transpose_passes_per_step): the search has nothing to gain from it
+    cols["keep_fp8_transpose_cache"] = np.full(len(tp), bool(pins.get("keep_fp8_transpose_cache", False)))
     cols["cuda_graph_scope"] = np.full(len(tp), scope_mask(str(pins.get("cuda_graph_scope", ""))), dtype=np.int64)
     cols = _without_synced_preprocess_graphs(cols, req)
     cols = _one_connections_setting(_with_offload(_with_fsdp(cols, pins, req), pins, req, has), req)

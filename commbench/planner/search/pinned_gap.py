@@ -42,12 +42,16 @@ DEFAULT_REASONS = {
     "fused_mlp_offload_min": "0: megatron-core 0.16.1 has no fused_group_mlp offload (a 26.08 recipe's field)",
     "fsdp_double_buffer": "with FSDP, Megatron-FSDP's persistent double buffers (--fsdp-double-buffer: two units' "
                           "weights and gradients, as the prediction charges) unless pinned false",
+    "keep_fp8_transpose_cache": "with FSDP, Megatron-FSDP's fp8 weight transposes dropped with each unit (false: at "
+                                "megatron-core 0.16.1 every backward gather remakes them anyway, so keeping them saves "
+                                "no pass) unless pinned",
 }
 # Fields that only mean something beside another value: named only then (a dense eager layout lists no graph scope).
 APPLIES = {
     "fsdp_replicas": lambda lay: lay.fsdp,
     "fsdp_outer_optim": lambda lay: lay.fsdp and lay.fsdp_replicas > 1,
     "fsdp_double_buffer": lambda lay: lay.fsdp,
+    "keep_fp8_transpose_cache": lambda lay: lay.fsdp,
     "recompute_layers": lambda lay: lay.recompute == "full",
     "cuda_graph_scope": lambda lay: lay.cuda_graph == "layer",
 }
@@ -90,6 +94,7 @@ TITAN_DEFAULT_REASONS = {
                         "data_parallel_replicate_degree",
     "fused_mlp_offload_min": "0: TorchTitan 0.3.0 has no module-level activation offload",
     "fsdp_double_buffer": "not read: FSDP2 keeps no persistent unit buffers (its unit memory is charged as it runs)",
+    "keep_fp8_transpose_cache": "not read: FSDP2 gathers bf16 weights (torchao quantizes at each GEMM)",
 }
 assert TITAN_DEFAULT_REASONS.keys() == DEFAULT_REASONS.keys()
 TITAN_IMPLIED_FLAGS = {  # TorchTitan 0.3.0 arguments a default puts in the launch (torchtitan_args.txt), with why

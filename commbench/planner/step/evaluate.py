@@ -154,6 +154,25 @@ def dense_peak_tflops(gpu, precision: str) -> float:
     return {"bf16": gpu.bf16_tflops, "fp8": gpu.fp8_tflops, "mxfp8": gpu.fp8_tflops, "nvfp4": fp4}[precision]
 
 
+def _fsdp_fp8_transpose_bytes(model, a, *, tp, ep, etp, gpu, framework, mamba_units, vocab) -> np.ndarray:
+    """HBM bytes of one Megatron-FSDP fp8 transpose pass (step/fsdp.py fp8_transpose_bytes_per_param) on one GPU:
+    every parameter of its units (FSDP rows run at pp = 1: the model less the embedding / output layer and
+    the other non-unit parameters, megatron_non_unit_params), read and written once."""
+    per_param = fsdp.fp8_transpose_bytes_per_param(
+        a.precision == CODE_FIELDS["precision"].index("fp8"),
+        param_gather_bytes(a.precision, a.distributed_optimizer, FP8_CODES, framework),
+        memory.fp8_transpose_needed(gpu), framework)
+    if not np.any(per_param > 0):
+        return np.zeros(len(a))
+    pc = param_counts(model, vocab=vocab)
+    blocks = block_counts(model)
+    others = fsdp.megatron_non_unit_params(model, vocab_params=0.0, vocab_matrices=0, loss=True,
+                                           mamba_blocks=0 if mamba_units else blocks.mamba,
+                                           mtp_layers=model.num_mtp_layers, dense_share=1.0 / tp, framework=framework)
+    units = np.maximum((pc.non_expert - pc.embeddings) / tp - others, 0.0) + pc.expert / (etp * ep)
+    return fsdp.FP8_TRANSPOSE_PASS_BYTES * per_param * units
+
+
 def _mtp_gemm_flops(model: ModelSpec, seq_len: int, vocab) -> tuple[float, float]:
     """(dense, routed-expert) GEMM FLOPs per token of the MTP layers beside their output heads: the projection and
     the transformer layer each adds (flops_breakdown with and without them; the heads' logits are the output
@@ -302,6 +321,15 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                              attention_s / 3.0 + memory_bound_s / 6.0,
                              np.broadcast_to(up_proj_s, gemm_s.shape),
                              memory_bound_s / 12.0], 0.0)
+    # Megatron-FSDP on Hopper with per-tensor fp8 weights: each unit's fp8 transposes made every micro-batch, or once a
+    # step where the launch keeps them and its megatron-core makes them only on use (step/fsdp.py "Hopper per-tensor
+    # fp8 weights"): memory-bound, after the recompute (it re-runs no transpose); per micro-batch, the step's share
+    if np.any(a.fsdp):
+        passes_per_mb = fsdp.fp8_transpose_passes_per_step(a.keep_fp8_transpose_cache, n_mb, megatron_core) \
+            / np.maximum(n_mb, 1)
+        memory_bound_s = memory_bound_s + np.where(a.fsdp, _fsdp_fp8_transpose_bytes(
+            model, a, tp=tp, ep=ep, etp=etp, gpu=gpu, framework=framework, mamba_units=mamba_units,
+            vocab=vocab) * passes_per_mb, 0.0) / memory_rate
     # Host launches run ahead of the GPU: a layer exposes only what its host time exceeds its GPU time by.
     # The share of the stage's layers whose forward full recompute re-runs, collectives included (tp_comm.py,
     # moe_comm.py); selective recompute re-runs the attention core (core_attn), which communicates only under CP.

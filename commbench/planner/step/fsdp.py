@@ -142,26 +142,48 @@ Checked again (session 40, fix-DA), the same layout at every release's megatron-
 validate_args check on Megatron-FSDP with MoE, full recompute or fp8 at core_v0.14.0..core_v0.16.1; at EP 1 the expert
 parameters are allreduce=True, extensions/transformer_engine.py:319 / :1063, so they shard as dense ones even in 0.14,
 whose Megatron-FSDP has no expert mesh: search/frameworks.py MEGATRON_FSDP_EXPERT_PARALLEL_CORE keeps 25.09's MoE FSDP
-layouts at EP 1). Not charged, and known: on Hopper the per-tensor fp8 weights need transposes for dgrad; Megatron-FSDP
-makes them for each unit gathered in backward (mf:450-453 fp8_create_transpose_cache) and, with
-keep_fp8_transpose_cache False (DDPConfig's default; the plans do not set --keep-fp8-transpose-cache), discards them
-with the unit (mf:538-539): a transpose pass (1 + 1 B a unit parameter) per unit per micro-batch and the running unit's
-copy (1 B a parameter). For the layout above that is 1.5 s of 67.4 s and 2.5 GB (80.2 -> 82.7 GB): it would fall to
-1902 tokens/s, behind tp2 pp8 vp3 ep8 (no FSDP) at 1917, +34% over the published layout either way. NVIDIA's Hopper
-Megatron-FSDP recipes (Llama 3 8B on H100 at fp8, every release: v0.1.0rc3 llama3_8b_llm_pretrain.yaml:71,76
-keep_fp8_transpose_cache_when_using_custom_fsdp; v0.2.0 llama3_llm_pretrain.py:268; v0.3.1 :346) set
-keep_fp8_transpose_cache True, keeping every unit's transposes (1 B a parameter of all units) and making them once: the
-charge above, applied to those two calibration rows, moved them from -14.0% / -7.6% to -15.5% / -9.2% and the dense
-gain-error p80 from 8.9% to 9.8%. So it needs the flag as a layout field read from the recipes (recipes.json has no
-such field yet), not a charge on every Hopper fp8 FSDP row.
+layouts at EP 1). On Hopper its per-tensor fp8 weights' transposes are now charged ("Hopper per-tensor fp8 weights"
+below): for the layout above 1.5 s of 67.4 s and 2.5 GB (80.2 -> 82.7 GB); it falls to 1902 tokens/s, behind tp2 pp8
+vp3 ep8 (no FSDP) at 1917, +34% over the published layout either way.
+
+Hopper per-tensor fp8 weights (fix-DA, fix-DI, session 40): dgrad reads each fp8 weight transposed, and Hopper's fp8
+GEMMs take only the TN layout (memory.fp8_transpose_needed), so a gathered unit's Float8Tensor weights need a
+transposed copy of their own (MXFP8 gathers its columnwise copy instead: mxfp8_transpose_bytes; TorchTitan gathers
+bf16). What Megatron-FSDP does with it (megatron_fsdp.py, "mf"; Transformer Engine's Float8Tensor._create_transpose
+writes the transpose with tex.fp8_transpose into the cached buffer, `out=self._transpose`, every time it is called):
+- megatron-core 0.16.0 on (Megatron-LM 8f2f70067c, "FP8 params support for megatron-fsdp", 2026-01-09; not in 25.11's
+  0.16.0rc0 at 0d8e0714): every unit gathered in backward has its transposes made at once, whatever the cache flag
+  (mf:450-453 at core_v0.16.1: `if bwd and is_float8tensor(param): fp8_create_transpose_cache(param)`, ->
+  Transformer Engine post_all_gather_processing -> _create_transpose): a pass per unit per micro-batch.
+- before it (0.14, 0.15, 0.16.0rc0): Transformer Engine makes a missing or invalid transpose where the GEMM needs it.
+- keep_fp8_transpose_cache False (DDPConfig's default; what Megatron-Bridge's Megatron-FSDP override sets:
+  scripts/performance/utils/helpers.py:73 at v0.1.0rc3, overrides.py:82 at v0.3.1; every recipes.json recipe): the
+  unit's transposes are dropped with it (mf:538-539; mf:489-490 at core_v0.14.0), so each micro-batch's backward makes
+  them again and the running unit's copy is held beside the unit buffers.
+- True (--keep-fp8-transpose-cache): they stay, 1 B per parameter of every unit as gathered (src/README.md at
+  core_v0.16.1: "(number of parameter x 1 Byte) of memory overhead, but can skip the weight transpose operation in
+  the backward propagation"), valid across the step's micro-batches until the optimizer step's cast resets them
+  (Transformer Engine cast_master_weights_to_fp8: model_weight._reset_caches()). Before 0.16.0 that is one pass a step;
+  from 0.16.0 the eager call above still makes them every micro-batch, into the kept buffers: no pass saved, only
+  memory spent. So the plans (core_v0.16.1) launch without it unless pinned.
+Charged (fp8_transpose_bytes_per_param, fp8_transpose_passes_per_step): a memory-bound pass reading each unit weight
+and writing its transpose (1 + 1 B a unit parameter: FP8_TRANSPOSE_PASS_BYTES), not recomputed; in memory the running
+unit's transposes (1 B a parameter of the largest unit), or with the cache kept every unit's. Not charged (not
+checked): whether the forward, which reads the row-wise data, also makes a missing transpose for a weight whose
+quantizer asks for column-wise usage. The Llama 3 8B H100 FSDP calibration rows (25.09, 25.11) ran without the cache
+(their recipes: recipes.json keep_fp8_transpose_cache; the Llama 3 8B H100 functions' keep-True branch,
+llama3_llm_pretrain.py:268 at v0.2.0, is under `if cfg.ddp.use_megatron_fsdp:`, which their base configs do not reach),
+so they pay the pass per micro-batch: predicted -14.0% -> -15.5% (25.11) and -7.6% -> -9.2% (25.09), 57.9 -> 58.1 and
+61.5 -> 61.7 GB; the dense gain-error p80 8.9% -> 9.8% (terms.py). Both were under-predicted before it: what else
+over-charges Megatron-FSDP at 8 H100, mbs 1, is open (not this pass: it runs on the compute stream, between the unit's
+all-gather wait and its backward GEMMs).
 
 Memory (fix-CK, session 39): the reduce-scatter queue, charged at one unit then, is now charged as the launch holds
 it ("Unit buffers" above): the plans launch with --fsdp-double-buffer (two units), a published run as its release
 recipe says (recipes.json fsdp_double_buffer: Megatron-Bridge's Llama 3 / 3.1 FSDP recipes set it, e.g.
 scripts/performance/configs/llama/llama3_llm_pretrain.py:110 at 9c9dd84). The EP1 layout above, launched
-double-buffered, holds two units' gradients (75.2 -> 80.2 GB of 84.9: it still fits; without, 90.1). Not charged here: on Hopper,
-per-tensor fp8 weights' transposes for the backward (keep_fp8_transpose_cache off: one gathered unit's, 1 B a
-parameter, 2.5 GB there).
+double-buffered, holds two units' gradients (75.2 -> 80.2 GB of 84.9: it still fits; without, 90.1). On Hopper the running unit's
+per-tensor fp8 transposes ("Hopper per-tensor fp8 weights") add 2.5 GB there.
 """
 
 from __future__ import annotations
@@ -299,6 +321,32 @@ def mxfp8_transpose_bytes(mxfp8, weight_bytes, framework: str = "megatron"):
     and under TorchTitan (FSDP2 gathers bf16)."""
     return np.where(np.asarray(mxfp8, dtype=bool) & (np.asarray(weight_bytes) < PARAM_BYTES)
                     & (framework == "megatron"), 1.0, 0.0)
+
+
+def fp8_transpose_bytes_per_param(precision_fp8, weight_bytes, transpose_needed: bool, framework: str = "megatron"):
+    """Bytes per unit parameter of the fp8 transposes Megatron-FSDP makes for a unit gathered in backward (module
+    docstring, "Hopper per-tensor fp8 weights"): 1 where the weights are per-tensor fp8 (`precision_fp8`) gathered in 8
+    bits (`weight_bytes` 1: dp_sync.param_gather_bytes) on a GPU whose fp8 GEMMs need the transposed operand
+    (`transpose_needed`: memory.fp8_transpose_needed); 0 otherwise (MXFP8 gathers its columnwise copy instead:
+    mxfp8_transpose_bytes) and under TorchTitan (FSDP2 gathers bf16)."""
+    return np.where(np.asarray(precision_fp8, dtype=bool) & (np.asarray(weight_bytes) < PARAM_BYTES)
+                    & bool(transpose_needed) & (framework == "megatron"), 1.0, 0.0)
+
+
+FP8_TRANSPOSE_PASS_BYTES = 2.0   # the transpose pass per unit parameter: read its fp8 weight (1 B), write the copy (1 B)
+# The first megatron-core whose Megatron-FSDP makes each unit's fp8 transposes at every backward gather (module
+# docstring). (MAJOR, MINOR) cannot tell 25.11's 0.16.0rc0, which has no such call, from 0.16.0: it is counted with
+# 0.16, which only a pinned keep_fp8_transpose_cache at 25.11 reads (charged a pass per micro-batch, not one a step).
+EAGER_FP8_TRANSPOSE_CORE = (0, 16)
+
+
+def fp8_transpose_passes_per_step(keep, num_microbatches, megatron_core: tuple[int, int] | None = None):
+    """Transpose passes over a rank's units per step (module docstring, "Hopper per-tensor fp8 weights"): one per
+    micro-batch, but one a step where the cache is kept (`keep`: layout keep_fp8_transpose_cache) on a megatron-core
+    (`megatron_core`, None: the plans' PLANNED_MEGATRON_CORE) older than EAGER_FP8_TRANSPOSE_CORE."""
+    core = PLANNED_MEGATRON_CORE if megatron_core is None else megatron_core
+    n = np.asarray(num_microbatches, dtype=np.float64)
+    return np.where(np.asarray(keep, dtype=bool) & (tuple(core) < EAGER_FP8_TRANSPOSE_CORE), np.minimum(n, 1.0), n)
 
 
 def mtp_non_unit_params_per_layer(model) -> float:

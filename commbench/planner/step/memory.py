@@ -433,10 +433,12 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
 
     outer = outer_optim_shards(arr)
     double = fsdp_double_buffer(arr)
+    keep_transposes = keep_fp8_transposes(arr)
     static = RowGroups(tp, pp, vp, ep, etp, dense_group, expert_group, arr.precision, arr.distributed_optimizer,
-                       arr.fsdp, outer, double)
+                       arr.fsdp, outer, double, keep_transposes)
     s = static.columns(arr, ("precision", "distributed_optimizer", "fsdp"))
     s.fsdp_double_buffer = static.of(double)
+    s.keep_fp8_transpose_cache = static.of(keep_transposes)
     s.outer_optim_shards = static.of(outer)
     s_loads = candidate_arrays(model, static.of(pp), static.of(vp), static.of(tp), framework)
     weights, grads, optimizer = (np.array([np.broadcast_to(x, (len(static),)) for x in term]).reshape(-1, len(static))
@@ -515,6 +517,13 @@ def fsdp_double_buffer(arr) -> np.ndarray:
     return np.ones(np.shape(arr.fsdp), dtype=bool) if double is None else np.asarray(double, dtype=bool)
 
 
+def keep_fp8_transposes(arr) -> np.ndarray:
+    """Whether each row's Megatron-FSDP launch keeps its units' fp8 transposes (layout keep_fp8_transpose_cache;
+    step/fsdp.py "Hopper per-tensor fp8 weights"); a column-less stand-in keeps none (megatron-core's default)."""
+    keep = getattr(arr, "keep_fp8_transpose_cache", None)
+    return np.zeros(np.shape(arr.fsdp), dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
+
+
 def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *, tp, ep, etp, dense_group,
                           expert_group, framework: str = "megatron",
                           mamba_units: bool = False) -> tuple[list, list, list]:
@@ -590,6 +599,12 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
             # and, double-buffered, the persistent pair of transposed units beside the row-wise pair
             f_weights = f_weights + fsdp.mxfp8_transpose_bytes(arr.precision == MXFP8, weight_bytes, framework) \
                 * (shard + kept - bf16_held + np.where(double, fsdp.GATHERED_UNITS * unit, 0.0))
+            # Hopper per-tensor fp8: the running unit's weight transposes, made in its backward and discarded with it,
+            # or with the cache kept every unit's as gathered (step/fsdp.py "Hopper per-tensor fp8 weights")
+            all_units = np.maximum(dense_local - non_unit, 0.0) + expert_local
+            f_weights = f_weights + fsdp.fp8_transpose_bytes_per_param(
+                arr.precision == FP8, weight_bytes, fp8_transpose_needed(gpu), framework) \
+                * np.where(keep_fp8_transposes(arr), all_units, unit)
             weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
         optimizer = (load.non_expert_params + load.vocab_matrices * vocab_params) * optimizer_dense \
             + load.expert_params * optimizer_expert
