@@ -295,13 +295,15 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Recompute repeats forward work: full = a third of everything; selective (core attention) =
     # the attention core's forward + the dropped elementwise kernels; mla_up_proj = the forward of
     # MLA's up-projections (q_b, kv_b: about half the attention projection FLOPs); moe_act = the
-    # experts' activation function (memory-bound).
+    # experts' activation function, its forward pass once more (memory-bound: memory.moe_act_recompute_bytes_...).
     up_proj_s = tokens_gpu * up_projection_flops(model, fl) / dense_rate / 3.0
+    moe_act_s = (memory.moe_act_recompute_bytes_per_microbatch(model, tp, cp, tokens_mb, moe_stage, fused_mlp)
+                 / memory_rate) if model.is_moe else np.zeros(len(a))
     recompute_s = np.select([recompute == 2, recompute == 1, recompute == 3, recompute == 4],
                             [(gemm_s + attention_s + memory_bound_s) / 3.0 * memory.full_recompute_share(model, a),
                              attention_s / 3.0 + memory_bound_s / 6.0,
                              np.broadcast_to(up_proj_s, gemm_s.shape),
-                             memory_bound_s / 12.0], 0.0)
+                             moe_act_s], 0.0)
     # Host launches run ahead of the GPU: a layer exposes only what its host time exceeds its GPU time by.
     # The share of the stage's layers whose forward full recompute re-runs, collectives included (tp_comm.py,
     # moe_comm.py); selective recompute re-runs the attention core (core_attn), which communicates only under CP.
