@@ -117,7 +117,7 @@ REFERENCE = {"2026-12-05.1": [17.085285043756077, 29.81942600822918],
              "2026-12-06.9": [17.25348543679896, 29.62521206225039],    # .9 moves Megatron-FSDP HSDP / offload rows only
              "2026-12-06.10": [17.25348543679896, 29.62521206225039],   # .10 Mamba SSD at its measured rate (hybrid rows)
              "2026-12-06.11": [17.25348543679896, 29.62521206225039],   # .11 memory only: Megatron-FSDP unit buffers
-             "2026-12-06.12": [17.25348543679896, 29.62521206225039]}   # .12 moves moe_act-recompute rows only
+             "2026-12-06.12": [17.25348543679896, 29.62521206225039]}   # .12 moves moe_act-recompute and sink-attention CP rows only
 
 
 def test_the_step_model_identifier_moves_with_the_physics():
