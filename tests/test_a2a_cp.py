@@ -38,3 +38,16 @@ def test_vanilla_attention_cp_stays_the_ring(monkeypatch):
     bd = evaluate_layouts(model, _fabric(8), LayoutArrays.from_layouts([lay]), seq_len=4096, calibration=BARE)
     one_pass = 4096 / 2 * model.kv_dim * 2.0 * SECONDS_PER_BYTE
     assert bd.cp_total_s[0] == pytest.approx(model.num_layers * 3.0 * one_pass, rel=1e-9)
+
+
+def test_all_to_all_cp_needs_the_heads_per_tp_rank_to_split_over_cp():
+    """Rule heads: all-to-all CP hands each CP rank heads/(tp*cp) query and KV heads (Transformer Engine's
+    flash_attn_a2a_communicate views a TP rank's heads as [cp, heads // cp]); gpt-oss has 64 and 8."""
+    from commbench.planner.layout.spec import RULE_BITS, layout_violations
+    model = load_model("gpt-oss-120b")
+    lays = [Layout(tp=tp, cp=cp, dp=64 // (tp * cp), ep=8, mbs=1, gbs=64 // (tp * cp), precision="bf16")
+            for tp, cp in ((1, 8), (2, 4), (4, 2), (4, 4), (2, 8), (8, 2))]
+    bits = layout_violations(model, LayoutArrays.from_layouts(lays), 64, seq_len=4096)
+    assert [bool(b & RULE_BITS["heads"]) for b in bits] == [False, False, False, True, True, True]
+    ring = layout_violations(load_model("qwen3-30b-a3b"), LayoutArrays.from_layouts(lays[3:4]), 64, seq_len=4096)
+    assert not ring[0] & RULE_BITS["heads"]   # the ring splits the sequence, not the heads

@@ -58,7 +58,7 @@ def uses_a2a_cp(model) -> bool:
     sliding window is refused by the ring too (Transformer Engine attention/dot_product_attention/context_parallel.py
     attn_forward_func_with_cp: "The context parallel running configs cannot support sliding window attetnion!" unless
     cp_comm_type is a2a or, without fused attention, all_gather)."""
-    return model.architecture is not None and model.architecture.softmax_type != "vanilla"
+    return model.all_to_all_cp
 
 
 # Per token (before / after the attention core), the tensors Transformer Engine's AttnFuncWithCPAndQKVOA2A
