@@ -51,3 +51,17 @@ def test_all_to_all_cp_needs_the_heads_per_tp_rank_to_split_over_cp():
     assert [bool(b & RULE_BITS["heads"]) for b in bits] == [False, False, False, True, True, True]
     ring = layout_violations(load_model("qwen3-30b-a3b"), LayoutArrays.from_layouts(lays[3:4]), 64, seq_len=4096)
     assert not ring[0] & RULE_BITS["heads"]   # the ring splits the sequence, not the heads
+
+
+def test_megatron_launch_of_sink_attention_cp_asks_for_all_to_all():
+    """The emitted launch runs the CP the step model prices: --cp-comm-type a2a for gpt-oss at cp > 1 (Megatron-LM's
+    default p2p ring refuses its window and sinks), nothing for a ring model or at cp = 1."""
+    from commbench.planner.emit.megatron import megatron_args
+    oss, qwen = load_model("gpt-oss-120b"), load_model("qwen3-30b-a3b")
+
+    def args(model, cp):
+        lay = Layout(tp=1, cp=cp, pp=1, ep=8, dp=8 // cp, mbs=1, gbs=8 // cp, precision="bf16")
+        return " ".join(megatron_args(lay, model, seq_len=4096, release="26.08"))
+
+    assert "--cp-comm-type a2a" in args(oss, 2)
+    assert "--cp-comm-type" not in args(oss, 1) and "--cp-comm-type" not in args(qwen, 2)
