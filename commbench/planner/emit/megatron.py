@@ -286,6 +286,11 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     if model.is_moe:
         out += ["--expert-model-parallel-size", str(a.ep), "--expert-tensor-parallel-size", str(a.etp)]
     out += ["--context-parallel-size", str(a.cp)]
+    if a.cp > 1 and model.all_to_all_cp:
+        # attention with sinks (and gpt-oss's window) runs no ring: Megatron-Bridge recipes/gpt_oss/gpt_oss.py sets
+        # cp_comm_type "a2a" ("only a2a cp is supported for sink attention"); Megatron-LM core_v0.16.1
+        # arguments.py 2341 --cp-comm-type (default p2p). The step model prices it so (step/cp_comm.py a2a_cp_s).
+        out += ["--cp-comm-type", "a2a"]
     if a.sequence_parallel and a.tp > 1:
         out.append("--sequence-parallel")
     out += ["--micro-batch-size", str(a.mbs), "--global-batch-size", str(a.gbs)]

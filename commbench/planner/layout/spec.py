@@ -296,7 +296,7 @@ RULES: tuple[tuple[str, str], ...] = (
     ("world", "tp*cp*dp*pp must equal the number of GPUs"),
     ("expert_fold", "etp*ep must divide tp*cp*dp (MoE parallel folding)"),
     ("heads", "tp must divide the attention heads (and the KV heads for GQA); for Mamba layers tp the Mamba "
-              "heads and groups, and cp the heads per TP rank; for Gated DeltaNet tp its heads and cp=1; for DeepSeek-V4's "
+              "heads and groups, and cp the heads per TP rank (so too for attention with sinks, whose CP is all-to-all); for Gated DeltaNet tp its heads and cp=1; for DeepSeek-V4's "
               "hybrid attention tp its output-projection groups and cp=1"),
     ("experts", "ep must divide the routed experts (ep=1 for a dense model)"),
     ("pipeline", "the layers must split over pp*vp virtual stages as Megatron builds them (each stage holds a "
@@ -346,6 +346,10 @@ def layout_violations(model: ModelSpec, arr: LayoutArrays, num_gpus: int | np.nd
         heads_bad |= model.num_kv_heads % arr.tp != 0
     heads_bad |= mamba_heads_bad(model, arr.tp, arr.cp) | gdn_heads_bad(model, arr.tp, arr.cp) \
         | dsv4_heads_bad(model, arr.tp, arr.cp)
+    if model.all_to_all_cp:   # all-to-all CP hands each CP rank heads/(tp*cp) of the heads: Transformer Engine's
+        # flash_attn_a2a_communicate views a TP rank's heads as [cp, heads // cp] (context_parallel.py, "np//cp")
+        kv_heads = model.num_kv_heads if model.attention == "gqa" else model.num_heads
+        heads_bad |= (arr.cp > 1) & ((model.num_heads % (arr.tp * arr.cp) != 0) | (kv_heads % (arr.tp * arr.cp) != 0))
     bits |= np.where(heads_bad, RULE_BITS["heads"], 0)
     experts_bad = (model.num_routed_experts % arr.ep != 0) if model.is_moe else (arr.ep != 1)
     bits |= np.where(experts_bad, RULE_BITS["experts"], 0)
@@ -403,6 +407,8 @@ def rule_detail(name: str, model: ModelSpec, layout: Layout, num_gpus: int, seq_
     fold, attn = a.etp * a.ep, a.tp * a.cp * a.dp
     shard = a.dp // max(a.fsdp_replicas, 1) * a.cp * a.tp
     heads = f"tp = {a.tp}, heads = {model.num_heads}, kv_heads = {model.num_kv_heads}"
+    if model.all_to_all_cp:
+        heads += f", cp = {a.cp} (all-to-all CP: tp*cp must divide both)"
     if model.num_mamba_layers:
         heads += f", cp = {a.cp}, Mamba heads = {model.mamba_num_heads}, Mamba groups = {model.mamba_num_groups}"
     if model.linear_attention_freq:

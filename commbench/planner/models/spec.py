@@ -193,6 +193,12 @@ class ModelSpec:
         return 3 if self.glu else 2
 
     @property
+    def all_to_all_cp(self) -> bool:
+        """Whether Megatron runs this model's context parallelism as all-to-all (cp_comm_type "a2a"), not the ring:
+        attention with sinks (gpt-oss), which the ring cannot run (step/cp_comm.py uses_a2a_cp gives the sources)."""
+        return self.architecture is not None and self.architecture.softmax_type != "vanilla"
+
+    @property
     def q_dim(self) -> int:
         """Query width (all heads); for MLA, nope + rope per head."""
         if self.attention == "dsv4":

@@ -1,4 +1,6 @@
-"""Context-parallel communication of one attention layer per micro-batch as TorchTitan 0.3.0 runs it.
+"""Context-parallel communication of one attention layer per micro-batch: TorchTitan 0.3.0's all-gathers, and
+Megatron-Core's all-to-all CP for attention with sinks (a2a_cp_s; the ring, cp_comm_type p2p, is priced in
+step/evaluate.py).
 
 TorchTitan 0.3.0 applies CP to the attention core by wrapping its forward (distributed/context_parallel/api.py
 apply_cp_to_forward). FlexAttention, the attention every model it runs CP with builds (llama3, qwen3 and
@@ -46,4 +48,38 @@ def titan_cp_s(system, coll, model, *, tokens_mb, tp, cp, cp_domains, attn_layer
         ag = coll(system, "all_gather", size, group, cp_domains)
         rs = coll(system, "reduce_scatter", size, group, cp_domains)
         total = total + ag * (1.0 + np.asarray(rerun, dtype=float)) + rs
+    return np.where(group > 1, attn_layers * total, 0.0)
+
+
+def uses_a2a_cp(model) -> bool:
+    """Whether Megatron runs the model's CP as all-to-all (cp_comm_type "a2a"), not the default ring: attention with
+    sinks (softmax_type other than vanilla, gpt-oss). Megatron-Bridge recipes/gpt_oss/gpt_oss.py at v0.3.0 / v0.3.1
+    (lines 63 and 181): `cfg.model.cp_comm_type = "a2a"  # only a2a cp is supported for sink attention.`; and gpt-oss's
+    sliding window is refused by the ring too (Transformer Engine attention/dot_product_attention/context_parallel.py
+    attn_forward_func_with_cp: "The context parallel running configs cannot support sliding window attetnion!" unless
+    cp_comm_type is a2a or, without fused attention, all_gather)."""
+    return model.all_to_all_cp
+
+
+# Per token (before / after the attention core), the tensors Transformer Engine's AttnFuncWithCPAndQKVOA2A
+# (context_parallel.py at 015d225) sends through flash_attn_a2a_communicate: forward [q, k, v] before the core and
+# out after it; backward [out, dout] (out is saved as the core wrote it, before the forward's last all-to-all) and
+# [dq, dk, dv] after it. None overlaps the core: it waits for each before the kernel that reads it.
+def _a2a_widths(model) -> tuple[float, float]:
+    """(forward, backward) elements per token that the all-to-alls of one attention layer move."""
+    q, kv, out = float(model.q_dim), float(model.kv_dim), float(model.attn_out_dim)
+    return q + kv + out, 2.0 * out + q + kv
+
+
+def a2a_cp_s(system, coll, model, *, tokens_mb, tp, cp, cp_domains, attn_layers, rerun):
+    """Seconds per micro-batch of Megatron's all-to-all CP (uses_a2a_cp) on the busiest stage, all exposed:
+    `attn_layers` attention layers, each all-to-all of the rank's tokens_mb / cp tokens x width / tp in bf16 over the
+    cp ranks (nccl-tests' size: the rank's whole buffer); `rerun` (0..1 per row) where recompute re-runs the core's
+    forward (selective's core_attn, full's share of the layers), all-to-alls included."""
+    forward_width, backward_width = _a2a_widths(model)
+    group = np.asarray(cp, dtype=float)
+    rows = tokens_mb / group / tp * ACT_BYTES
+    forward = coll(system, "all_to_all", rows * forward_width, group, cp_domains)
+    backward = coll(system, "all_to_all", rows * backward_width, group, cp_domains)
+    total = forward * (1.0 + np.asarray(rerun, dtype=float)) + backward
     return np.where(group > 1, attn_layers * total, 0.0)

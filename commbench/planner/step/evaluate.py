@@ -314,13 +314,15 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # Recompute repeats forward work: full = a third of everything; selective (core attention) =
     # the attention core's forward + the dropped elementwise kernels; mla_up_proj = the forward of
     # MLA's up-projections (q_b, kv_b: about half the attention projection FLOPs); moe_act = the
-    # experts' activation function (memory-bound).
+    # experts' activation function, its forward pass once more (memory-bound: memory.moe_act_recompute_bytes_...).
     up_proj_s = tokens_gpu * up_projection_flops(model, fl) / dense_rate / 3.0
+    moe_act_s = (memory.moe_act_recompute_bytes_per_microbatch(model, tp, cp, tokens_mb, moe_stage, fused_mlp)
+                 / memory_rate) if model.is_moe else np.zeros(len(a))
     recompute_s = np.select([recompute == 2, recompute == 1, recompute == 3, recompute == 4],
                             [(gemm_s + attention_s + memory_bound_s) / 3.0 * memory.full_recompute_share(model, a),
                              attention_s / 3.0 + memory_bound_s / 6.0,
                              np.broadcast_to(up_proj_s, gemm_s.shape),
-                             memory_bound_s / 12.0], 0.0)
+                             moe_act_s], 0.0)
     # Megatron-FSDP on Hopper with per-tensor fp8 weights: each unit's fp8 transposes made every micro-batch, or once a
     # step where the launch keeps them and its megatron-core makes them only on use (step/fsdp.py "Hopper per-tensor
     # fp8 weights"): memory-bound, after the recompute (it re-runs no transpose); per micro-batch, the step's share
@@ -411,14 +413,21 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
                               etp_total_mb)
 
     # Context parallel ring: (cp-1) K,V passes fwd, K,V + dK,dV bwd, per layer. TorchTitan: blocking all-gathers
-    # of K, V and reduce-scatters of dK, dV around FlexAttention, never hidden (step/cp_comm.py).
+    # of K, V and reduce-scatters of dK, dV around FlexAttention, never hidden (step/cp_comm.py). Attention with
+    # sinks: Megatron's all-to-all CP (cp_comm.uses_a2a_cp), never hidden.
     titan_cp = framework == "torchtitan" and bool(np.any(cp > 1))
+    a2a_cp = not titan_cp and cp_comm.uses_a2a_cp(model) and bool(np.any(cp > 1))
     if titan_cp:
         cp_total_mb = cp_comm.titan_cp_s(system, collective_time_s, model, tokens_mb=tokens_mb, tp=tp, cp=cp,
                                          cp_domains=domains_touched(tp * cp, cp, dom, max_dom),
                                          attn_layers=blocks.attention / pp * imbalance,
                                          rerun=np.isin(a.recompute, [CODE_FIELDS["recompute"].index(r)
                                                                       for r in ("selective", "full")]))
+    elif a2a_cp:
+        cp_total_mb = cp_comm.a2a_cp_s(system, collective_time_s, model, tokens_mb=tokens_mb, tp=tp, cp=cp,
+                                       cp_domains=domains_touched(tp * cp, cp, dom, max_dom),
+                                       attn_layers=blocks.attention / pp * imbalance,
+                                       rerun=np.where(recompute == 1, 1.0, rerun_full))
     elif np.any(cp > 1):
         kv_bytes = tokens_mb / cp * model.kv_dim / tp * ACT_BYTES
         g = structure   # the ring's step per group of rows (its bytes and domains are the structure's)
@@ -432,7 +441,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         cp_total_mb = np.where(cp > 1, attn_stage * (3.0 + attn_rerun) * (cp - 1) * one_pass, 0.0)
     else:
         cp_total_mb = np.zeros(len(a))
-    cp_exposed_mb = cp_total_mb if titan_cp else _hidden(cp_total_mb, attention_s, cal.overlap_efficiency)
+    cp_exposed_mb = cp_total_mb if titan_cp or a2a_cp else _hidden(cp_total_mb, attention_s, cal.overlap_efficiency)
     if blocks.mamba and np.any(cp > 1):  # Mamba's CP all-to-alls sit between its GEMMs: never hidden
         mamba_cp = blocks.mamba / pp * imbalance * mamba.cp_all_to_all_s(
             model, system, collective_time_s, tokens_mb=tokens_mb, tp=tp, cp=cp,

@@ -691,6 +691,24 @@ def cp_merge_bytes_per_token(model: ModelSpec, tp, cp) -> np.ndarray:
     return np.where(cp > 1, per_element * model.attn_out_dim / (tp * cp), 0.0)
 
 
+def moe_act_recompute_bytes_per_microbatch(model: ModelSpec, tp, cp, tokens_mb, moe_layers, fused_moe) -> np.ndarray:
+    """HBM bytes `--recompute-modules moe_act` re-runs per micro-batch on one GPU: the routed experts' activation
+    function, forward once more, over the stage's `moe_layers`. megatron-core 0.16.1 transformer/moe/experts.py
+    TEGroupedMLP.forward (736-750, the same in 0.19.0 at 844-856) wraps the whole bias_act_func in
+    CheckpointWithoutOutput.checkpoint and re-runs it before FC2's backward: the GLU (read g - 1 FFN-widths, write
+    one: glu_factor x ffn, as elementwise_bytes_per_microbatch counts it) and, for a clamped GLU (gpt-oss), its chunk
+    + clamp + concatenate passes (680-725: activation_func_clamp_value; 8 ffn, unfused_expert_epilogue_elements), per
+    routed token copy (tokens_mb x top-k / (tp x cp)), in bf16. The expert-bias add after FC2 (_apply_bias) is not in
+    the checkpointed function. Under fp8/fp4 FC2 keeps the bf16 input (set_save_original_input, 592-595) and quantizes
+    it in its backward instead of its forward: moved, not repeated, so no cast is charged here. Where the fused grouped
+    MLP runs (fused_moe, megatron-core 0.19.0: activation_recompute_in_mlp passed to Transformer Engine's fused op)
+    the activation is a GEMM epilogue with no HBM pass of its own, as elementwise_bytes_per_microbatch counts it: 0."""
+    clamp = 8.0 * model.expert_ffn if model.architecture is not None and model.architecture.activation_clamp else 0.0
+    per_copy = model.glu_factor * model.expert_ffn + clamp
+    copies = tokens_mb * model.top_k / (tp * cp)
+    return np.where(fused_moe, 0.0, copies * per_copy * moe_layers * BF16)
+
+
 def unfused_expert_epilogue_elements(model: ModelSpec) -> float:
     """Elements per routed token copy that megatron-core's TEGroupedMLP moves outside its fused
     activation when the model clamps its GLU inputs or biases its experts (gpt-oss), forward only

@@ -437,7 +437,7 @@ CALIBRATION_VERSION = 1
 # of the source: a hash moves with every comment and refactor (every file would warn), and one of the model's
 # outputs with a model-zoo or hardware.toml edit; tests/test_calibration_step_model.py pins reference predictions of
 # the step model to this value, so a physics change that forgets to set it fails there.
-STEP_MODEL = "2026-12-06.12"  # Megatron-FSDP on Hopper fp8: the units' weight transposes as the launch makes and holds them (fix-DI)
+STEP_MODEL = "2026-12-06.13"  # moe_act recompute = the experts' activation pass; sink attention's CP all-to-all, exposed (fix-DL)
 
 
 def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None,
