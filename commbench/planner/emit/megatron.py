@@ -9,8 +9,9 @@ megatron-core 0.16):
   `--decoder-first/last-pipeline-num-layers` or `--pipeline-model-parallel-layout`;
 - the model's whole architecture (megatron_arch.py), so nothing architectural is left to the user;
 - `--overlap-moe-expert-parallel-comm` only with EP > 1, no full recompute, VP when PP > 1, MTP <= 1
-  and PP > 1 with MTP; `--delay-wgrad-compute` only with it; `--tp-comm-overlap` only with sequence
-  parallel; `--overlap-param-gather` only with the distributed optimizer and `--overlap-grad-reduce`;
+  and PP > 1 with MTP; `--delay-wgrad-compute` only with it, and not under a per-layer graph over a biased attention
+  where the release's validate_args refuses that (search/wgrad_graph.py, from megatron-core 0.17); `--tp-comm-overlap`
+  only with sequence parallel; `--overlap-param-gather` only with the distributed optimizer and `--overlap-grad-reduce`;
 - precision as Megatron-Bridge's recipes set it: fp8 = `--fp8-format hybrid --fp8-recipe tensorwise`
   (current scaling); mxfp8 = `--fp8-format e4m3 --fp8-recipe mxfp8` plus `--fp8-param-gather
   --reuse-grad-buf-for-mxfp8-param-ag` with the distributed optimizer (without them megatron-core's
@@ -49,6 +50,7 @@ from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
+from commbench.planner.search.wgrad_graph import wgrad_graph_pin_refusal, wgrad_graph_te_note
 from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch,
                                                  megatron_dropout_graph_refusal, megatron_fsdp_graph_refusal,
                                                  megatron_graph_scope_refusal, megatron_hybrid_refusal)
@@ -246,6 +248,11 @@ def check_megatron_layout(layout: Layout, model: ModelSpec, release: str | None 
     scope = megatron_graph_scope_refusal(model, a.cuda_graph_scope) if a.cuda_graph == "layer" else None
     if scope:   # TransformerConfig's scope checks, and a graph over dropless MoE (the moe scope or the whole layer)
         raise CommbenchError(scope)
+    wgrad = wgrad_graph_pin_refusal(model, release, {"moe_a2a_overlap": a.moe_a2a_overlap, "cuda_graph": a.cuda_graph,
+                                                     "cuda_graph_scope": a.cuda_graph_scope, "ep": a.ep,
+                                                     "dp_overlap": a.dp_overlap})
+    if wgrad:   # the release's validate_args refuses attention bias under a graph with delayed wgrad
+        raise CommbenchError(wgrad)
     if a.moe_a2a_overlap and a.cuda_graph == "full":
         raise invalid("cuda_graph", "full", "per-layer (transformer_engine) CUDA graphs with "
                       "--overlap-moe-expert-parallel-comm (megatron-core refuses the full-iteration graph there)")
@@ -352,8 +359,9 @@ NVFP4_PARAM_GATHER_NOTE = ("NVFP4 here gathers parameters in bf16: Megatron-Brid
                            "emits no --fp4-param-gather and charges the bf16 all-gather")
 
 
-def precision_notes(layout: Layout) -> list[str]:
-    """What the launch must provide or will warn about (plan.json megatron.notes, assumptions)."""
+def precision_notes(layout: Layout, model: ModelSpec | None = None, release: str | None = None) -> list[str]:
+    """What the launch must provide or will warn about (plan.json megatron.notes, assumptions); `model` and `release`
+    (the plan's): the Transformer Engine a per-layer graph with delayed wgrad needs there."""
     notes = []
     if layout.precision == "mxfp8" and not layout.distributed_optimizer:
         notes.append("mxfp8 without the distributed optimizer: Megatron cannot gather params in mxfp8 "
@@ -364,9 +372,10 @@ def precision_notes(layout: Layout) -> list[str]:
         notes.append(NVFP4_PARAM_GATHER_NOTE)
     if layout.fused_moe:
         notes.append("--moe-permute-fusion needs Transformer Engine's fused permute kernels (TE >= 2.1)")
-    if layout.cuda_graph == "layer" and layout.moe_a2a_overlap:
-        notes.append("per-layer CUDA graphs with --delay-wgrad-compute need Transformer Engine >= 2.10 "
-                     "(megatron-core TransformerConfig)")
+    te = wgrad_graph_te_note(model, release, layout.cuda_graph, layout.cuda_graph_scope,
+                             layout.moe_a2a_overlap and layout.ep > 1, layout.dp_overlap) if model is not None else None
+    if te:   # the Transformer Engine --delay-wgrad-compute under a per-layer graph needs (search/wgrad_graph.py)
+        notes.append(te)
     return notes
 
 

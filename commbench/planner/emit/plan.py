@@ -109,7 +109,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
                                                domain_size=domain_size, script=megatron_script(model),
                                                connections_why=connections_why),
-            "notes": precision_notes(layout) + connections_notes(layout, gpu_name) + architecture_notes(model)
+            "notes": precision_notes(layout, model, release) + connections_notes(layout, gpu_name) + architecture_notes(model)
             + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss)])
             + release_core_note(release, args.get("args"), asked=release_asked,
                                 later_flags=needs_release_flags(model) and "args" in args, spelled=spelled) + (
