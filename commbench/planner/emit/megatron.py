@@ -128,14 +128,16 @@ MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELE
 CROSS_ENTROPY_ARGS = ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "native"]
 
 
-def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = None, charged: str = "native") -> str:
+def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = None, charged: str = "native", *,
+                       fits: bool = True) -> str:
     """What the launch's loss holds and what the plan's memory charges for it (plan.json megatron.notes). megatron-core's
     native fused cross entropy (core_v0.16.1 fusions/fused_cross_entropy.py, tensor_parallel/cross_entropy.py) casts
     the logits to fp32 (calculate_logits_max: .float()), turns them into the softmax in place and saves that fp32
     softmax for backward: 4 B per logit on the loss stage per micro-batch, 2 B more than Transformer Engine's kernel
     the calibrated Megatron-Bridge runs ran (step/loss_memory.py). `charged`: the cross entropy the plan's memory
     charges (SearchRequest.loss: native for a Megatron-LM plan, so the search's fit and a pinned layout's fit are
-    the launch's own; TorchTitan's for a TorchTitan plan). The step time still prices TE's kernel's traffic (terms.py)."""
+    the launch's own; TorchTitan's for a TorchTitan plan). The step time still prices TE's kernel's traffic (terms.py).
+    `fits`: whether the layout is predicted to fit with it (a pinned layout may not), as the note says."""
     from commbench.planner.step.loss_memory import loss_description
     from commbench.planner.step.memory import logits_bytes
     tokens = layout.mbs * (seq_len or model.seq_len)
@@ -146,8 +148,9 @@ def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = N
             f"(predicted about {native / 1e9:.2g} GB on the loss stage per micro-batch, twice what Transformer "
             "Engine's kernel, which the calibrated Megatron-Bridge runs ran, holds)")
     if charged == "native":
-        return (head + "; the plan's predicted memory charges it (the layout fits with it), while the step time "
-                "prices TE's faster loss kernel")
+        verdict = "the layout fits with it" if fits else "the layout does not fit, predicted"
+        return (head + f"; the plan's predicted memory charges it ({verdict}), while the step time prices TE's faster "
+                "loss kernel")
     return head + f"; this plan's predicted memory charges {loss_description(charged)} instead"
 
 
