@@ -58,7 +58,8 @@ def release_cases(release: str | None = None) -> list[tuple[str, dict]]:
 
 # validate_args refusals of these trees the plans do not yet answer (left open, named here so a new one fails):
 # - Transformer Engine: the trees from 26.04 on ask TE >= 2.12 for per-layer graphs with delayed wgrad; the runner
-#   answers 2.10 (tests/megatron_lm.py), and which TE each container ships is not in the table;
+#   answers 2.10 (tests/megatron_lm.py), and which TE each container ships is not in the table (the plan's note names
+#   2.12 there: search/wgrad_graph.py; the attention-bias refusal in the same block is answered: the last test here);
 # - 25.11 (megatron-core 0.16.0rc0) refuses two combinations core_v0.16.1 takes.
 KNOWN = {
     "requires TE version >= 2.12.0": "container TE version not in the table",
