@@ -75,8 +75,8 @@ def arguments_module():
 
 
 @contextmanager
-def target_gpu(monkeypatch, capability: tuple[int, int]):
-    """torch.cuda answers as the plan's GPU; Transformer Engine 2.10 answers present."""
+def target_gpu(monkeypatch, capability: tuple[int, int], te_version: str = "2.10.0"):
+    """torch.cuda answers as the plan's GPU; Transformer Engine `te_version` (2.10) answers present."""
     import torch
     import megatron.core.utils as mcore_utils
     import megatron.core.models.common.embeddings.rope_utils as rope_utils
@@ -86,7 +86,7 @@ def target_gpu(monkeypatch, capability: tuple[int, int]):
                                   multi_processor_count=132)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a, **k: capability)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda *a, **k: props)
-    monkeypatch.setattr(mcore_utils, "get_te_version", lambda: Version("2.10.0"))
+    monkeypatch.setattr(mcore_utils, "get_te_version", lambda: Version(te_version))
     for module, names in ((rope_utils, ("fused_apply_rotary_pos_emb", "fused_apply_rotary_pos_emb_thd")),
                           (moe_utils, ("fused_permute", "fused_permute_with_probs", "fused_sort_chunks_by_index",
                                        "fused_sort_chunks_by_index_with_probs", "fused_unpermute"))):

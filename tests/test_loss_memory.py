@@ -113,7 +113,7 @@ def test_plan_json_records_the_loss_and_verify_plan_repredicts_with_it(tmp_path)
     layout = ",".join(f"{k}={str(v).lower()}" for k, v in EDGE_PINS.items()) + ",precision=bf16"
     result = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "8",
                                       "--gbs", "64", "--seq-len", "4096", "--layout", layout, "-O", str(tmp_path),
-                                      "--emit", "json"])
+                                      "--emit", "json", "--allow-unfit"])   # 89.7 GB on 84.9 GB: written anyway
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "plan.json").read_text())
     assert doc["inputs"]["loss"] == "native"

@@ -58,7 +58,8 @@ def release_cases(release: str | None = None) -> list[tuple[str, dict]]:
 
 # validate_args refusals of these trees the plans do not yet answer (left open, named here so a new one fails):
 # - Transformer Engine: the trees from 26.04 on ask TE >= 2.12 for per-layer graphs with delayed wgrad; the runner
-#   answers 2.10 (tests/megatron_lm.py), and which TE each container ships is not in the table;
+#   answers 2.10 (tests/megatron_lm.py), and which TE each container ships is not in the table (the plan's note names
+#   2.12 there: search/wgrad_graph.py; the attention-bias refusal in the same block is answered: the last test here);
 # - 25.11 (megatron-core 0.16.0rc0) refuses two combinations core_v0.16.1 takes.
 KNOWN = {
     "requires TE version >= 2.12.0": "container TE version not in the table",
@@ -136,3 +137,25 @@ def test_qwen3_next_at_25_11_parses_and_validates_in_its_own_tree(tmp_path_facto
     tree = release_tree(release_ref("25.11"), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
     (result,) = run_cases(tree, [case])
     assert result.get("ok") or any(k in result.get("error", "") for k in KNOWN), result
+
+
+@pytest.mark.skipif(git_dir() is None, reason=SKIP_REASON)
+@pytest.mark.parametrize("te_version", ["2.10.0", "2.12.0"])
+def test_the_default_gpt_oss_gb300_plan_validates_in_26_08s_tree(te_version, tmp_path, tmp_path_factory):
+    """Probe DE F1: the 26.08 gpt-oss plan (no pins) wrote --delay-wgrad-compute with a per-layer graph over its biased
+    attention, which 26.08's validate_args refuses (with TE >= 2.12: "doesn't support attn bias for now"; below it:
+    "requires TE version >= 2.12.0"). Its arguments pass validate_args and TransformerConfig there at either TE."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", "gpt-oss-120b", "--system", "gb300-nvl72", "--gpus", "64",
+                                      "--precision", "mxfp8", "--software", "26.08", "-O", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    section = json.loads((tmp_path / "p" / "plan.json").read_text())["megatron"]
+    case = {"argv": section["args"], "world": 64, "env": section["launch_env"], "te_version": te_version,
+            "capability": list(load_preset("gb300-nvl72", num_gpus=64).gpu.compute_capability)}
+    tree = release_tree(release_ref("26.08"), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
+    (outcome,) = run_cases(tree, [case])
+    assert outcome.get("ok"), outcome

@@ -192,6 +192,9 @@ def plan(
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace files in --out named like plan files even when "
                                         "commbench did not write them.")] = False,
+    allow_unfit: Annotated[bool, typer.Option("--allow-unfit", help="with a full --layout predicted not to fit in HBM: "
+                                              "still write --out's files and print --emit megatron/torchtitan (refused "
+                                              "otherwise; the plan says it does not fit)")] = False,
 ) -> None:
     from commbench.planner.emit.plan import EMIT_KINDS
     if emit is not None and emit not in EMIT_KINDS:
@@ -268,8 +271,21 @@ def plan(
     versus = _versus_best(req, bd)
     from commbench.planner.search.frameworks import graph_fallback
     fallback = graph_fallback(req.framework, spec, req.software, req.gpu_name, req.precision, req.domain_size)
-    taken = defaults_taken(lay, given | {"gbs", "precision"}, spec, req.framework, fallback) \
+    taken = defaults_taken(lay, given | {"gbs", "precision"}, spec, req.framework, fallback, fits=bool(row["fits"])) \
         + input_defaults(req, gbs_note)
+    from commbench.planner.emit.pinned import UNFIT_OPTION, unfit_line
+    unfit = unfit_line(row)
+    launch_asked = out or emit in ("megatron", "torchtitan")
+    refusal = None
+    if unfit and launch_asked and not allow_unfit:   # no launch files as if launchable: the plan still printed, then this
+        asked = " and ".join(x for x in ((f"--out {out}" if out else ""), (f"--emit {emit}" if emit in (
+            "megatron", "torchtitan") else "")) if x)
+        refusal = f"{asked} refused: {unfit}; change the layout, or add {UNFIT_OPTION} to write it anyway"
+        out, emit = None, (emit if emit == "json" else None)
+    if unfit and emit in ("megatron", "torchtitan"):   # stdout holds the launch: the warning goes to stderr (a
+        # document, --json / --emit json, says it itself: predicted.fits, its first assumption)
+        from commbench.cli.base import err_console
+        err_console.print(f"WARNING: {unfit}", highlight=False, markup=False, soft_wrap=True)
     if as_json or out or emit:
         from commbench.cli.search_view import flex_backend_for
         from commbench.planner.emit.plan_files import write_plan_files
@@ -284,6 +300,8 @@ def plan(
         written = write_plan_files(doc, out, force=force) if out else []
         if as_json or emit == "json":
             print_json(doc, default=float)
+            if refusal:
+                raise CommbenchError(refusal)
             return
         if emit in ("megatron", "torchtitan"):
             from commbench.planner.emit.plan import megatron_launch_text, torchtitan_emit_text
@@ -311,6 +329,8 @@ def plan(
                   f"{row['model_tflops_per_gpu']:,.0f} ({FLOPS_COUNTS[req.framework][0]})   "
                   f"MFU {100 * row['mfu']:.1f}% of {row['peak_tflops']:,.0f} "
                   f"TFLOP/s ({lay.precision} dense peak)   micro-batches {row['num_microbatches']}   (predicted)")
+    if unfit:   # beside the headline: the figures above are of a layout that does not fit
+        console.print(styled("[bold red]WARNING[/]: {}", unfit), highlight=False)
     verdict = "fits" if row["fits"] else "[red]does not fit[/]"
     mem_rows = [[kind, f"{row[f'mem_{kind}_bytes'] / 1e9:.1f}"] for kind in MEM_ROWS]
     mem_rows.append([f"[bold]total[/] of {row['mem_capacity_bytes'] / 1e9:.1f} ({verdict}; CUDA exposes "
@@ -346,6 +366,8 @@ def plan(
         print_megatron_notes(doc)
         print_torchtitan_section(doc, written)
         console.print(styled("[green]plan[/] → {}: {}", out, ", ".join(written)), highlight=False)
+    if refusal:
+        raise CommbenchError(refusal)
 
 
 def _versus_best(req, pinned_bd) -> dict:

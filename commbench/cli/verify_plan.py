@@ -16,6 +16,7 @@ from commbench.results.tables import Col, print_table
 from commbench.units import format_size
 
 
+DOES_NOT_FIT = "DOES NOT FIT"   # verify-plan's flag for a plan whose layout is predicted not to fit
 SIZE_UNITS = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10), ("B", 1))
 
 
@@ -166,6 +167,10 @@ def verify_plan(
         flags.insert(0, f"{fabric_text(emulated)}: measured times are the emulator's "
                         "(loopback and rate-limited veth links), not a real network's")
     points = _points(items, rows, fabric, ctx, described, resolved, topology, flags)
+    from commbench.planner.emit.pinned import unfit_line
+    unfit = unfit_line(doc.get("predicted", {}))
+    if unfit:   # a plan written with --allow-unfit: what is measured here does not make it launchable
+        flags.insert(0, f"{DOES_NOT_FIT}: {unfit} (plan.json predicted.fits is false)")
     if fabric_check["status"] == "changed":
         flags.insert(0, fabric_check["line"])   # first: every prediction column is empty for it
     if as_json:
@@ -180,7 +185,7 @@ def verify_plan(
                              f"predicted for {system}", verify_columns(points), verify_rows(points))
         console.print(escape(topology.describe()), highlight=False)
         for flag in flags:
-            console.print(styled("[bold red]{}[/]" if flag.startswith(("MISMATCH", FABRIC_CHANGED))
+            console.print(styled("[bold red]{}[/]" if flag.startswith(("MISMATCH", FABRIC_CHANGED, DOES_NOT_FIT))
                                  else "[yellow]unmet assumption:[/] {}", flag), highlight=False)
     if any(row["num_wrong"] for row in rows):
         raise CommbenchError("a collective returned wrong data (see the #wrong column)")

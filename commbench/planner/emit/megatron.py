@@ -9,8 +9,9 @@ megatron-core 0.16):
   `--decoder-first/last-pipeline-num-layers` or `--pipeline-model-parallel-layout`;
 - the model's whole architecture (megatron_arch.py), so nothing architectural is left to the user;
 - `--overlap-moe-expert-parallel-comm` only with EP > 1, no full recompute, VP when PP > 1, MTP <= 1
-  and PP > 1 with MTP; `--delay-wgrad-compute` only with it; `--tp-comm-overlap` only with sequence
-  parallel; `--overlap-param-gather` only with the distributed optimizer and `--overlap-grad-reduce`;
+  and PP > 1 with MTP; `--delay-wgrad-compute` only with it, and not under a per-layer graph over a biased attention
+  where the release's validate_args refuses that (search/wgrad_graph.py, from megatron-core 0.17); `--tp-comm-overlap`
+  only with sequence parallel; `--overlap-param-gather` only with the distributed optimizer and `--overlap-grad-reduce`;
 - precision as Megatron-Bridge's recipes set it: fp8 = `--fp8-format hybrid --fp8-recipe tensorwise`
   (current scaling); mxfp8 = `--fp8-format e4m3 --fp8-recipe mxfp8` plus `--fp8-param-gather
   --reuse-grad-buf-for-mxfp8-param-ag` with the distributed optimizer (without them megatron-core's
@@ -49,6 +50,7 @@ from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
+from commbench.planner.search.wgrad_graph import wgrad_graph_pin_refusal, wgrad_graph_te_note
 from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch,
                                                  megatron_dropout_graph_refusal, megatron_fsdp_graph_refusal,
                                                  megatron_graph_scope_refusal, megatron_hybrid_refusal)
@@ -133,14 +135,16 @@ MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELE
 CROSS_ENTROPY_ARGS = ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "native"]
 
 
-def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = None, charged: str = "native") -> str:
+def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = None, charged: str = "native", *,
+                       fits: bool = True) -> str:
     """What the launch's loss holds and what the plan's memory charges for it (plan.json megatron.notes). megatron-core's
     native fused cross entropy (core_v0.16.1 fusions/fused_cross_entropy.py, tensor_parallel/cross_entropy.py) casts
     the logits to fp32 (calculate_logits_max: .float()), turns them into the softmax in place and saves that fp32
     softmax for backward: 4 B per logit on the loss stage per micro-batch, 2 B more than Transformer Engine's kernel
     the calibrated Megatron-Bridge runs ran (step/loss_memory.py). `charged`: the cross entropy the plan's memory
     charges (SearchRequest.loss: native for a Megatron-LM plan, so the search's fit and a pinned layout's fit are
-    the launch's own; TorchTitan's for a TorchTitan plan). The step time still prices TE's kernel's traffic (terms.py)."""
+    the launch's own; TorchTitan's for a TorchTitan plan). The step time still prices TE's kernel's traffic (terms.py).
+    `fits`: whether the layout is predicted to fit with it (a pinned layout may not), as the note says."""
     from commbench.planner.step.loss_memory import loss_description
     from commbench.planner.step.memory import logits_bytes
     tokens = layout.mbs * (seq_len or model.seq_len)
@@ -151,8 +155,9 @@ def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = N
             f"(predicted about {native / 1e9:.2g} GB on the loss stage per micro-batch, twice what Transformer "
             "Engine's kernel, which the calibrated Megatron-Bridge runs ran, holds)")
     if charged == "native":
-        return (head + "; the plan's predicted memory charges it (the layout fits with it), while the step time "
-                "prices TE's faster loss kernel")
+        verdict = "the layout fits with it" if fits else "the layout does not fit, predicted"
+        return (head + f"; the plan's predicted memory charges it ({verdict}), while the step time prices TE's faster "
+                "loss kernel")
     return head + f"; this plan's predicted memory charges {loss_description(charged)} instead"
 
 
@@ -253,6 +258,11 @@ def check_megatron_layout(layout: Layout, model: ModelSpec, release: str | None 
     scope = megatron_graph_scope_refusal(model, a.cuda_graph_scope) if a.cuda_graph == "layer" else None
     if scope:   # TransformerConfig's scope checks, and a graph over dropless MoE (the moe scope or the whole layer)
         raise CommbenchError(scope)
+    wgrad = wgrad_graph_pin_refusal(model, release, {"moe_a2a_overlap": a.moe_a2a_overlap, "cuda_graph": a.cuda_graph,
+                                                     "cuda_graph_scope": a.cuda_graph_scope, "ep": a.ep,
+                                                     "dp_overlap": a.dp_overlap})
+    if wgrad:   # the release's validate_args refuses attention bias under a graph with delayed wgrad
+        raise CommbenchError(wgrad)
     if a.moe_a2a_overlap and a.cuda_graph == "full":
         raise invalid("cuda_graph", "full", "per-layer (transformer_engine) CUDA graphs with "
                       "--overlap-moe-expert-parallel-comm (megatron-core refuses the full-iteration graph there)")
@@ -366,8 +376,9 @@ NVFP4_PARAM_GATHER_NOTE = ("NVFP4 here gathers parameters in bf16: Megatron-Brid
                            "emits no --fp4-param-gather and charges the bf16 all-gather")
 
 
-def precision_notes(layout: Layout) -> list[str]:
-    """What the launch must provide or will warn about (plan.json megatron.notes, assumptions)."""
+def precision_notes(layout: Layout, model: ModelSpec | None = None, release: str | None = None) -> list[str]:
+    """What the launch must provide or will warn about (plan.json megatron.notes, assumptions); `model` and `release`
+    (the plan's): the Transformer Engine a per-layer graph with delayed wgrad needs there."""
     notes = []
     if layout.precision == "mxfp8" and not layout.distributed_optimizer:
         notes.append("mxfp8 without the distributed optimizer: Megatron cannot gather params in mxfp8 "
@@ -378,9 +389,10 @@ def precision_notes(layout: Layout) -> list[str]:
         notes.append(NVFP4_PARAM_GATHER_NOTE)
     if layout.fused_moe:
         notes.append("--moe-permute-fusion needs Transformer Engine's fused permute kernels (TE >= 2.1)")
-    if layout.cuda_graph == "layer" and layout.moe_a2a_overlap:
-        notes.append("per-layer CUDA graphs with --delay-wgrad-compute need Transformer Engine >= 2.10 "
-                     "(megatron-core TransformerConfig)")
+    te = wgrad_graph_te_note(model, release, layout.cuda_graph, layout.cuda_graph_scope,
+                             layout.moe_a2a_overlap and layout.ep > 1, layout.dp_overlap) if model is not None else None
+    if te:   # the Transformer Engine --delay-wgrad-compute under a per-layer graph needs (search/wgrad_graph.py)
+        notes.append(te)
     return notes
 
 

@@ -19,6 +19,25 @@ from commbench.planner.layout.spec import Layout
 from commbench.planner.layout.placement import gpus_per_rack, place
 
 
+UNFIT_OPTION = "--allow-unfit"   # plan's opt-in to write the launch of a layout predicted not to fit
+
+
+def unfit_line(predicted: dict[str, Any]) -> str | None:
+    """Why a layout predicted not to fit is no launch, in one line naming the predicted and available GB per GPU
+    (`predicted`: a step-model row or plan.json's predicted section); None where it fits."""
+    if predicted.get("fits", True):
+        return None
+    total, capacity = float(predicted["mem_total_bytes"]) / 1e9, float(predicted["mem_capacity_bytes"]) / 1e9
+    rank = int(predicted.get("mem_pipeline_rank", 0) or 0)
+    where = f" on pipeline rank {rank}" if rank else ""
+    if total > capacity:
+        why = f"predicted {total:,.1f} GB per GPU{where} against the {capacity:,.1f} GB of HBM CUDA exposes"
+    else:
+        host = float(predicted.get("mem_host_offload_bytes", 0.0)) / 1e9
+        why = f"its CPU-offloaded activations ({host:,.1f} GB per GPU) exceed the host memory share of a GPU"
+    return f"this layout does not fit (predicted): {why}; a launch of it would run out of memory"
+
+
 def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: str, flex_backend: str = "deepep",
                          torchtitan_version: str = DEFAULT_TORCHTITAN, calibration_file: str | None = None,
                          calibration_shipped_terms: tuple[str, ...] = (),
@@ -35,7 +54,11 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
     megatron = megatron_section(layout, model, gpu_name=fabric.gpu.name, fabric_name=fabric.name,
                                 domain_size=int(fabric.domain_size), seq_len=seq_len, flex_backend=flex_backend,
                                 release=req.software, release_asked=bool(req.software_asked),
-                                loss=req.loss)
+                                loss=req.loss, fits=bool(row["fits"]))
+    unfit = unfit_line(row)
+    if unfit:   # launch.env, the one launch file with comments, says it too (written only with UNFIT_OPTION)
+        head, _, rest = megatron["launch_env_text"].partition("\n")
+        megatron["launch_env_text"] = f"{head}\n# WARNING: {unfit}\n{rest}"
     torchtitan = torchtitan_plan(layout, model, seq_len=seq_len, version=torchtitan_version, framework=framework,
                                 gpu=fabric.gpu)
     return {
@@ -43,7 +66,7 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
         "inputs": plan_inputs(req, system=system, pins=layout_dict(layout), searched=False,
                               calibration_file=calibration_file, calibration_shipped_terms=calibration_shipped_terms,
                               calibration_other_gpu_terms=calibration_other_gpu_terms),
-        "assumptions": ([seq_note] if seq_note else [])
+        "assumptions": ([f"WARNING: {unfit}"] if unfit else []) + ([seq_note] if seq_note else [])
                        + [f"routing: busiest EP rank receives {moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",

@@ -79,11 +79,12 @@ def release_core_note(release: str | None, args: list[str] | None = None, *, ask
 
 def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str, domain_size: int = 8,
                      seq_len: int | None = None, flex_backend: str = "deepep", release: str | None = None,
-                     release_asked: bool = True, loss: str = "native") -> dict[str, Any]:
+                     release_asked: bool = True, loss: str = "native", fits: bool = True) -> dict[str, Any]:
     """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env; `release`: the
     plan's release (`release_asked`: given with --software, else the default), whose megatron-core and the flags its
     parse_args refuses are in "release" and, where its core is not the target's, in a note (release_core_note);
-    `loss`: the cross entropy the plan's memory charged (SearchRequest.loss), which the loss note names."""
+    `loss`: the cross entropy the plan's memory charged (SearchRequest.loss), which the loss note names; `fits`: whether
+    the layout is predicted to fit (a pinned one may not), which the loss note says."""
     vocab = split_vocab(model, layout.tp, "megatron")   # the rows the step model charged the loss stage with
     split = choose_split(model, layout.pp, layout.vp, vocab)
     env = launch_env(layout, gpu_name)
@@ -109,8 +110,8 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
                                                domain_size=domain_size, script=megatron_script(model),
                                                connections_why=connections_why),
-            "notes": precision_notes(layout) + connections_notes(layout, gpu_name) + architecture_notes(model)
-            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss)])
+            "notes": precision_notes(layout, model, release) + connections_notes(layout, gpu_name) + architecture_notes(model)
+            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss, fits=fits)])
             + release_core_note(release, args.get("args"), asked=release_asked,
                                 later_flags=needs_release_flags(model) and "args" in args, spelled=spelled) + (
                 [] if model.architecture is not None else [

@@ -22,6 +22,7 @@ from commbench.planner.search.frameworks import (graph_fallback, megatron_fsdp_r
                                                  megatron_release_name, megatron_runs_on_hybrid, restrict_columns,
                                                  runs_fused_grouped_mlp)
 from commbench.planner.search.quant_gap import quant_gap_message
+from commbench.planner.search.wgrad_graph import wgrad_graph_refused
 
 if TYPE_CHECKING:
     from commbench.planner.search.space import SearchRequest
@@ -199,6 +200,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["keep_fp8_transpose_cache"] = np.full(len(tp), bool(pins.get("keep_fp8_transpose_cache", False)))
     cols["cuda_graph_scope"] = np.full(len(tp), scope_mask(str(pins.get("cuda_graph_scope", ""))), dtype=np.int64)
     cols = _without_synced_preprocess_graphs(cols, req)
+    cols = _without_refused_wgrad_graphs(cols, req)
     cols = _one_connections_setting(_with_offload(_with_fsdp(cols, pins, req), pins, req, has), req)
     cols = restrict_columns(req.framework, cols, "cuda_graph" in pins, req.model)
     # quantized precisions: only TP / ETP sizes whose per-rank GEMM sizes the kernels take, and mbs / cp (/ tp) whose
@@ -241,6 +243,33 @@ def _one_connections_setting(cols: dict[str, np.ndarray], req: SearchRequest) ->
     part["moe_a2a_overlap"] = np.zeros(twin.size, dtype=bool)
     cols["tp_comm_overlap"] = np.where(clash, False, cols["tp_comm_overlap"])
     return {k: np.concatenate([v, part[k]]) for k, v in cols.items()}
+
+
+def _without_refused_wgrad_graphs(cols: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
+    """Rows the release's validate_args refuses for the attention bias (search/wgrad_graph.py: delayed wgrad from the
+    EP overlap, --overlap-grad-reduce, a per-layer graph over attn), in a launch commbench emits: each becomes its
+    allowed twins, one without the EP overlap, one without the graph and one whose graph leaves attn out (the scope's
+    other modules), and the step model chooses; a pinned field keeps its value (all pinned are refused in
+    SearchRequest)."""
+    if req.framework != "megatron" or req.target != "launch":
+        return cols
+    refused = wgrad_graph_refused(req.model, req.software, cols["cuda_graph"], cols["cuda_graph_scope"],
+                                  cols["moe_a2a_overlap"], cols["ep"], cols["dp_overlap"])
+    if not refused.any():
+        return cols
+    rows = np.flatnonzero(refused)
+    twins = []
+    if "moe_a2a_overlap" not in req.pins:
+        twins.append({**{k: v[rows] for k, v in cols.items()}, "moe_a2a_overlap": np.zeros(rows.size, dtype=bool)})
+    if "cuda_graph" not in req.pins:
+        eager = np.full(rows.size, CODE_FIELDS["cuda_graph"].index("none"), dtype=np.int8)
+        twins.append({**{k: v[rows] for k, v in cols.items()}, "cuda_graph": eager})
+    if "cuda_graph_scope" not in req.pins:   # the graph kept over the scope's other modules (router, preprocess)
+        rest = resolved_masks(req.model, cols["cuda_graph_scope"][rows]) & ~BIT["attn"]
+        if (rest != 0).all():
+            twins.append({**{k: v[rows] for k, v in cols.items()}, "cuda_graph_scope": rest.astype(np.int64)})
+    keep = {k: v[~refused] for k, v in cols.items()}
+    return {k: np.concatenate([keep[k], *(t[k] for t in twins)]) for k in cols}
 
 
 def _without_synced_preprocess_graphs(cols: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:

@@ -25,7 +25,9 @@ DEFAULT_REASONS = {
     "distributed_optimizer": "the faster choice that fits (as the search chooses)",
     "sequence_parallel": "on with TP (Megatron requires it for MoE with TP)",
     "tp_comm_overlap": "on where sequence parallel and TP > 1 allow it",
-    "moe_a2a_overlap": "on where Megatron allows it (EP > 1, no full recompute, VP > 1 or PP = 1, MTP rules, not a hybrid model)",
+    "moe_a2a_overlap": "on where Megatron allows it (EP > 1, no full recompute, VP > 1 or PP = 1, MTP rules, not a hybrid model; "
+                       "from 26.04 not beside a per-layer graph over a biased attention, search/wgrad_graph.py, where "
+                       "the search takes the faster of the two)",
     "dp_overlap": "gradient reduce / param gather overlapped (Megatron's --overlap-grad-reduce/--overlap-param-gather)",
     "fused_moe": "fused permute + grouped MLP for MoE in MXFP8 on Blackwell, where the kernels exist",
     "fp8_attention": "off unless pinned (it changes numerics)",
@@ -108,13 +110,14 @@ TITAN_MOE_FIELDS = ("etp", "dispatcher", "moe_a2a_overlap", "fused_moe")
 
 
 def defaults_taken(layout: Layout, given: set[str], model=None, framework: str = "megatron",
-                   graph_fallback: str = "") -> list[dict]:
+                   graph_fallback: str = "", fits: bool = True) -> list[dict]:
     """One entry per layout field the user did not give (and that applies: APPLIES): field, value, why, and flags
     it implies in the launch `framework` runs (its reasons and flags: DEFAULT_REASONS / IMPLIED_FLAGS for Megatron-LM,
     TITAN_DEFAULT_REASONS / TITAN_IMPLIED_FLAGS for TorchTitan, where a dense model lists no expert field). With
     `model`, the recipes' graph scope ("" in a Layout) is named by its modules; `graph_fallback`
     (frameworks.graph_fallback): why per-layer graphs stand in for the recipes' full-iteration graph, said beside a
-    per-layer graph taken by default."""
+    per-layer graph taken by default. `fits` False (no candidate of the pinned layout fits: best_for_pins took the
+    fastest): a reason that says "that fits" says that none does."""
     from commbench.planner.layout.graph_scope import default_scope
 
     titan = framework == "torchtitan"
@@ -129,6 +132,8 @@ def defaults_taken(layout: Layout, given: set[str], model=None, framework: str =
             value = "+".join(default_scope(model)) if model is not None else "the recipes' scope"
         if name == "cuda_graph" and value == "layer" and graph_fallback:
             why = f"{graph_fallback}; {why}"
+        if not fits and "fits" in why:
+            why = why.replace(" that fits", "").replace(" and fits", "") + "; none fits here (predicted), so the fastest is taken"
         entry = {"field": name, "value": value, "why": why}
         implied = flags.get((name, value))
         if implied:
