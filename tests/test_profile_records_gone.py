@@ -31,9 +31,11 @@ def test_records_deleted_edited_or_replaced_after_the_fit_are_said(tmp_path, mon
     _write(tmp_path / "results.jsonl", rows[:-2])
     said = _warnings(tmp_path)
     assert (f"results.jsonl no longer holds the records the profile fab.json was fitted on: run {run} holds "
-            f"{fitted - 2} of the {fitted} record(s) fitted (2 deleted)") in said, said
-    edited = [dict(r) for r in rows]
-    edited[-1]["time_us_median"] *= 10
+            f"{fitted - 2} of the {fitted} record(s) fitted (2 deleted or no longer readable)") in said, said
+    edited = [dict(r) for r in rows]   # x10 throughout: a record that still agrees with its own samples
+    edited[-1].update({k: v * 10 for k, v in edited[-1].items() if k.startswith("time_us_") and v is not None},
+                      iter_times_us=[t * 10 for t in edited[-1]["iter_times_us"]])
+    assert edited[-1]["time_us_median"] and edited[-1]["iter_times_us"]
     _write(tmp_path / "results.jsonl", edited)
     said = _warnings(tmp_path)
     assert f"run {run}'s {fitted} record(s) are not those fitted (edited since the fit)" in said, said

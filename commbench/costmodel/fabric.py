@@ -264,7 +264,8 @@ class Fabric:
                 notes=tuple(data.get("notes", ())),
                 warnings=tuple(data.get("warnings", ())),
                 fit_report=tuple(data.get("fit_report", ())),
-                source_files=tuple({k: v for k, v in f.items() if isinstance(v, str) or (k == "runs" and isinstance(v, dict))}
+                source_files=tuple({k: v for k, v in f.items()
+                                    if isinstance(v, str) or (k == "runs" and isinstance(v, dict))}
                                    for f in data.get("source_files", ()) if isinstance(f, dict)),
                 nccl=NcclSystem(**data["nccl"]) if data.get("nccl") else None,
             ).checked_domain()

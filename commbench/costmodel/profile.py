@@ -350,7 +350,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     fitted_runs = {run for f in fits for run in f.runs}
     fabric = dataclasses.replace(fabric, source_files=tuple(
         {"path": p, "absolute": os.path.abspath(p),
-         "runs": {run: held for run, held in run_digests(file_records).items() if run in fitted_runs}}
+         "runs": run_digests(file_records, fitted_runs)}
         for p, file_records in per_file))
     from commbench.results.emulated import fabric_text
 
@@ -618,20 +618,21 @@ def run_record_counts(records) -> dict[str, int]:
     return counts
 
 
-def run_digests(records) -> dict[str, dict]:
+def run_digests(records, runs=None) -> dict[str, dict]:
     """{run id: {"records": its measurement records, "sha256": digest of them}} of one results file as a fit read it
     (samples dropped, as fit reads them): each record as a canonical JSON line (sorted keys), the lines sorted (a
-    reordered file holds the same records) and hashed. What Fabric.source_files records per file so profile_age sees
-    a fitted run's records deleted or edited after the fit, not only runs and points added."""
+    reordered file holds the same records) and hashed; `runs`: those runs only. What Fabric.source_files records per
+    file so profile_age sees a fitted run's records deleted or edited after the fit, not only runs and points added."""
+    import dataclasses as dc
     import hashlib
 
-    from commbench.results.records import Measurement, to_dict
+    from commbench.results.records import Measurement
 
+    names = [f.name for f in dc.fields(Measurement) if f.name != "iter_times_us"]   # a fit reads none (drop_samples)
     lines: dict[str, list[str]] = {}
     for record in records:
-        if isinstance(record, Measurement):
-            fields = to_dict(record)
-            fields.pop("iter_times_us", None)   # a fit reads none (drop_samples): the digest is of what it fitted
+        if isinstance(record, Measurement) and (runs is None or record.run_id in runs):
+            fields = {name: getattr(record, name) for name in names}
             lines.setdefault(record.run_id, []).append(json.dumps(fields, sort_keys=True, separators=(",", ":")))
     return {run: {"records": len(held), "sha256": hashlib.sha256("\n".join(sorted(held)).encode("utf-8")).hexdigest()}
             for run, held in lines.items()}
@@ -641,7 +642,7 @@ def fitted_records_changed(name: str, profile_path: str, then: dict, records) ->
     """One line when a results file no longer holds the records a profile's runs were fitted on (`then`: the file's
     Fabric.source_files "runs", run_digests at the fit): runs gone, fewer records (some deleted) or as many but not the
     same (edited, replaced). Runs holding more records than then are profile_age's "written after the fit" line."""
-    now = run_digests(records)
+    now = run_digests(records, set(then))
     said = []
     for run, held in sorted(then.items()):
         if not isinstance(held, dict) or not isinstance(held.get("records"), int):
@@ -651,7 +652,7 @@ def fitted_records_changed(name: str, profile_path: str, then: dict, records) ->
             said.append(f"run {run} is gone ({held['records']} record(s) fitted)")
         elif count < held["records"]:
             said.append(f"run {run} holds {count} of the {held['records']} record(s) fitted "
-                        f"({held['records'] - count} deleted)")
+                        f"({held['records'] - count} deleted or no longer readable)")
         elif count == held["records"] and now[run]["sha256"] != held.get("sha256"):
             said.append(f"run {run}'s {count} record(s) are not those fitted (edited since the fit)")
     if not said:
@@ -811,8 +812,9 @@ def profile_age(profile_path: str) -> ResultsAge:
     if fewer and not digested and not missing:   # a profile fitted before the digests: its counts alone
         runs = ", ".join(f"{n} record(s) of run {run}" for run, n in list(fewer.items())[:3])
         changed.append(f"{', '.join(read)} no longer hold{'s' * (len(read) == 1)} {runs}{' ...' if len(fewer) > 3 else ''} "
-                     f"that the profile {profile_path} was fitted on (deleted since the fit): restore them, or refit "
-                     f"(`commbench fit ... -O {profile_path} --force`) to plan on what the files hold now")
+                     f"that the profile {profile_path} was fitted on (deleted, or no longer readable, since the "
+                     f"fit): restore them, or refit (`commbench fit ... -O {profile_path} --force`) to plan on what "
+                     "the files hold now")
     unchecked = [f"cannot check whether the profile {profile_path} is older than the results it was fitted from: "
                  f"{'; '.join(missing)}; run where they can be found, or refit"] \
         if missing else []
