@@ -41,3 +41,15 @@ def test_a_resumed_sweep_stays_one_run_and_a_launch_without_records_plans_nothin
     died = _run("died", SIZES, 6)[:1] + _run("whole", SIZES, 7)
     assert sweeps_cut_short(died) == [] and set(runs_holding_their_plan(died)) == {"whole"}
     assert len(sweeps_cut_short(_run("died", SIZES, 6)[:1])) == 1
+
+
+def test_points_written_before_their_header_count_for_its_run(tmp_path):
+    # probe DK hb/hdr_last.jsonl: every measurement line before the header lines: "3 runs cut short, holds 0 of the
+    # 8 points" although all were there (_planned_groups counted a point only after its run's header)
+    runs = [_run(f"r{i}", SIZES, 10 + i) for i in range(2)]
+    headers_last = [r for run in runs for r in run[1:]] + [run[0] for run in runs]
+    assert sweeps_cut_short(headers_last) == [] and set(runs_holding_their_plan(headers_last)) == {"r0", "r1"}
+    base = write(tmp_path / "base.jsonl", [r for run in runs for r in run])
+    new = write(tmp_path / "new.jsonl", headers_last)
+    result = run_cli(base, new, "--allow-same-run", "--max-regression", "500%")
+    assert "cut short" not in result.output, result.output

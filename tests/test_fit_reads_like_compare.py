@@ -5,7 +5,6 @@ than its results."""
 
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 from typer.testing import CliRunner
@@ -31,8 +30,7 @@ def one_error(result, code: int, *must: str) -> str:
 
 def test_a_point_twice_with_different_measurements_is_refused_by_fit_and_tune_as_by_compare(tmp_path):
     clean = points()
-    copy = dataclasses.replace(clean[1], time_us_median=clean[1].time_us_median * 10,
-                               iter_times_us=[t * 10 for t in clean[1].iter_times_us])
+    copy = record(clean[1].size_bytes, [t * 10 for t in clean[1].iter_times_us], run_id=clean[1].run_id)
     path = write(tmp_path / "conflict.jsonl", clean + [copy])
     for args in (["fit", path, "-O", str(tmp_path / "f.json")], ["tune", "--results", path, "-O", str(tmp_path / "t")],
                  ["compare", write(tmp_path / "base.jsonl", points("b")), path]):

@@ -317,6 +317,36 @@ def noise_summary(result) -> str:
             f"per point the larger of it and the within-run interval; {_quantiles(result)}")
 
 
+# BASE's runs all started within this span (or are the cycles of one `bench -N` launch): measured back to back, under
+# one spell of the host's load, so the run-to-run noise they show may be smaller than between runs taken apart (the
+# probe's A/A pairs under heavy load: 3 runs in ~10 s a file failed). A heuristic for a note only, never a verdict.
+BACK_TO_BACK_SPAN_S = 15 * 60
+
+
+def back_to_back_note(base_headers, base_continuations, result) -> str | None:
+    """A clause for the pass/fail line where BASE's several runs were measured back to back (their headers'
+    started_at within BACK_TO_BACK_SPAN_S, or one `bench -N` launch's cycles) and no --history run entered the noise:
+    their run-to-run noise may understate the noise between runs taken apart. None otherwise."""
+    from commbench.results.compare import run_start_times
+    from commbench.results.staleness import started
+
+    if result.runs.get("base", 0) < 2 or result.runs.get("history", 0):
+        return None
+    times = [started(t) for run, t in run_start_times(base_headers).items() if run not in base_continuations]
+    times = [t for t in times if t is not None]
+    launches = {(h.run_cycles or {}).get("launch") for h in base_headers if h.run_id not in base_continuations}
+    one_launch = len(launches) == 1 and None not in launches
+    if len(times) < 2 or len({t.tzinfo is None for t in times}) > 1:
+        return None
+    span_s = (max(times) - min(times)).total_seconds()
+    if span_s > BACK_TO_BACK_SPAN_S and not one_launch:
+        return None
+    how = "one `bench -N` launch" if one_launch else f"started within {span_s:.0f} s"
+    return (f"note: BASE's {len(times)} runs were measured back to back ({how}): the run-to-run noise they show may "
+            "be smaller than between runs taken apart (the README's A/A pass rates), so a verdict here may move with "
+            "the host's load; give --history DIR or BASE runs taken apart")
+
+
 def detectable_line(result) -> str:
     """What a pass could not have seen (Comparison.detectable): the smallest slowdown at a point and of a whole
     collective that would have failed; with no repeated baseline run, how to see less."""
@@ -589,6 +619,7 @@ def compare_cmd(
                                  ", ".join(result.failed_only_in_new[:5])
                                  + (" ..." if len(result.failed_only_in_new) > 5 else "")), highlight=False)
     failed_cut = cut_short and not allow_cut_short
+    apart_note = back_to_back_note(base_headers, base_continuations, result)
     if not result.passed or unreadable or failed_cut:
         slow = [p for p in result.regressions if p.verdict == "REGRESSED"]
         bad = [p for p in result.regressions if p.verdict != "REGRESSED"]
@@ -637,7 +668,7 @@ def compare_cmd(
         if unreadable:
             parts.append(f"{len(unreadable)} line(s) of the new file could not be read (first: {unreadable[0]}): what "
                          "they held (a failed or wrong point, say) is unknown; --allow-missing does not permit that")
-        raise fail("; ".join(parts), exit_code=1)
+        raise fail("; ".join(parts + [apart_note] * bool(apart_note)), exit_code=1)
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)
         unreached = sum(p.verdict == "not reached" for p in result.points)
@@ -660,5 +691,6 @@ def compare_cmd(
                              "base: not judged (--allow-missing)" if compared < result.runs["new"] else "",
                              f"; the base is cut short or has unreadable lines ({len(base_short)} said above, "
                              f"--allow-cut-short): judged on the points it holds only, {result.only_in_new} point(s) "
-                             "of the new file not judged" if base_short else ""), highlight=False)
+                             "of the new file not judged" if base_short else "")
+                      + (f"; {escape(apart_note)}" if apart_note else ""), highlight=False)
         console.print(detectable_line(result), highlight=False)

@@ -218,7 +218,9 @@ def report(
         from commbench.cli.base import profile_older_than_results
         age = profile_older_than_results(fabric)   # on the terminal, and in README.md under the sources line
         older = age.lines
-        if age.stale:   # the figures' captions say it short
+        if age.changed:   # the figures' captions say it short
+            predicted_from = f"{predicted_from} (fitted on records its results files no longer hold: refit)"
+        elif age.stale:
             predicted_from = f"{predicted_from} (OLDER than the results it was fitted from: refit)"
     unreadable: list[str] = []   # lines skipped: the README says so, as the terminal does
     everything, not_read = read_for_report(files, unreadable)

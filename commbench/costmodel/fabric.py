@@ -128,8 +128,9 @@ class Fabric:
     warnings: tuple[str, ...] = field(default=())
     # where the results files of a fitted profile are, so the check that they hold nothing newer than the fit
     # (profile.runs_since_fit) finds them from any directory: per file {"path": as given to fit, "absolute": that
-    # path from fit's directory, "from_profile": from the profile's directory (profile.located, when it is written)}
-    source_files: tuple[dict[str, str], ...] = ()
+    # path from fit's directory, "from_profile": from the profile's directory (profile.located, when it is written),
+    # "runs": {run id: {"records", "sha256"}} of what the fit read there (profile.run_digests: deleted or edited records)}
+    source_files: tuple[dict[str, Any], ...] = ()
     # NCCL's algorithm x protocol structure (nccl_model.py); None: the alpha-beta curves alone
     nccl: NcclSystem | None = None
 
@@ -263,7 +264,8 @@ class Fabric:
                 notes=tuple(data.get("notes", ())),
                 warnings=tuple(data.get("warnings", ())),
                 fit_report=tuple(data.get("fit_report", ())),
-                source_files=tuple({k: str(v) for k, v in f.items() if isinstance(v, str)}
+                source_files=tuple({k: v for k, v in f.items()
+                                    if isinstance(v, str) or (k == "runs" and isinstance(v, dict))}
                                    for f in data.get("source_files", ()) if isinstance(f, dict)),
                 nccl=NcclSystem(**data["nccl"]) if data.get("nccl") else None,
             ).checked_domain()

@@ -268,6 +268,21 @@ def check_no_wrong_data(points, paths, leave_out_wrong: bool) -> None:
                               "--leave-out-wrong to fit without those points (said in the notes)")
 
 
+def check_no_self_contradicting(bad_of: dict[str, list[str]]) -> None:
+    """Refuse (one line naming file, line and fields) results holding a record whose summary times disagree with its
+    own samples (record_checks.check_summary_matches_samples): edited or corrupted, so what the point measured is
+    unknown; a fit skipping it as a torn line would pass over it with a count in the notes, as compare and nccl-tuner
+    refuse it."""
+    from commbench.errors import CommbenchError
+    from commbench.results.record_checks import SUMMARY_DISAGREES
+
+    found = [f"{path} {line}" for path, lines in bad_of.items() for line in lines if SUMMARY_DISAGREES in line]
+    if found:
+        raise CommbenchError(f"{len(found)} record(s) contradict themselves: {found[0]}{' ...' if len(found) > 1 else ''}; "
+                             "a fit would skip them as unreadable and fit what is left: delete those lines (the points "
+                             "are then missing, said as such) or measure again")
+
+
 def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: str | None = None,
                      name: str | None = None, min_heldout_bytes: int | None = None, leave_out_wrong: bool = False,
                      dtype: str | None = None, op: str | None = None,
@@ -292,6 +307,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
                     f"line {line}: {why}"), drop_samples=True))  # a fit never uses per-iteration samples
                 for path in paths]
     bad_lines = [line for lines in bad_of.values() for line in lines]
+    check_no_self_contradicting(bad_of)
     check_points_once(per_file, "fit")   # as compare and report refuse it
     records = [record for _, file_records in per_file for record in file_records]
     points = measurements(records)
@@ -330,7 +346,12 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
 
     # where each results file is, for the check that it holds nothing newer than the fit from any directory
     # (runs_since_fit); the path from the profile's own directory is added where the profile is written (located)
-    fabric = dataclasses.replace(fabric, source_files=tuple({"path": p, "absolute": os.path.abspath(p)} for p in paths))
+    # and what it read there of each run it fitted (count and digest): the check also sees records since deleted or edited
+    fitted_runs = {run for f in fits for run in f.runs}
+    fabric = dataclasses.replace(fabric, source_files=tuple(
+        {"path": p, "absolute": os.path.abspath(p),
+         "runs": run_digests(file_records, fitted_runs)}
+        for p, file_records in per_file))
     from commbench.results.emulated import fabric_text
 
     emulated = sorted({fabric_text(runs[r].emulated) for r in {m.run_id for m in points}
@@ -597,6 +618,50 @@ def run_record_counts(records) -> dict[str, int]:
     return counts
 
 
+def run_digests(records, runs=None) -> dict[str, dict]:
+    """{run id: {"records": its measurement records, "sha256": digest of them}} of one results file as a fit read it
+    (samples dropped, as fit reads them): each record as a canonical JSON line (sorted keys), the lines sorted (a
+    reordered file holds the same records) and hashed; `runs`: those runs only. What Fabric.source_files records per
+    file so profile_age sees a fitted run's records deleted or edited after the fit, not only runs and points added."""
+    import dataclasses as dc
+    import hashlib
+
+    from commbench.results.records import Measurement
+
+    names = [f.name for f in dc.fields(Measurement) if f.name != "iter_times_us"]   # a fit reads none (drop_samples)
+    lines: dict[str, list[str]] = {}
+    for record in records:
+        if isinstance(record, Measurement) and (runs is None or record.run_id in runs):
+            fields = {name: getattr(record, name) for name in names}
+            lines.setdefault(record.run_id, []).append(json.dumps(fields, sort_keys=True, separators=(",", ":")))
+    return {run: {"records": len(held), "sha256": hashlib.sha256("\n".join(sorted(held)).encode("utf-8")).hexdigest()}
+            for run, held in lines.items()}
+
+
+def fitted_records_changed(name: str, profile_path: str, then: dict, records) -> str | None:
+    """One line when a results file no longer holds the records a profile's runs were fitted on (`then`: the file's
+    Fabric.source_files "runs", run_digests at the fit): runs gone, fewer records (some deleted) or as many but not the
+    same (edited, replaced). Runs holding more records than then are profile_age's "written after the fit" line."""
+    now = run_digests(records, set(then))
+    said = []
+    for run, held in sorted(then.items()):
+        if not isinstance(held, dict) or not isinstance(held.get("records"), int):
+            continue
+        count = now.get(run, {}).get("records", 0)
+        if count == 0:
+            said.append(f"run {run} is gone ({held['records']} record(s) fitted)")
+        elif count < held["records"]:
+            said.append(f"run {run} holds {count} of the {held['records']} record(s) fitted "
+                        f"({held['records'] - count} deleted or no longer readable)")
+        elif count == held["records"] and now[run]["sha256"] != held.get("sha256"):
+            said.append(f"run {run}'s {count} record(s) are not those fitted (edited since the fit)")
+    if not said:
+        return None
+    return (f"{name} no longer holds the records the profile {profile_path} was fitted on: {'; '.join(said[:3])}"
+            f"{' ...' if len(said) > 3 else ''}: its curves are of results no longer there; restore them, or refit "
+            f"(`commbench fit ... -O {profile_path} --force`) to plan on what the file holds now")
+
+
 def located(fabric: Fabric, out) -> Fabric:
     """`fabric` as written to `out`: each results file it was fitted from (Fabric.source_files) also by its path from
     `out`'s directory, so a profile moved together with its results (an artifact unpacked elsewhere) still finds
@@ -626,10 +691,11 @@ class ResultsAge:
 
     stale: tuple[str, ...] = ()
     unchecked: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()   # a line per file that no longer holds the records fitted (deleted, edited)
 
     @property
     def lines(self) -> list[str]:
-        return [*self.stale, *self.unchecked]
+        return [*self.changed, *self.stale, *self.unchecked]
 
 
 def _source_places(data: dict, profile_path: str) -> list[tuple[str, list]]:
@@ -664,7 +730,10 @@ def profile_age(profile_path: str) -> ResultsAge:
     since the fit (a sweep resumed, another bench -O), so the profile is older than the results beside it. Only runs
     of a backend the profile fitted and holding a point fit would use count. Also one line where the runs it was
     fitted on now hold more records than they did then (fit_report "run_records": points written to the same run
-    after the fit, which read it unfinished or before a line was added). One `unchecked` line naming the results
+    after the fit, which read it unfinished or before a line was added). One `changed` line per file that no longer
+    holds the records its fitted runs had (Fabric.source_files "runs", fitted_records_changed: a run gone, records
+    deleted or edited, the file replaced); a profile fitted before those digests: one where its runs hold fewer records
+    than fitted (their count alone). One `unchecked` line naming the results
     files that cannot be found or read here (the check cannot be made: said, not passed in silence). Nothing for a
     preset or a profile that records no runs."""
     import os
@@ -690,7 +759,7 @@ def profile_age(profile_path: str) -> ResultsAge:
         counts = r.get("run_records")
         if isinstance(counts, dict):
             held_then.update({run: n for run, n in counts.items() if isinstance(n, int) and not isinstance(n, bool)})
-    lines, held_now, read, missing = [], {}, [], []
+    lines, changed, held_now, read, missing, digested = [], [], {}, [], [], False
     for given, places in _source_places(data, profile_path):
         path = next((p for p in places if p.is_file()), None)
         if path is None:
@@ -703,6 +772,12 @@ def profile_age(profile_path: str) -> ResultsAge:
             missing.append(f"{name} cannot be read ({exc})")
             continue
         read.append(name)
+        then = next((e.get("runs") for e in data.get("source_files") or [] if isinstance(e, dict)
+                     and e.get("path") == given and isinstance(e.get("runs"), dict)), None)
+        if then is not None:
+            digested = True
+            line = fitted_records_changed(name, profile_path, then, records)
+            changed += [line] * bool(line)
         for run, count in run_record_counts(records).items():
             held_now[run] = held_now.get(run, 0) + count
         # the runs fit itself would use (its own point collection: a tuning sweep's forced-channel runs are never
@@ -733,7 +808,14 @@ def profile_age(profile_path: str) -> ResultsAge:
                      f"that the profile {profile_path} was fitted on, written after the fit (it read those runs before "
                      f"these points were in the file): refit (`commbench fit ... -O {profile_path} --force`) to plan "
                      "on every point")
+    fewer = {run: n - held_now.get(run, 0) for run, n in sorted(held_then.items()) if held_now.get(run, 0) < n}
+    if fewer and not digested and not missing:   # a profile fitted before the digests: its counts alone
+        runs = ", ".join(f"{n} record(s) of run {run}" for run, n in list(fewer.items())[:3])
+        changed.append(f"{', '.join(read)} no longer hold{'s' * (len(read) == 1)} {runs}{' ...' if len(fewer) > 3 else ''} "
+                     f"that the profile {profile_path} was fitted on (deleted, or no longer readable, since the "
+                     f"fit): restore them, or refit (`commbench fit ... -O {profile_path} --force`) to plan on what "
+                     "the files hold now")
     unchecked = [f"cannot check whether the profile {profile_path} is older than the results it was fitted from: "
                  f"{'; '.join(missing)}; run where they can be found, or refit"] \
         if missing else []
-    return ResultsAge(stale=tuple(lines), unchecked=tuple(unchecked))
+    return ResultsAge(stale=tuple(lines), unchecked=tuple(unchecked), changed=tuple(changed))

@@ -56,3 +56,42 @@ def check_measurement(m) -> None:
         raise _bad("iter_times_us", "[...]", "finite times >= 0 µs")
     if m.time_us_median is None and not m.loop_time_us:
         raise _bad("time_us_median", None, "a measured (status ok) point needs a time (or loop_time_us)")
+
+
+SAMPLE_ROUNDING_US = 0.001   # iter_times_us are kept rounded to 1 ns (measure/harness.py time_statistics)
+SUMMARY_DISAGREES = "the record's summary disagrees with its own iter_times_us"   # how such a line's reason reads
+
+
+def check_summary_matches_samples(data: dict) -> None:
+    """A measured record's summary times (time_us_min/median/mean/max/p99) as its own per-iteration samples
+    (iter_times_us) give them, within the samples' rounding: the harness computes both from one array, so a record
+    whose summary disagrees was edited or corrupted (a summary x10 beside unchanged samples passed compare, which
+    shows the median and judges the min from the samples). A ValueError names the fields, both values and that they
+    disagree. Checked on the parsed line (records.iter_records) before a reader drops the samples; a median or
+    percentile anywhere between its two neighbouring samples counts as theirs (conventions differ)."""
+    samples = data.get("iter_times_us")
+    if data.get("status") != "ok" or not isinstance(samples, list) or not samples \
+            or not all(isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) for t in samples):
+        return   # no samples (an import), or samples check_measurement refuses itself
+    ordered = sorted(samples)
+    n = len(ordered)
+
+    def between(position: float) -> tuple[float, float]:
+        return ordered[math.floor(position)], ordered[math.ceil(position)]
+
+    expected = {"time_us_min": (ordered[0], ordered[0]), "time_us_median": between((n - 1) / 2),
+                "time_us_mean": (math.fsum(ordered) / n,) * 2, "time_us_max": (ordered[-1], ordered[-1])}
+    if n >= 100:
+        expected["time_us_p99"] = between(0.99 * (n - 1))
+    wrong = []
+    for name, (low, high) in expected.items():
+        value = data.get(name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        slack = SAMPLE_ROUNDING_US + 1e-9 * abs(value)
+        if not low - slack <= value <= high + slack:
+            shown = f"{low:.6g}" if low == high else f"{low:.6g}..{high:.6g}"
+            wrong.append(f"{name}={value:.6g} (its samples: {shown})")
+    if wrong:
+        raise ValueError(f"{', '.join(wrong)}: {SUMMARY_DISAGREES} ({n} samples) "
+                         "beyond their rounding: edited or corrupted, not a measurement to judge")

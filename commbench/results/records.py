@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator
 
 from commbench.errors import CommbenchError, ResultsNotWritten, first_line
 from commbench.files import MAX_LINE_BYTES, repair_torn_tail  # one bound for the readers and the repair
-from commbench.results.record_checks import check_measurement
+from commbench.results.record_checks import check_measurement, check_summary_matches_samples
 from commbench.typed_json import check_fields
 
 SCHEMA_VERSION = 1
@@ -304,9 +304,12 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
                 _check_first_line(path, raw)
             try:
                 data = json.loads(raw.decode("utf-8"))
+                samples = data.get("iter_times_us") if isinstance(data, dict) else None
                 if drop_samples and isinstance(data, dict) and not (keep_samples_of and keep_samples_of(data)):
                     data.pop("iter_times_us", None)
                 record = from_dict(data)
+                if isinstance(record, Measurement) and samples:   # checked before a reader drops them
+                    check_summary_matches_samples({**data, "iter_times_us": samples})
                 if isinstance(record, RunHeader):
                     runs[record.run_id] = {"launcher": record.launcher, "backend": record.backend}
                 elif record.run_id in runs and AGG_GROUPED in record.params:

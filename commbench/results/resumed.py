@@ -130,7 +130,8 @@ def _planned_groups(records: Iterable[Record]) -> dict[tuple, _PlannedGroup]:
     of one sweep (files appended together, sharing the points both reached) are two, each held to its own plan, so a
     complete run beside a cut-short one no longer made the pair read as one complete run; else "run ID". A launch of a
     sweep with no record at all beside launches of it that hold some (it died at start-up and was resumed, or a resume
-    found nothing left) plans nothing of its own (compare.empty_runs_of says the one that was not resumed)."""
+    found nothing left) plans nothing of its own (compare.empty_runs_of says the one that was not resumed). A run's
+    points count wherever its header sits in the file (points written before it: a file reordered or concatenated)."""
     records = list(records)
     continues = continued_run_ids(records)
     measured = {r.run_id for r in records if isinstance(r, Measurement)}
@@ -153,7 +154,8 @@ def _planned_groups(records: Iterable[Record]) -> dict[tuple, _PlannedGroup]:
             g.planned = max(g.planned, record.planned_points)
             g.runs.append(record.run_id)
             group_of[record.run_id] = key
-        elif isinstance(record, Measurement) and record.run_id in group_of:
+    for record in records:   # after every header: a run's points count wherever its header sits in the file
+        if isinstance(record, Measurement) and record.run_id in group_of:
             groups[group_of[record.run_id]].held.add(record.point_key or id(record))
     return groups
 

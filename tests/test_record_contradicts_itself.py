@@ -1,0 +1,55 @@
+"""A record whose summary times (time_us_min/median/mean) were x10 beside its unchanged iter_times_us passed `compare`
+(probe DK hb/x10_summary_only.jsonl: the median ratio column showed 9.66, the judged min came from the samples) and
+fed `fit`. The harness computes both from one array (measure/harness.py time_statistics), so such a record was edited
+or corrupted: every reader refuses the line (records.iter_records, record_checks.check_summary_matches_samples),
+naming file, line and fields; compare fails on it, fit refuses the file, nccl-tuner refuses any unreadable line."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.results.records import iter_records
+from tests.test_compare import record, write
+
+SIZES = (1024, 4096, 16384, 65536, 262144)
+
+
+def _run(run_id: str, seed: int):
+    rng = np.random.default_rng(seed)
+    return [record(size, (20 + size / 2e4) * np.exp(rng.normal(0, 0.02, 30)), run_id=run_id) for size in SIZES]
+
+
+def _summary_x10(m):
+    return dataclasses.replace(m, time_us_min=m.time_us_min * 10, time_us_median=m.time_us_median * 10,
+                               time_us_mean=m.time_us_mean * 10)
+
+
+def test_a_record_whose_summary_disagrees_with_its_samples_is_refused(tmp_path):
+    base = write(tmp_path / "base.jsonl", _run("b", 1))
+    new_run = _run("n", 2)
+    new = write(tmp_path / "new.jsonl", [*new_run[:2], _summary_x10(new_run[2]), *new_run[3:]])
+    bad: list = []
+    kept = list(iter_records(new, on_bad_line=lambda n, why: bad.append((n, why)), drop_samples=True))
+    assert len(kept) == 1 + len(SIZES) - 1 and len(bad) == 1, bad
+    line, why = bad[0]
+    assert line == 4 and "time_us_min=" in why and "time_us_median=" in why and "time_us_mean=" in why, why
+    assert "disagrees with its own iter_times_us" in why and "time_us_max" not in why, why
+    compared = CliRunner().invoke(app, ["compare", base, new, "--allow-stale"])
+    said = " ".join(compared.output.split())
+    assert compared.exit_code == 1 and "new.jsonl:4: skipped unreadable line (time_us_min=" in said, said
+    fitted = CliRunner().invoke(app, ["fit", new, "-O", str(tmp_path / "f.json")])
+    said = " ".join(fitted.output.split())
+    assert fitted.exit_code == 2 and "new.jsonl line 4: time_us_min=" in said, said
+    assert not (tmp_path / "f.json").exists()
+    # within the samples' rounding (1 ns) and a median anywhere between the two middle samples: read as they are
+    m = new_run[0]
+    ordered = sorted(m.iter_times_us)
+    upper = dataclasses.replace(m, time_us_median=ordered[len(ordered) // 2], time_us_min=m.time_us_min + 0.0004)
+    write(tmp_path / "ok.jsonl", [upper])
+    skipped: list = []
+    assert len(list(iter_records(tmp_path / "ok.jsonl", on_bad_line=lambda n, why: skipped.append(why)))) == 2
+    assert skipped == []
