@@ -8,6 +8,8 @@ as `fit` fits them (fit_records.fit_all) and judged by the same test (fit_record
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from commbench.units import MEASURED_MAX_BYTES, format_size, parse_size_bytes
 
 MAX_NOTES = 5  # curves named one a line; the rest are counted
@@ -20,6 +22,8 @@ def undetermined_bandwidth_notes(path: str, run_ids: set[str] | None, *, larger:
     from commbench.costmodel.fit_records import bandwidth_undetermined, fit_all
     from commbench.results.records import headers, measurements, read_records
 
+    if not Path(path).is_file():   # nothing written (no point measured): nothing to say
+        return []
     records = read_records([path], on_bad_line=lambda *_: None, drop_samples=True)
     points = [m for m in measurements(records) if run_ids is None or m.run_id in run_ids]
     runs = {h.run_id: h for h in headers(records)}
