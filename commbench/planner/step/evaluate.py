@@ -51,6 +51,7 @@ from commbench.planner.step.dp_sync import ddp_param_gather_bytes, dp_sync_s, gr
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_violations
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
+from commbench.planner.layout.recompute import graph_kept_moe_norm, mode_modules
 from commbench.planner.layout.split import stage_imbalance
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import (flops_breakdown, framework_flops_per_token, framework_model,
@@ -311,16 +312,30 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     memory_rate = hbm * cal.hbm_efficiency * kernels.sustained_sm_rate(gpu)
     memory_bound_s = mem_bytes / memory_rate
     recompute = a.recompute
-    # Recompute repeats forward work: full = a third of everything; selective (core attention) =
-    # the attention core's forward + the dropped elementwise kernels; mla_up_proj = the forward of
-    # MLA's up-projections (q_b, kv_b: about half the attention projection FLOPs); moe_act = the
-    # experts' activation function, its forward pass once more (memory-bound: memory.moe_act_recompute_bytes_...).
+    # Recompute repeats forward work: full = a third of everything; mla_up_proj = the forward of MLA's
+    # up-projections (q_b, kv_b: about half the attention projection FLOPs); moe_act = the experts' activation
+    # function, its forward pass once more (memory-bound: memory.moe_act_recompute_bytes_...); selective = the
+    # modules its launch names (layout/recompute.recompute_modules: core_attn, then layernorm / moe_act / mla_up_proj
+    # where they free something): the attention core's forward on the attention layers (attention_s counts only
+    # those; a third of its fwd + bwd), the norms and CP merges memory.selective_recompute_bytes_... names, and the
+    # light modules' own charges above. (Until STEP_MODEL 2026-12-06.14 it was attention_s / 3 + memory_bound_s / 6:
+    # a sixth of every layer's memory-bound work, a hybrid's Mamba and MoE layers' included, which no module re-runs.)
     up_proj_s = tokens_gpu * up_projection_flops(model, fl) / dense_rate / 3.0
     moe_act_s = (memory.moe_act_recompute_bytes_per_microbatch(model, tp, cp, tokens_mb, moe_stage, fused_mlp)
                  / memory_rate) if model.is_moe else np.zeros(len(a))
+    selective_modules = mode_modules(model, "selective")
+    selective_s = attention_s / 3.0
+    if np.any(recompute == 1):
+        kept_norm = graph_kept_moe_norm(model, a) if model.is_moe and framework == "megatron" else None
+        selective_s = selective_s + memory.selective_recompute_bytes_per_microbatch(
+            model, a, tp, cp, pp, sp, tokens_mb, kept_norm) * imbalance / memory_rate
+        if "moe_act" in selective_modules:
+            selective_s = selective_s + moe_act_s
+        if "mla_up_proj" in selective_modules:
+            selective_s = selective_s + up_proj_s
     recompute_s = np.select([recompute == 2, recompute == 1, recompute == 3, recompute == 4],
                             [(gemm_s + attention_s + memory_bound_s) / 3.0 * memory.full_recompute_share(model, a),
-                             attention_s / 3.0 + memory_bound_s / 6.0,
+                             np.broadcast_to(selective_s, gemm_s.shape),
                              np.broadcast_to(up_proj_s, gemm_s.shape),
                              moe_act_s], 0.0)
     # Megatron-FSDP on Hopper with per-tensor fp8 weights: each unit's fp8 transposes made every micro-batch, or once a

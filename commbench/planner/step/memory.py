@@ -709,6 +709,40 @@ def moe_act_recompute_bytes_per_microbatch(model: ModelSpec, tp, cp, tokens_mb, 
     return np.where(fused_moe, 0.0, copies * per_copy * moe_layers * BF16)
 
 
+def selective_recompute_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, tokens_mb,
+                                             graph_kept_norm=None) -> np.ndarray:
+    """HBM bytes selective recompute (layout code "selective") re-runs per micro-batch on one GPU outside the
+    attention core's kernel and the light modules priced on their own (moe_act: moe_act_recompute_bytes_...,
+    mla_up_proj: its GEMMs), for the --recompute-modules layout/recompute.recompute_modules(model) emits:
+    - core_attn (megatron-core 0.16.1 transformer/attention.py 328-331, 381-420: tensor_parallel.checkpoint around
+      core_attention, TE's DotProductAttention, on the layers with a SelfAttention / MLA module only: a hybrid's
+      MambaLayer and every MLP / MoE block read no core_attn). Its fused / flash kernel keeps softmax, mask and
+      dropout inside the kernel (no s^2 term, as this module counts activations), so the re-run moves no other
+      HBM bytes, but for context parallelism's ring: the forward's per-step merges and final cast
+      (CP_FWD_STEP_BYTES, CP_FWD_CAST_BYTES) run again;
+    - layernorm where it frees a norm output (MEGATRON_FREES: MLA's input norm, the MoE block's pre-MLP norm unless
+      a per-layer CUDA graph keeps it, layout/recompute.py graph_kept_moe_norm): the norm's forward once more, read h
+      write h per token on the sequence shard (transformer_layer.py 576-611, CheckpointWithoutOutput); the 8/4-bit
+      cast of its output moves to the backward (set_for_recompute_input_layernorm: save_original_input), not charged.
+    Per stage as elementwise_bytes_per_microbatch counts its blocks (block_counts / pp); bf16."""
+    h = model.hidden
+    c = block_counts(model)
+    seq_shard = np.where(sp, tp, 1) * cp
+    cp = np.asarray(cp, dtype=np.float64)
+    steps = (3.0 * cp + 1.0) / 4.0
+    merge = np.where(cp > 1, (steps * CP_FWD_STEP_BYTES + CP_FWD_CAST_BYTES) * model.attn_out_dim / (tp * cp), 0.0)
+    if model.architecture is not None and model.architecture.softmax_type != "vanilla":
+        merge = np.zeros_like(merge)   # sink attention's CP is all-to-all (cp_merge_bytes_per_token)
+    freed = rc.frees(model, rc.mode_modules(model, "selective"))
+    norm_elements = np.zeros_like(merge)
+    if rc.ATTN_NORM in freed:
+        norm_elements = norm_elements + c.attention * 2.0 * h / seq_shard
+    if rc.MOE_NORM in freed:
+        kept = np.zeros(len(merge), dtype=bool) if graph_kept_norm is None else graph_kept_norm
+        norm_elements = norm_elements + np.where(kept, 0.0, c.moe * 2.0 * h / seq_shard)
+    return tokens_mb * (norm_elements * BF16 + c.attention * merge) / pp
+
+
 def unfused_expert_epilogue_elements(model: ModelSpec) -> float:
     """Elements per routed token copy that megatron-core's TEGroupedMLP moves outside its fused
     activation when the model clamps its GLU inputs or biases its experts (gpt-oss), forward only
