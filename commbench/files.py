@@ -186,6 +186,10 @@ def refuse_empty_path(path: str | os.PathLike[str], option: str, what: str = "a 
         raise CommbenchError(f"{option}={str(path)!r} is empty: give {what} (an unset shell variable?)")
 
 
+# Names of the files commbench writes: an --out folder not yet made that ends in one is a file meant, not a folder
+FILE_SUFFIXES = frozenset({".json", ".jsonl", ".txt", ".env", ".md", ".toml", ".png", ".py", ".conf"})
+
+
 def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
     """Make sure folder `path` exists (created if missing) and can be written; one line otherwise."""
     import tempfile
@@ -196,6 +200,10 @@ def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
     target = Path(path)
     if target.exists() and not target.is_dir():
         raise CommbenchError(f"{option}={str(path)!r} is a file: give a folder")
+    if not target.exists() and target.suffix.lower() in FILE_SUFFIXES:
+        # `plan -O out/plan.json` (bench's and fit's -O name a file) made a folder called plan.json
+        raise CommbenchError(f"{option}={str(path)!r} names a file, but {option} is the folder the command writes its "
+                             f"files into: give a folder, e.g. {option} {str(target.parent or '.')!r}")
     blocker = _file_in_the_way(target)
     if blocker is not None:
         raise CommbenchError(f"{option}={str(path)!r} cannot be written: {str(blocker)!r} is a file, not a folder")

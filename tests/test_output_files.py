@@ -37,6 +37,21 @@ def sweep_file(tmp_path: Path, name: str, last: int = 16) -> Path:
     return path
 
 
+def test_an_out_folder_named_like_a_file_is_refused_not_made(tmp_path):
+    """`plan -O out/plan.json` made a folder called plan.json (plan's, tune's and report's --out is a folder, where
+    bench's and fit's -O name a file): refused in one line naming the folder to give, and nothing is made."""
+    target = tmp_path / "out" / "plan.json"
+    with pytest.raises(CommbenchError, match=r"--out='.*plan\.json' names a file, but --out is the folder .* e\.g\. "
+                                              r"--out '.*out'"):
+        check_output_dir(target, "--out")
+    assert not (tmp_path / "out").exists()
+    result = runner.invoke(app, ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8",
+                                 "-O", str(target)])
+    assert result.exit_code == 2 and "names a file" in result.output and not target.exists(), result.output
+    (tmp_path / "made.json").mkdir()          # a folder that exists is taken, whatever its name
+    assert check_output_dir(tmp_path / "made.json", "--out") == tmp_path / "made.json"
+
+
 def test_output_file_checks_name_the_option(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
