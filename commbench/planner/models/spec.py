@@ -195,7 +195,11 @@ class ModelSpec:
     @property
     def all_to_all_cp(self) -> bool:
         """Whether Megatron runs this model's context parallelism as all-to-all (cp_comm_type "a2a"), not the ring:
-        attention with sinks (gpt-oss), which the ring cannot run (step/cp_comm.py uses_a2a_cp gives the sources)."""
+        attention with sinks (softmax_type other than vanilla: gpt-oss). Megatron-Bridge recipes/gpt_oss/gpt_oss.py at
+        v0.3.0 / v0.3.1 (lines 63 and 181): `cfg.model.cp_comm_type = "a2a"  # only a2a cp is supported for sink
+        attention.`; gpt-oss's sliding window is refused by the ring too (Transformer Engine attention/
+        dot_product_attention/context_parallel.py attn_forward_func_with_cp: "The context parallel running configs
+        cannot support sliding window attetnion!" unless cp_comm_type is a2a or, without fused attention, all_gather)."""
         return self.architecture is not None and self.architecture.softmax_type != "vanilla"
 
     @property

@@ -544,6 +544,12 @@ def megatron_release_name(release: str | None) -> tuple[str, str]:
     return f"Megatron-LM {ref} (release {release}'s, megatron-core {version})", version
 
 
+def release_core_at_least(release: str | None, core: tuple[int, ...]) -> bool:
+    """Whether the megatron-core `release`'s Megatron-LM runs (megatron_release_name; no release: the target
+    core_v0.16.1) is `core` or newer."""
+    return core_key(megatron_release_name(release)[1]) >= core
+
+
 # Megatron-FSDP with expert parallelism: first in megatron-core 0.16 (release 25.11's Megatron-LM 0d8e0714cd29,
 # mcore_fsdp_adapter.py:217-264 builds the expert-DP mesh from get_expert_data_parallel_group). megatron-core 0.14
 # (release 25.09: core_v0.14.0, and 0.15.0 alike) has none: MegatronFSDP.__init__ (fsdp/src/megatron_fsdp/
@@ -558,13 +564,13 @@ MEGATRON_FSDP_EXPERT_PARALLEL_CORE = (0, 16, 0)
 def megatron_fsdp_runs_expert_parallel(framework: str, release: str | None) -> bool:
     """Whether `release`'s Megatron-LM runs Megatron-FSDP at EP > 1 (MEGATRON_FSDP_EXPERT_PARALLEL_CORE; no release:
     the target core_v0.16.1, which does). TorchTitan's FSDP2 folds EP into its expert mesh in every version."""
-    return framework != "megatron" or core_key(megatron_release_name(release)[1]) >= MEGATRON_FSDP_EXPERT_PARALLEL_CORE
+    return framework != "megatron" or release_core_at_least(release, MEGATRON_FSDP_EXPERT_PARALLEL_CORE)
 
 
 def megatron_builds_non_mla_yarn(release: str | None) -> bool:
     """Whether `release`'s pretrain_gpt.py builds YaRN RoPE on non-MLA attention from its flags
     (MEGATRON_NON_MLA_YARN_CORE); no release: the target core_v0.16.1, which does not."""
-    return core_key(megatron_release_name(release)[1]) >= MEGATRON_NON_MLA_YARN_CORE
+    return release_core_at_least(release, MEGATRON_NON_MLA_YARN_CORE)
 
 
 # The architecture features of a non-MLA YaRN model besides the YaRN, each with the Megatron-LM flag that builds it (the
@@ -718,10 +724,9 @@ def megatron_cannot_launch(model: ModelSpec, release: str | None = None) -> str 
                 "models them")
     if not _bridge_only(model, release):
         return None
-    why = megatron_unbuildable(model, point=False, release=release)
     version, path, line, symbol = bridge_builds_gpt_oss(model, release)
     name, _ = megatron_release_name(release)
-    missing = why.split(f"cannot build {model.name}: ", 1)[1]
+    missing = "; and ".join(_non_mla_yarn_missing(model, release))   # megatron_unbuildable's reasons
     return (f"{name} cannot launch {model.name}, so no Megatron-LM launch is emitted: its pretrain_gpt.py cannot "
             f"build it ({missing}); the prediction stands for the model as release {release}'s Megatron-Bridge "
             f"{version} builds and trains it, in Python, setting the YaRN, attention sinks, window and clamped GLU on "

@@ -41,8 +41,8 @@ WGRAD_GRAPH_SOURCE = ("'CUDA graph with delay_wgrad_compute doesn't support attn
 
 def checks_wgrad_graph(release: str | None) -> bool:
     """Whether the Megatron-LM of `release` (None: the target core_v0.16.1, which has no such check) has the block."""
-    from commbench.planner.search.frameworks import core_key, megatron_release_name
-    return core_key(megatron_release_name(release)[1]) >= WGRAD_GRAPH_CORE
+    from commbench.planner.search.frameworks import release_core_at_least
+    return release_core_at_least(release, WGRAD_GRAPH_CORE)
 
 
 def attention_bias(model: ModelSpec) -> str:

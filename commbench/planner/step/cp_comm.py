@@ -51,16 +51,6 @@ def titan_cp_s(system, coll, model, *, tokens_mb, tp, cp, cp_domains, attn_layer
     return np.where(group > 1, attn_layers * total, 0.0)
 
 
-def uses_a2a_cp(model) -> bool:
-    """Whether Megatron runs the model's CP as all-to-all (cp_comm_type "a2a"), not the default ring: attention with
-    sinks (softmax_type other than vanilla, gpt-oss). Megatron-Bridge recipes/gpt_oss/gpt_oss.py at v0.3.0 / v0.3.1
-    (lines 63 and 181): `cfg.model.cp_comm_type = "a2a"  # only a2a cp is supported for sink attention.`; and gpt-oss's
-    sliding window is refused by the ring too (Transformer Engine attention/dot_product_attention/context_parallel.py
-    attn_forward_func_with_cp: "The context parallel running configs cannot support sliding window attetnion!" unless
-    cp_comm_type is a2a or, without fused attention, all_gather)."""
-    return model.all_to_all_cp
-
-
 # Per token (before / after the attention core), the tensors Transformer Engine's AttnFuncWithCPAndQKVOA2A
 # (context_parallel.py at 015d225) sends through flash_attn_a2a_communicate: forward [q, k, v] before the core and
 # out after it; backward [out, dout] (out is saved as the core wrote it, before the forward's last all-to-all) and
@@ -72,7 +62,7 @@ def _a2a_widths(model) -> tuple[float, float]:
 
 
 def a2a_cp_s(system, coll, model, *, tokens_mb, tp, cp, cp_domains, attn_layers, rerun):
-    """Seconds per micro-batch of Megatron's all-to-all CP (uses_a2a_cp) on the busiest stage, all exposed:
+    """Seconds per micro-batch of Megatron's all-to-all CP (ModelSpec.all_to_all_cp) on the busiest stage, all exposed:
     `attn_layers` attention layers, each all-to-all of the rank's tokens_mb / cp tokens x width / tp in bf16 over the
     cp ranks (nccl-tests' size: the rank's whole buffer); `rerun` (0..1 per row) where recompute re-runs the core's
     forward (selective's core_attn, full's share of the layers), all-to-alls included."""

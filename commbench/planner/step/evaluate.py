@@ -429,9 +429,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
 
     # Context parallel ring: (cp-1) K,V passes fwd, K,V + dK,dV bwd, per layer. TorchTitan: blocking all-gathers
     # of K, V and reduce-scatters of dK, dV around FlexAttention, never hidden (step/cp_comm.py). Attention with
-    # sinks: Megatron's all-to-all CP (cp_comm.uses_a2a_cp), never hidden.
+    # sinks: Megatron's all-to-all CP (ModelSpec.all_to_all_cp), never hidden.
     titan_cp = framework == "torchtitan" and bool(np.any(cp > 1))
-    a2a_cp = not titan_cp and cp_comm.uses_a2a_cp(model) and bool(np.any(cp > 1))
+    a2a_cp = not titan_cp and model.all_to_all_cp and bool(np.any(cp > 1))
     if titan_cp:
         cp_total_mb = cp_comm.titan_cp_s(system, collective_time_s, model, tokens_mb=tokens_mb, tp=tp, cp=cp,
                                          cp_domains=domains_touched(tp * cp, cp, dom, max_dom),

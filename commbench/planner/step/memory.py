@@ -548,7 +548,7 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
     optimizer_dense = 12.0 * np.where(dist, dense_share / (dense_group * outer), dense_share)
     optimizer_expert = 12.0 * np.where(dist, expert_share / (expert_group * outer), expert_share)
     any_fsdp = bool(np.any(arr.fsdp))
-    double = fsdp_double_buffer(arr)
+    double, keep_transposes = fsdp_double_buffer(arr), keep_fp8_transposes(arr)
     mtp_dense, mtp_expert = _per_kind_params(model, _layer_kinds(model))[3]
     mtp_per_layer = (mtp_dense * dense_share + mtp_expert * expert_share) / max(model.num_mtp_layers, 1)
     out = ([], [], [])
@@ -577,7 +577,8 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
             # the unit buffers the launch holds: two units with --fsdp-double-buffer, else the prefetch and the
             # reduce-scatter queue, sized by the mean unit (step/fsdp.py megatron_unit_buffers)
             unit = fsdp.unit_params(model, dense_local, expert_local, units, load.counts.moe, non_unit)
-            mean_unit = (np.maximum(dense_local - non_unit, 0.0) + expert_local) / np.maximum(units, 1)
+            all_units = np.maximum(dense_local - non_unit, 0.0) + expert_local
+            mean_unit = all_units / np.maximum(units, 1)
             f_weights, f_grads = fsdp.fsdp_memory_bytes(shard, unit, grad_bytes(framework), mean_unit=mean_unit,
                                                         double_buffer=double)
             f_weights = f_weights + fsdp.PARAM_BYTES * kept
@@ -601,10 +602,9 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
                 * (shard + kept - bf16_held + np.where(double, fsdp.GATHERED_UNITS * unit, 0.0))
             # Hopper per-tensor fp8: the running unit's weight transposes, made in its backward and discarded with it,
             # or with the cache kept every unit's as gathered (step/fsdp.py "Hopper per-tensor fp8 weights")
-            all_units = np.maximum(dense_local - non_unit, 0.0) + expert_local
             f_weights = f_weights + fsdp.fp8_transpose_bytes_per_param(
                 arr.precision == FP8, weight_bytes, fp8_transpose_needed(gpu), framework) \
-                * np.where(keep_fp8_transposes(arr), all_units, unit)
+                * np.where(keep_transposes, all_units, unit)
             weights, grads = np.where(arr.fsdp, f_weights, weights), np.where(arr.fsdp, f_grads, grads)
         optimizer = (load.non_expert_params + load.vocab_matrices * vocab_params) * optimizer_dense \
             + load.expert_params * optimizer_expert
@@ -683,12 +683,16 @@ def cp_merge_bytes_per_token(model: ModelSpec, tp, cp) -> np.ndarray:
     per-step partial outputs and dq moves on one GPU; none without context parallelism, and none for attention
     with sinks, whose CP is all-to-all, not a ring (Megatron-Bridge recipes/gpt_oss/gpt_oss.py at v0.3.0:
     cp_comm_type = "a2a", "only a2a cp is supported for sink attention")."""
+    return _cp_merge_bytes(model, tp, cp, CP_FWD_STEP_BYTES + CP_BWD_STEP_BYTES)
+
+
+def _cp_merge_bytes(model: ModelSpec, tp, cp, step_bytes: float) -> np.ndarray:
+    """cp_merge_bytes_per_token's bytes with `step_bytes` per ring step (forward, or forward + backward)."""
     cp = np.asarray(cp, dtype=np.float64)
-    if model.architecture is not None and model.architecture.softmax_type != "vanilla":
+    if model.all_to_all_cp:
         return np.zeros(np.broadcast(cp, np.asarray(tp)).shape)
     steps = (3.0 * cp + 1.0) / 4.0
-    per_element = steps * (CP_FWD_STEP_BYTES + CP_BWD_STEP_BYTES) + CP_FWD_CAST_BYTES
-    return np.where(cp > 1, per_element * model.attn_out_dim / (tp * cp), 0.0)
+    return np.where(cp > 1, (steps * step_bytes + CP_FWD_CAST_BYTES) * model.attn_out_dim / (tp * cp), 0.0)
 
 
 def moe_act_recompute_bytes_per_microbatch(model: ModelSpec, tp, cp, tokens_mb, moe_layers, fused_moe) -> np.ndarray:
@@ -728,11 +732,7 @@ def selective_recompute_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, 
     h = model.hidden
     c = block_counts(model)
     seq_shard = np.where(sp, tp, 1) * cp
-    cp = np.asarray(cp, dtype=np.float64)
-    steps = (3.0 * cp + 1.0) / 4.0
-    merge = np.where(cp > 1, (steps * CP_FWD_STEP_BYTES + CP_FWD_CAST_BYTES) * model.attn_out_dim / (tp * cp), 0.0)
-    if model.architecture is not None and model.architecture.softmax_type != "vanilla":
-        merge = np.zeros_like(merge)   # sink attention's CP is all-to-all (cp_merge_bytes_per_token)
+    merge = _cp_merge_bytes(model, tp, cp, CP_FWD_STEP_BYTES)   # the forward's merges; none for all-to-all CP
     freed = rc.frees(model, rc.mode_modules(model, "selective"))
     norm_elements = np.zeros_like(merge)
     if rc.ATTN_NORM in freed:
