@@ -33,22 +33,22 @@ def test_a_flat_curve_is_noted_as_fit_refuses_it_and_a_growing_one_is_not(tmp_pa
     flat, growing = tmp_path / "flat.jsonl", tmp_path / "growing.jsonl"
     _run(flat, "f", FLAT_US)
     _run(growing, "g", GROWING_US)
-    notes = undetermined_bandwidth_notes(str(flat), None, larger="-e 16M")
+    notes = undetermined_bandwidth_notes(str(flat), larger="-e 16M")
     assert notes == ["all_reduce gloo n=2 world (1 domain) 1 KiB..512 KiB: time does not grow with size, so `fit` "
                      "cannot tell its bandwidth from these points; measure up to 16 MiB (-e 16M)"]
     refused = CliRunner().invoke(app, ["fit", str(flat), "-O", str(tmp_path / "f.json")])
     assert refused.exit_code == 2 and "bandwidth undetermined" in refused.output   # the same verdict, from `fit`
-    assert undetermined_bandwidth_notes(str(growing), None, larger="-e 16M") == []
+    assert undetermined_bandwidth_notes(str(growing), larger="-e 16M") == []
     fitted = CliRunner().invoke(app, ["fit", str(growing), "-O", str(tmp_path / "g.json")])
     assert fitted.exit_code == 0, fitted.output
 
 
-def test_only_the_runs_named_are_judged(tmp_path):
+def test_the_runs_there_before_are_not_judged(tmp_path):
     path = tmp_path / "r.jsonl"
     _run(path, "old", FLAT_US)
     _run(path, "new", GROWING_US)
-    assert undetermined_bandwidth_notes(str(path), {"new"}, larger="-e 16M") == []
-    assert len(undetermined_bandwidth_notes(str(path), {"old"}, larger="-e 16M")) == 1
+    assert undetermined_bandwidth_notes(str(path), larger="-e 16M", skip_runs={"old"}) == []
+    assert len(undetermined_bandwidth_notes(str(path), larger="-e 16M", skip_runs={"new"})) == 1
 
 
 def test_bench_closing_lines_say_a_curve_fit_cannot_use(tmp_path, monkeypatch):

@@ -268,14 +268,14 @@ def bench(
             styled("[green]done[/]: {} point(s) measured{}; records in {}", earlier_points, cycles,
                    config.output_path), highlight=False, soft_wrap=True)
     if launched is None or launched.rank == 0:
-        note_unfittable(config.output_path, run_ids_in(config.output_path) - earlier_runs)
+        note_unfittable(config.output_path, earlier_runs)
 
 
-def note_unfittable(path: str, run_ids: set[str]) -> None:
+def note_unfittable(path: str, earlier_runs: set[str]) -> None:
     """A note per curve measured whose times determine no bandwidth (`fit` would keep it from prediction)."""
     from commbench.costmodel.fit_readiness import undetermined_bandwidth_notes
 
-    for line in undetermined_bandwidth_notes(path, run_ids, larger="-e 16M"):
+    for line in undetermined_bandwidth_notes(path, larger="-e 16M", skip_runs=earlier_runs):
         err_console.print(styled("[yellow]note:[/] {}", line), highlight=False, soft_wrap=True)
 
 

@@ -15,8 +15,8 @@ from commbench.units import MEASURED_MAX_BYTES, format_size, parse_size_bytes
 MAX_NOTES = 5  # curves named one a line; the rest are counted
 
 
-def undetermined_bandwidth_notes(path: str, run_ids: set[str] | None, *, larger: str) -> list[str]:
-    """One line per curve of the runs `run_ids` in results file `path` (None: every run in it) whose measured times
+def undetermined_bandwidth_notes(path: str, *, larger: str, skip_runs: frozenset[str] | set[str] = frozenset()) -> list[str]:
+    """One line per curve of the runs in results file `path` but `skip_runs` (those there before this launch) whose measured times
     determine no bandwidth, naming its sizes and what to measure (`larger`: how to ask for larger sizes in the
     command that measured, e.g. '-e 16M'). Points of one data type and op are fitted together, as `fit` fits one."""
     from commbench.costmodel.fit_records import bandwidth_undetermined, fit_all
@@ -25,7 +25,7 @@ def undetermined_bandwidth_notes(path: str, run_ids: set[str] | None, *, larger:
     if not Path(path).is_file():   # nothing written (no point measured): nothing to say
         return []
     records = read_records([path], on_bad_line=lambda *_: None, drop_samples=True)
-    points = [m for m in measurements(records) if run_ids is None or m.run_id in run_ids]
+    points = [m for m in measurements(records) if m.run_id not in skip_runs]
     runs = {h.run_id: h for h in headers(records)}
     by_dtype_op: dict[tuple, list] = {}
     for m in points:

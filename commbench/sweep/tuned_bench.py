@@ -102,7 +102,7 @@ def run_ids_in(path: str) -> set[str]:
 
     from commbench.results.records import iter_records
 
-    return {rec.run_id for rec in iter_records(path)} if Path(path).exists() else set()
+    return {rec.run_id for rec in iter_records(path, drop_samples=True)} if Path(path).exists() else set()
 
 
 def wrong_points_since(path: str, earlier_run_ids: set[str]) -> tuple[str, ...]:
