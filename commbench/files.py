@@ -186,6 +186,33 @@ def refuse_empty_path(path: str | os.PathLike[str], option: str, what: str = "a 
         raise CommbenchError(f"{option}={str(path)!r} is empty: give {what} (an unset shell variable?)")
 
 
+def path_from(absolute: str, folder: str | os.PathLike[str]) -> str | None:
+    """`absolute`'s path relative to `folder`, as a file that names another records it beside the absolute one (a
+    fitted profile its results files, a plan its --system / --calibration), or None on another drive (Windows)."""
+    try:
+        return os.path.relpath(absolute, os.path.abspath(folder))
+    except ValueError:
+        return None
+
+
+def recorded_places(entry: dict, folder: Path, from_key: str, whose: str) -> list[tuple[Path, str]]:
+    """Where to look for a file another file records ({path: as given, absolute, `from_key`: from `folder`}), first
+    found wins, each with how: from `whose` folder (the two moved together), the absolute path recorded, as given
+    from here, beside `whose` file (a record that predates the first two: the last two alone)."""
+    places = []
+    if isinstance(entry.get(from_key), str):
+        places.append((Path(os.path.normpath(folder / entry[from_key])), f"from the {whose}'s folder: {entry[from_key]}"))
+    if isinstance(entry.get("absolute"), str):
+        places.append((Path(entry["absolute"]), f"the absolute path the {whose} recorded"))
+    places += [(Path(entry["path"]), "as given, from here"), (folder / entry["path"], f"beside the {whose}")]
+    seen, out = set(), []
+    for path, how in places:
+        if os.path.abspath(path) not in seen:
+            seen.add(os.path.abspath(path))
+            out.append((path, how))
+    return out
+
+
 # Names of the files commbench writes: an --out folder not yet made that ends in one is a file meant, not a folder
 FILE_SUFFIXES = frozenset({".json", ".jsonl", ".txt", ".env", ".md", ".toml", ".png", ".py", ".conf"})
 

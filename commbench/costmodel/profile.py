@@ -668,6 +668,8 @@ def located(fabric: Fabric, out) -> Fabric:
     them. A profile that records none (a preset, one read back) is returned as it is."""
     import os
 
+    from commbench.files import path_from
+
     if not fabric.source_files:
         return fabric
     folder = os.path.dirname(os.path.abspath(out))
@@ -675,10 +677,11 @@ def located(fabric: Fabric, out) -> Fabric:
     for entry in fabric.source_files:
         entry = dict(entry)
         if entry.get("absolute"):
-            try:
-                entry["from_profile"] = os.path.relpath(entry["absolute"], folder)
-            except ValueError:   # another drive (Windows): the absolute path alone
+            relative = path_from(entry["absolute"], folder)
+            if relative is None:   # another drive (Windows): the absolute path alone
                 entry.pop("from_profile", None)
+            else:
+                entry["from_profile"] = relative
         files.append(entry)
     return dataclasses.replace(fabric, source_files=tuple(files))
 
@@ -704,17 +707,14 @@ def _source_places(data: dict, profile_path: str) -> list[tuple[str, list]]:
     and beside the profile (a profile written before fit recorded the first two: its source alone)."""
     from pathlib import Path
 
+    from commbench.files import recorded_places
+
     folder = Path(profile_path).parent
     entries = [f for f in data.get("source_files") or [] if isinstance(f, dict) and isinstance(f.get("path"), str)]
     if not entries:
         entries = [{"path": name} for name in str(data.get("source"))[len("fitted:"):].split(",")]
-    out = []
-    for entry in entries:
-        places = [folder / entry["from_profile"]] if isinstance(entry.get("from_profile"), str) else []
-        places += [Path(entry["absolute"])] if isinstance(entry.get("absolute"), str) else []
-        places += [Path(entry["path"]), folder / entry["path"]]
-        out.append((entry["path"], list(dict.fromkeys(places))))
-    return out
+    return [(entry["path"], [path for path, _ in recorded_places(entry, folder, "from_profile", "profile")])
+            for entry in entries]
 
 
 def runs_since_fit(profile_path: str) -> list[str]:

@@ -15,6 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from commbench.files import path_from, recorded_places
+
 # plan.json inputs that name a file (when not the value that names none)
 FILE_INPUTS = ("system", "calibration")
 
@@ -39,10 +41,9 @@ def record_input_files(doc: dict[str, Any], folder: str | Path) -> None:
             continue
         absolute = os.path.abspath(value)
         entry = {"path": value, "absolute": absolute}
-        try:
-            entry["from_plan"] = os.path.relpath(absolute, os.path.abspath(folder))
-        except ValueError:   # another drive (Windows): the absolute path alone
-            pass
+        relative = path_from(absolute, folder)
+        if relative is not None:
+            entry["from_plan"] = relative
         files[field] = entry
     if files:
         inputs["input_files"] = files
@@ -56,19 +57,8 @@ def input_places(doc: dict[str, Any], plan_file: str | Path, field: str) -> list
     folder = Path(plan_file).parent
     value = doc["inputs"][field]
     entry = (doc["inputs"].get("input_files") or {}).get(field)
-    entry = entry if isinstance(entry, dict) and entry.get("path") == value else {}
-    places = []
-    if isinstance(entry.get("from_plan"), str):
-        places.append((Path(os.path.normpath(folder / entry["from_plan"])), f"from the plan's folder: {entry['from_plan']}"))
-    if isinstance(entry.get("absolute"), str):
-        places.append((Path(entry["absolute"]), "the absolute path the plan recorded"))
-    places += [(Path(value), "as given, from here"), (folder / value, "beside the plan")]
-    seen, out = set(), []
-    for path, how in places:
-        if os.path.abspath(path) not in seen:
-            seen.add(os.path.abspath(path))
-            out.append((path, how))
-    return out
+    entry = entry if isinstance(entry, dict) and entry.get("path") == value else {"path": value}
+    return recorded_places(entry, folder, "from_plan", "plan")
 
 
 def resolve_input_files(doc: dict[str, Any], plan_file: str | Path) -> tuple[dict[str, Any], list[str]]:
