@@ -202,6 +202,8 @@ def reduced_expected(op: str, dtype: DType, num_ranks: int, start: int, count: i
         raise ValueError(f"op={op!r}: allowed sum, prod, max, min, avg")
     if op == "avg":
         total = sum(_avg_term(dtype, num_ranks, start, count, seed, term) for term in range(avg_terms(num_ranks)))
+        if not dtype.is_float:  # NCCL's integer avg: the sum, then divided truncating (the terms are positive)
+            return (total // num_ranks).astype(_carrier(dtype))
         return total.astype(np.float64) / num_ranks
     lead = _lead_values(op, dtype, num_ranks, start, count, seed)
     if op == "prod":
@@ -219,9 +221,25 @@ def avg_rel_bound(dtype: DType, num_ranks: int) -> float:
     any order (gamma_{k-1}; Higham, Accuracy and Stability of Numerical Algorithms, sec. 4.2); u = eps/2:
     (k + 1) u. It also covers sum-then-divide (exact sum, one rounding). 1% slack for the bound's
     second-order terms. Each term is at least 1/(2k) of the result (`_avg_range`): 1/8 against
-    5 u = 2.0 % for bf16, 0.24 % fp16, 3e-7 fp32 at k = 4."""
+    5 u = 2.0 % for bf16, 0.24 % fp16, 3e-7 fp32 at k = 4. Integers: exact (0): NCCL averages them as the sum
+    then one truncating division (ncclAvg on integral types is FuncSumPostDiv, src/device/reduce_kernel.h)."""
+    if not dtype.is_float:
+        return 0.0
     unit = dtype.eps / 2
     return (avg_terms(num_ranks) + 1) * unit * 1.01
+
+
+def integer_avg_check_problem(dtype: DType, num_ranks: int) -> str | None:
+    """Why an integer avg over `num_ranks` cannot be checked (None: it can). Every term is at least `low`
+    (`_avg_range`); a lost term moves the truncated average by at least floor(low / n), and the result is at least
+    terms * low / n: both need low >= n (else a dropped rank, or an untouched poisoned output, can pass)."""
+    if dtype.is_float:
+        return None
+    low, high = _avg_range(dtype, num_ranks)
+    if low >= num_ranks:
+        return None
+    return (f"the average of {dtype.name} values over {num_ranks} ranks cannot be checked: each rank's term is at most "
+            f"{high}, so a lost rank need not move the truncated average by 1")
 
 
 def count_wrong(actual: np.ndarray, expected: np.ndarray, dtype: DType, rel_tol: float = 0.0) -> int:

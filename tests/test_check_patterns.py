@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from collectives.base import POISON, avg_rel_bound, count_wrong, pattern, reduction_data
+from collectives.patterns import integer_avg_check_problem
 from commbench.dtypes import dtype_names, get_dtype
 
 COUNT = 96
@@ -21,8 +22,10 @@ def _reduce(op: str, inputs: list[np.ndarray], torch_dtype, order) -> np.ndarray
     for r in order[1:]:
         x = torch.tensor(inputs[r]).to(torch_dtype)
         acc = {"sum": torch.add, "avg": torch.add, "max": torch.maximum, "min": torch.minimum, "prod": torch.mul}[op](acc, x)
-    if op == "avg":
+    if op == "avg" and torch_dtype.is_floating_point:
         acc = acc / len(inputs)
+    elif op == "avg":  # NCCL's integer avg: the sum, then one division truncating toward zero (FuncSumPostDiv)
+        acc = torch.div(acc, len(inputs), rounding_mode="trunc")
     return acc.to(torch.float64).numpy()
 
 
@@ -49,9 +52,9 @@ def _narrowed(values: np.ndarray, name: str) -> np.ndarray:
 def _cases():
     for name in dtype_names():
         for op in OPS:
-            if op == "avg" and not get_dtype(name).is_float:
-                continue
             for n in (2, 3, 288, 4096):
+                if op == "avg" and integer_avg_check_problem(get_dtype(name), n):
+                    continue  # refused by bench's validation (test_integer_avg_is_checked_only_where_it_can_fail)
                 yield name, op, n
 
 
@@ -184,3 +187,45 @@ def test_signed_types_reduce_negative_values(name, n):
         if name in UNSIGNED and op != "prod":  # the mix-up: compared as unsigned, reinterpreted back
             as_unsigned = getattr(inputs.astype(getattr(np, name)).view(UNSIGNED[name]), op)(axis=0)
             assert count_wrong(as_unsigned.view(getattr(np, name)).astype(np.int64), expected, dtype) == COUNT
+
+
+@pytest.mark.parametrize("name", ["int8", "uint8", "int32", "int64"])
+def test_integer_avg_is_checked_only_where_it_can_fail(name):
+    """NCCL averages integers (the sum, then a truncating division): exact, so a lost rank must move the result by
+    at least 1 and the result is never the poison. Where the dtype cannot hold such terms the check is refused."""
+    dtype = get_dtype(name)
+    for n in range(2, 300):
+        problem = integer_avg_check_problem(dtype, n)
+        if problem:
+            assert name in ("int8", "uint8") and f"over {n} ranks" in problem
+            continue
+        inputs = [reduction_data("avg", dtype, r, n, 0, COUNT, 5)[0] for r in range(n)]
+        _, expected, rel_tol = reduction_data("avg", dtype, 0, n, 0, COUNT, 5)
+        assert rel_tol == 0.0 and np.all(expected != POISON)
+        total = np.sum(np.stack(inputs).astype(np.int64), axis=0)
+        assert count_wrong(total // n, expected, dtype) == 0
+        dropped = total - inputs[n - 1].astype(np.int64)  # the last rank's input lost
+        assert count_wrong(dropped // n, expected, dtype) == np.count_nonzero(inputs[n - 1])
+    if name in ("int32", "int64"):
+        assert integer_avg_check_problem(dtype, 4096) is None
+
+
+def test_bench_refuses_only_what_cannot_run_or_be_checked():
+    """Integer avg: gloo cannot run it (one line naming NCCL); NCCL backends run it, checked where the check can
+    fail, else refused under -c 1 with the way out (-c 0 or a wider dtype)."""
+    from commbench.errors import CommbenchError
+    from commbench.measure.bench import BenchConfig, validate
+    from commbench.measure.harness import LoopOptions
+
+    def config(backend, dtype, check=True):
+        return BenchConfig(collective="all_reduce", sizes_bytes=(1024,), dtype=dtype, op="avg", backend=backend,
+                           loop=LoopOptions(iters=2, warmup_iters=1, check=check))
+
+    with pytest.raises(CommbenchError, match="--op=avg with --dtype int32 is not possible on gloo.*--backend nccl"):
+        validate(config("gloo", "int32"), 2)
+    validate(config("gloo", "float32"), 2)
+    validate(config("cupy-nccl", "int32"), 4096)
+    validate(config("cupy-nccl", "int8"), 16)
+    with pytest.raises(CommbenchError, match=r"--check: the average of int8 values over 64 ranks cannot be checked.*-c 0"):
+        validate(config("cupy-nccl", "int8"), 64)
+    validate(config("cupy-nccl", "int8", check=False), 64)

@@ -51,8 +51,9 @@ def test_storage_roundtrip_widens_like_backend_download():
 
 def test_op_checks_name_the_option_and_the_nccl_version():
     check_nccl_op("avg", get_dtype("bfloat16"), 22105)
-    with pytest.raises(CommbenchError, match="--op=avg needs a floating-point --dtype, got int32"):
-        check_nccl_op("avg", get_dtype("int32"), 22105)
+    check_nccl_op("avg", get_dtype("int32"), 22105)  # NCCL averages integers: the sum, then a truncating division
+    with pytest.raises(CommbenchError, match=r"--op=avg needs NCCL >= 2.10"):
+        check_nccl_op("avg", get_dtype("int32"), 2804)
     with pytest.raises(CommbenchError, match=r"--dtype=bfloat16 needs NCCL >= 2.10, CuPy loaded NCCL 2.8.4"):
         check_nccl_op("sum", get_dtype("bfloat16"), 2804)
     with pytest.raises(CommbenchError, match="--op='xor' is invalid"):

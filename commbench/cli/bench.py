@@ -92,7 +92,7 @@ def bench(
     warmup_iters: Annotated[int, typer.Option("-w", "--warmup-iters", help="Untimed warm-up iterations per size.")] = 5,
     check: Annotated[int, typer.Option("-c", "--check", help="1: verify every element before and after the timed loop of each size (outside timing, with fresh data each time); 0: skip.")] = 1,
     dtype: Annotated[Optional[str], typer.Option("-d", "--dtype", help="float32 (default), bfloat16, float16, float64, int32, int64, int8, uint8 (or float/half/double).")] = None,
-    op: Annotated[Optional[str], typer.Option("-o", "--op", help="Reduction op of all_reduce, reduce_scatter, reduce and grad_reduce_scatter (refused for the others): sum (default), prod, max, min, avg (avg: floating-point -d only); either case (SUM = sum), as -d.")] = None,
+    op: Annotated[Optional[str], typer.Option("-o", "--op", help="Reduction op of all_reduce, reduce_scatter, reduce and grad_reduce_scatter (refused for the others): sum (default), prod, max, min, avg (integer -d averaged as NCCL does, the sum then a truncating division: NCCL backends only); either case (SUM = sum), as -d.")] = None,
     root: Annotated[Optional[int], typer.Option("-r", "--root", help="Root rank of broadcast and reduce (default 0; refused for the others).")] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="Output aliases the input (reduce_scatter, all_gather; all_reduce, broadcast and reduce are in-place by default). --format nccl-tests measures both forms, as nccl-tests.")] = False,
     out_of_place: Annotated[bool, typer.Option("--out-of-place", help="all_reduce, broadcast, reduce: measure the out-of-place form (a separate output buffer, nccl-tests' first group). --format nccl-tests measures both forms, as nccl-tests.")] = False,

@@ -17,6 +17,19 @@ Buffer = Any  # a torch.Tensor for torch backends, a cupy.ndarray for cupy-nccl
 REDUCE_OPS = ("sum", "prod", "max", "min", "avg")
 
 
+def avg_refusal(backend: str, dtype: DType) -> str | None:
+    """Why `backend` cannot average `dtype` (None: it can). NCCL averages integers as the sum, then one truncating
+    division (ncclAvg on integral types is FuncSumPostDiv, NCCL src/device/reduce_kernel.h; torch's
+    ProcessGroupNCCL.getNcclReduceOp passes ReduceOp.AVG on for every type but bool). torch 2.13's gloo divides the
+    sum in floating point and cannot store the quotient back ("result type Float can't be cast to the desired output
+    type Int"), so gloo averages floating-point types only."""
+    if dtype.is_float or backend != "gloo":
+        return None
+    return (f"--op=avg with --dtype {dtype.name} is not possible on gloo (torch's gloo averages in floating point and "
+            f"cannot store the result as {dtype.name}); NCCL averages integers (the sum, then a truncating division): "
+            "use --backend nccl or cupy-nccl, or a floating-point --dtype")
+
+
 def reduce_op(name: str, field: str = "--op") -> str:
     """A reduction op as typed (`SUM`, `Sum`, `sum`: nccl-tests users type either case, as `-d`) -> its name in
     REDUCE_OPS; an unknown one is refused in one line naming `field`, the value and the allowed ones."""

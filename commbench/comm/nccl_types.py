@@ -70,8 +70,6 @@ def check_nccl_op(op: str, dtype: DType, nccl_version: int) -> None:
     if op not in NCCL_OPS:
         raise CommbenchError(f"--op={op!r} is invalid: allowed {', '.join(NCCL_OPS)}")
     storage_dtype(dtype)
-    if op == "avg" and not dtype.is_float:
-        raise CommbenchError(f"--op=avg needs a floating-point --dtype, got {dtype.name}")
     if nccl_version < NCCL_2_10 and (op == "avg" or dtype.name == "bfloat16"):
         what = "--op=avg" if op == "avg" else "--dtype=bfloat16"
         raise CommbenchError(f"{what} needs NCCL >= 2.10, CuPy loaded NCCL {format_nccl_version(nccl_version)}")

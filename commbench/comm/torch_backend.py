@@ -10,7 +10,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from commbench.comm.backend import REDUCE_OPS
+from commbench.comm.backend import REDUCE_OPS, avg_refusal
 from commbench.comm.rendezvous import join_within
 from commbench.dtypes import DType
 from commbench.errors import CommbenchError, first_line
@@ -200,8 +200,8 @@ class TorchBackend:
     def check_op(self, op: str, dtype: DType) -> None:
         if op not in REDUCE_OPS:
             raise CommbenchError(f"--op={op!r} is invalid: allowed {', '.join(REDUCE_OPS)}")
-        if op == "avg" and not dtype.is_float:
-            raise CommbenchError(f"--op=avg needs a floating-point --dtype, got {dtype.name}")
+        if op == "avg" and avg_refusal(self.name, dtype):
+            raise CommbenchError(avg_refusal(self.name, dtype))
 
     def notes(self, collective: str) -> list[str]:
         if self.name == "gloo" and collective == "reduce_scatter":

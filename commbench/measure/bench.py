@@ -79,14 +79,14 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     collective = get_collective(config.collective)
     dtype = get_dtype(config.dtype)
     if collective.reduces:
-        from commbench.comm.backend import REDUCE_OPS, reduce_op
+        from commbench.comm.backend import REDUCE_OPS, avg_refusal, reduce_op
 
         if config.op not in REDUCE_OPS:  # the CLI and sweep files pass the op's name ('SUM' typed is 'sum')
             reduce_op(config.op)  # an unknown op: one line naming it and the allowed ones
             raise CommbenchError(f"op={config.op!r} is invalid here: pass {reduce_op(config.op)!r} "
                                  "(commbench.comm.backend.reduce_op)")
-        if config.op == "avg" and not dtype.is_float:
-            raise CommbenchError(f"--op=avg needs a floating-point --dtype, got {dtype.name}")
+        if config.op == "avg" and avg_refusal(config.backend, dtype):
+            raise CommbenchError(avg_refusal(config.backend, dtype))
     if config.in_place and collective.in_place_mode == "never":
         raise CommbenchError(f"--in-place is not possible for {collective.name}: it has no in-place form")
     if config.in_place and config.out_of_place:
@@ -110,6 +110,13 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     if config.root >= smallest:  # the root is a rank of each measured group (it was taken modulo the group size)
         raise CommbenchError(f"--root={config.root} is invalid with --group-sizes {smallest}: allowed 0..{smallest - 1} "
                              "(the root is a rank of each measured group)")
+    if collective.reduces and config.op == "avg" and config.loop.check:
+        from collectives.patterns import integer_avg_check_problem
+
+        for group_size in measured_group_sizes(config, world_size):
+            if integer_avg_check_problem(dtype, group_size):
+                raise CommbenchError(f"--check: {integer_avg_check_problem(dtype, group_size)}; measure it with -c 0, "
+                                     "or check a wider --dtype (int32, int64)")
     collective.check_params(dict(config.params), config.backend)
     if config.sizes_bytes and config.backend != "cupy-nccl":
         check_memory(max(config.sizes_bytes), world_size, config.backend)
