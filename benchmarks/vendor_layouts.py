@@ -68,6 +68,35 @@ skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md "Measured Evidence"): HybridE
 35% of a 5.1 / 18.1 s all-to-all where the measured saving is 73% / 55% of it. So cross-node EP overlap hides more
 than the in-node-compromised ep_overlap_efficiency gives (as fix-BK found); the in-node cost NVIDIA names (host time,
 Megatron-Bridge issue #1705, PR #1760) is what to price apart before that efficiency can rise.
+
+What outranks the layouts just outside the top 10 (session 41, fix-EE; STEP_MODEL 2026-12-06.14, all PREDICTED but
+the "measured" pairs). Rows 0/24, 1/25, 73 (Llama3-70B 64x GB200, published tp2 pp4 vp5), 7/32, 76 (DeepSeek-V3 256x
+GB200, pp4 vp4 ep64), 89 (Qwen3-235B 64x B200, pp8 vp2), 12, 13/38 (gpt-oss-120b B200 / H100) rank 11-25 because
+10-24 layouts sit within +2.3..+6.7% of them, inside the stated gain band (7.2-7.4%). The outrankers are mostly
+the same model with pp halved and vp raised (Llama3-70B: tp2 pp2 vp8..41, cp2 for tp2, tp2 FSDP; DeepSeek-V3:
+pp2 vp1..16; Qwen3-235B: pp4 vp2..8). Step difference of the best over the published layout, row 0: 7015 -> 6799
+ms = compute -151 (the busiest pipeline rank: even split, so the last rank also holds the output layer and loss,
+layout/split.py stage_imbalance 1.035 at pp4 vp5 vs 1.011 at pp2; Megatron-Bridge's 70B recipes set no
+account-for-loss flag, only the 405B ones do), bubble -86, DP exposed +32; row 7: 17052 -> 16494 ms = compute -369
+(imbalance 1.043 -> 1.014), pipeline p2p exposed -228 (stage boundaries across racks), bubble -71, EP -80,
+expert-DP RS +80; row 89: 16354 -> 15993 ms = compute -235 (1.031 -> 1.014), bubble -191, expert-DP RS +107.
+Candidates checked, none a missing sourced term or launch constraint:
+- per-chunk p2p is charged (2 vp sends per micro-batch each way); charging less of it (pipeline p2p exposed at
+  1 - 0.85 instead of 1 - overlap_efficiency) makes the ranks worse: median 11 -> 12, top 10 48 -> 43, within the
+  band 68% -> 63% (deep interleaving gains further);
+- in-flight micro-batch memory is charged per Megatron's interleaved warm-up count (step/stage_memory.py); the
+  Llama3-70B pp2 outrankers are PREDICTED at 88-98% of the 197.6 GB GB200 capacity (published pp4: 77%), but
+  published layouts that ran are predicted up to 98.3% (rows 2/26/49/72); a 5% search headroom gives median rank
+  8 and top 10 51, but refuses 12 published layouts (predicted 95.3-98.3%), so it is not a fact to build on;
+- flag-only variants: none among the outrankers of rows 0, 1, 7; 1-4 in rows 12, 13, 73, 76, 89 (a recompute
+  saver switched, or the distributed optimizer off, which Megatron-Bridge recipes also run: deepseek_v4, glm45);
+- the memory savers NVIDIA pays for (moe_act on gpt-oss, mla_up_proj on DeepSeek-V3) are predicted unnecessary
+  (memory_fit.py --only-flagged: FITS WITHOUT), so the structures with the search's flags rank 4-15 (srank);
+- MEASURED: the 24 pairs of published layouts of one run with different pp (every table; all across releases, none
+  within one) have the model UNDER-predicting the gain of the smaller pp (median signed error -10.8%): where NVIDIA
+  itself later halved pp (DeepSeek-V3 GB200 pp8 -> pp4, B200 / B300 pp16 -> pp8) it measured +10..+21%.
+So the model's preference for shallower pipelines is what its sourced terms give and what NVIDIA's later releases
+moved towards; the rank of these rows is a tie inside the band, not a physics term the hardware would refute.
 """
 
 from __future__ import annotations

@@ -472,7 +472,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         pp_total_mb = np.where(pp > 1, 2.0 * vp * one_p2p, 0.0)
     else:
         pp_total_mb = np.zeros(len(a))
-    # Interleaved schedules overlap p2p with compute (Megatron overlap_p2p_comm); 1F1B blocks on it.
+    # Interleaved schedules overlap p2p with compute (Megatron overlap_p2p_comm); 1F1B blocks on it. Hiding more of it
+    # (0.85) ranks published layouts worse, not better (benchmarks/vendor_layouts.py docstring, fix-EE).
     pp_exposed_mb = np.where(vp > 1, pp_total_mb * (1.0 - cal.overlap_efficiency), pp_total_mb)
 
     t_mb = (compute_mb + tp_exposed_mb + ep_exposed_mb + etp_exposed_mb + cp_exposed_mb + pp_exposed_mb
