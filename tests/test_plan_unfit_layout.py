@@ -75,3 +75,15 @@ def test_emit_megatron_with_allow_unfit_prints_the_launch_and_the_warning_on_std
     assert result.exit_code == 0, result.output
     assert "pretrain_gpt.py" in result.stdout and "WARNING" not in result.stdout
     assert result.stderr.startswith("WARNING: this layout does not fit (predicted)"), result.stderr
+
+
+def test_a_partial_layout_that_fits_nowhere_names_its_fields_not_the_model():
+    """A partial --layout (no vp) that no variant fits: the error said "no layout of mixtral-8x22b fits ... nor on
+    any count up to 65536" (or "the smallest GPU count where one fits") as if no layout of the model fitted, though
+    others fit on these 8 GPUs; it names the pinned fields now."""
+    args = [a if a != "tp=1,pp=1,vp=1,ep=1,mbs=1" else "tp=1,pp=1,ep=1,mbs=1" for a in PLAN]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    (error,) = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert "no layout of mixtral-8x22b with tp=1, pp=1, ep=1, mbs=1" in error, error
+    assert "the smallest GPU count where one fits is 32" in error, error  # with these fields, searched on

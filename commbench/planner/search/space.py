@@ -212,7 +212,7 @@ def _why_none(bits: np.ndarray, req: SearchRequest, per_rack: int) -> str:
     common = int(np.bitwise_and.reduce(bits)) if len(bits) else 0
     names = [f"{n} ({r})" for n, r in RULES if common & RULE_BITS[n]]
     names += [f"{n} ({r}; {per_rack} GPUs per domain)" for n, r in PLACEMENT_RULES if common & PLACEMENT_BITS[n]]
-    pinned = ", ".join(f"{k}={v}" for k, v in req.pins.items()) or "nothing pinned"
+    pinned = _pinned_text(req.pins) or "nothing pinned"
     if common & RULE_BITS["pipeline"] and "pp" in req.pins:
         from commbench.planner.layout.split import choose_split
 
@@ -334,6 +334,7 @@ def no_fit_message(req: SearchRequest) -> str:
     default_gbs), so a rerun on that count without --gbs would plan another batch than the one searched here."""
     from dataclasses import replace
     dom = int(req.fabric.domain_size)
+    what = f"no layout of {req.model.name}" + (f" with {_pinned_text(req.pins)}" if req.pins else "")
     counts = sorted({2 ** k for k in range(1, 17)} | {dom * k for k in range(1, 257)})
     for n in (c for c in counts if c > req.num_gpus):
         trial = replace(req, num_gpus=n, fabric=req.fabric.scaled(num_gpus=n), keep=1)
@@ -347,11 +348,18 @@ def no_fit_message(req: SearchRequest) -> str:
         except CommbenchError:
             continue
         if np.any(bd.fits & (bd.mem_capacity_bytes * (1 - req.headroom_fraction) >= bd.mem_total_bytes)):
-            return (f"no layout of {req.model.name} fits in memory on {req.num_gpus} GPUs with "
+            return (f"{what} fits in memory on {req.num_gpus} GPUs with "
                     f"{req.headroom_fraction * 100:g}% HBM headroom; the smallest GPU count where one fits is {n} "
                     f"at gbs {req.gbs} (rerun with --gpus {n} --gbs {req.gbs})")
-    return (f"no layout of {req.model.name} fits in memory on {req.num_gpus} GPUs with "
-            f"{req.headroom_fraction * 100:g}% HBM headroom, nor on any count up to 65536 at gbs {req.gbs}")
+    # A partial --layout: the fields it fixes, not the model, are what fits nowhere; a full one is planned as given.
+    free = ("; free some of --layout's fields, or give tp, pp, vp, ep and mbs to plan that one layout as given "
+            "(with a WARNING that it does not fit)") if req.pins else ""
+    return (f"{what} fits in memory on {req.num_gpus} GPUs with "
+            f"{req.headroom_fraction * 100:g}% HBM headroom, nor on any count up to 65536 at gbs {req.gbs}{free}")
+
+
+def _pinned_text(pins: dict[str, object]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in pins.items())
 
 
 def structure_key(arr: LayoutArrays, i: int) -> tuple:
