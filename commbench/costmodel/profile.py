@@ -268,15 +268,14 @@ def check_no_wrong_data(points, paths, leave_out_wrong: bool) -> None:
                               "--leave-out-wrong to fit without those points (said in the notes)")
 
 
-def check_no_self_contradicting(bad_of: dict[str, list[str]]) -> None:
+def check_no_self_contradicting(contradicting_of: dict[str, list[str]]) -> None:
     """Refuse (one line naming file, line and fields) results holding a record whose summary times disagree with its
-    own samples (record_checks.check_summary_matches_samples): edited or corrupted, so what the point measured is
-    unknown; a fit skipping it as a torn line would pass over it with a count in the notes, as compare and nccl-tuner
-    refuse it."""
+    own samples (`contradicting_of`: per file, the lines records.iter_records gave on_self_contradicting,
+    record_checks.SummaryDisagrees): edited or corrupted, so what the point measured is unknown; a fit skipping it as
+    a torn line would pass over it with a count in the notes, as compare and nccl-tuner refuse it."""
     from commbench.errors import CommbenchError
-    from commbench.results.record_checks import SUMMARY_DISAGREES
 
-    found = [f"{path} {line}" for path, lines in bad_of.items() for line in lines if SUMMARY_DISAGREES in line]
+    found = [f"{path} {line}" for path, lines in contradicting_of.items() for line in lines]
     if found:
         raise CommbenchError(f"{len(found)} record(s) contradict themselves: {found[0]}{' ...' if len(found) > 1 else ''}; "
                              "a fit would skip them as unreadable and fit what is left: delete those lines (the points "
@@ -303,11 +302,14 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     from commbench.results.records import headers as header_records, measurements, read_records
 
     bad_of: dict[str, list[str]] = {path: [] for path in paths}
+    contradicting_of: dict[str, list[str]] = {path: [] for path in paths}
     per_file = [(path, read_records([path], on_bad_line=lambda line, why, path=path: bad_of[path].append(
-                    f"line {line}: {why}"), drop_samples=True))  # a fit never uses per-iteration samples
+                    f"line {line}: {why}"), drop_samples=True,  # a fit never uses per-iteration samples
+                    on_self_contradicting=lambda line, why, path=path: contradicting_of[path].append(
+                    f"line {line}: {why}")))
                 for path in paths]
     bad_lines = [line for lines in bad_of.values() for line in lines]
-    check_no_self_contradicting(bad_of)
+    check_no_self_contradicting(contradicting_of)
     check_points_once(per_file, "fit")   # as compare and report refuse it
     records = [record for _, file_records in per_file for record in file_records]
     points = measurements(records)
