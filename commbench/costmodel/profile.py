@@ -485,7 +485,8 @@ def check_one_fabric(points: list, runs: dict) -> list[str]:
     """Refuse points whose runs differ in NCCL version, devices, emulation (real vs `commbench emulate`, or two
     emulated fabrics), on gloo the torch version or threads per rank, or NCCL_* settings (run_setup.fabric_env): their medians per size would be merged into one curve of
     no real fabric.
-    Returns a note per run used (its provenance), for the profile."""
+    Returns a note per run used with a header (its provenance), for the profile; a run without one is
+    check_setup_known's (refused beside others, noted where fitted alone)."""
     from commbench.errors import CommbenchError
     from commbench.results.records import mixed_runs_text
 
@@ -506,8 +507,7 @@ def check_one_fabric(points: list, runs: dict) -> list[str]:
             raise CommbenchError(f"the results mix {what} ({named}): one fit would merge them into curves of no "
                                  "real fabric; fit each from the results measured with it (one fabric profile per "
                                  "system)")
-    return [_run_text(h) for h in known.values()] + \
-        [f"{len(used) - len(known)} run(s) without a header (provenance unknown)"] * (len(used) > len(known))
+    return [_run_text(h) for h in known.values()]
 
 
 def run_domain_size(header) -> tuple[int, bool] | None:
