@@ -331,7 +331,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     if base is not None:
         check_on_base(points, runs, base)
     fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
-    held = run_record_counts(records)   # what each run held when fitted: runs_since_fit sees points added later
+    held = run_record_counts(records)   # what each run held when fitted: profile_age sees points added later
     fits = [dataclasses.replace(f, run_records=tuple((run, held.get(run, 0)) for run in f.runs)) for f in fits]
     notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + unknown_notes + mix_notes + notes \
         + [loop_note] * bool(loop_note)
@@ -347,7 +347,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     import os
 
     # where each results file is, for the check that it holds nothing newer than the fit from any directory
-    # (runs_since_fit); the path from the profile's own directory is added where the profile is written (located)
+    # (profile_age); the path from the profile's own directory is added where the profile is written (located)
     # and what it read there of each run it fitted (count and digest): the check also sees records since deleted or edited
     fitted_runs = {run for f in fits for run in f.runs}
     fabric = dataclasses.replace(fabric, source_files=tuple(
@@ -610,7 +610,7 @@ def emulated_rate_checks(fits: list[CurveFit], run_headers: list) -> list[str]:
 
 def run_record_counts(records) -> dict[str, int]:
     """{run id: its measurement records} of results read for a fit, counted as the lines hold them (any status, any
-    backend): the count a fitted curve records per run (CurveFit.run_records) and runs_since_fit counts again."""
+    backend): the count a fitted curve records per run (CurveFit.run_records) and profile_age counts again."""
     from commbench.results.records import Measurement
 
     counts: dict[str, int] = {}
@@ -717,12 +717,6 @@ def _source_places(data: dict, profile_path: str) -> list[tuple[str, list]]:
         entries = [{"path": name} for name in str(data.get("source"))[len("fitted:"):].split(",")]
     return [(entry["path"], [path for path, _ in recorded_places(entry, folder, "from_profile", "profile")])
             for entry in entries]
-
-
-def runs_since_fit(profile_path: str) -> list[str]:
-    """profile_age's `stale` lines: [] for a preset, a profile that records no runs, or results not found here (which
-    profile_age says as `unchecked`)."""
-    return list(profile_age(profile_path).stale)
 
 
 def profile_age(profile_path: str) -> ResultsAge:
