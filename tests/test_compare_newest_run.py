@@ -43,3 +43,15 @@ def test_file_order_where_a_run_has_no_start_time(tmp_path):
     last = _write(tmp_path / "last.jsonl", new + later)
     said = " ".join(_invoke("compare", base_path, last, "--allow-missing").output.split())
     assert "the new file's last run (run tonight, 2/2) holds no point of the base" in said, said
+
+
+def test_run_start_times_gives_each_runs_start_parsed_once():
+    """run_start_times parsed each header's started_at to order a resumed sweep's launches, then returned the text,
+    which newest_run and back_to_back_note parsed again: it returns the times, which both use as they are."""
+    import datetime
+
+    from commbench.results.compare import run_start_times
+    from commbench.results.records import read_records
+
+    times = run_start_times(read_records([COMPARE / "gloo_all_reduce_b.jsonl"]))
+    assert times and all(isinstance(t, datetime.datetime) for t in times.values()), times
