@@ -7,17 +7,8 @@ has no start time."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from typer.testing import CliRunner
-
-from commbench.cli.app import app
-from tests.test_compare_unmatched_runs import COMPARE, _other_dtype, _records, _write
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
+from tests.results_files import COMPARE, invoke as _invoke, records as _records, write as _write
+from tests.test_compare_unmatched_runs import _other_dtype
 
 
 def test_the_newest_run_by_start_time_not_file_order_is_the_one_refused(tmp_path):

@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
-from tests.results_files import COMPARE, invoke as _invoke, records as _records
+from tests.results_files import COMPARE, invoke as _invoke, records as _records, write as _write
 
 PREDICT = ["-c", "all_reduce", "-g", "2", "-b", "1K", "-e", "4K"]
-
-
-def _write(path: Path, records: list[dict]) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
 def _flat(result) -> str:

@@ -59,25 +59,22 @@ def test_fit_tells_a_self_contradicting_record_by_its_type_not_by_the_words_of_a
     """fit refused a file when any unreadable line's reason held SUMMARY_DISAGREES' words: a line refused for a
     collective name quoting them read as a self-contradicting record. The refusal is record_checks.SummaryDisagrees,
     given to iter_records' on_self_contradicting; any other unreadable line is skipped and counted, as before."""
-    import json
+    from pathlib import Path
 
     import pytest
 
     from commbench.results.record_checks import SUMMARY_DISAGREES, SummaryDisagrees, check_summary_matches_samples
+    from tests.results_files import invoke, records, write as write_rows
 
     run = _run("n", 2)
-    path = write(tmp_path / "new.jsonl", run)
-    with open(path) as handle:
-        quoting = json.loads(handle.read().splitlines()[-1])
-    quoting["collective"] = f"x {SUMMARY_DISAGREES}"   # no writer writes it: made by hand
-    with open(path, "a") as handle:
-        handle.write(json.dumps(quoting) + "\n")
+    rows = records(Path(write(tmp_path / "new.jsonl", run)))
+    # no writer writes it: made by hand
+    path = write_rows(tmp_path / "new.jsonl", rows + [dict(rows[-1], collective=f"x {SUMMARY_DISAGREES}")])
     bad, contradicting = [], []
     kept = list(iter_records(path, on_bad_line=lambda n, why: bad.append(n), drop_samples=True,
                              on_self_contradicting=lambda n, why: contradicting.append(n)))
     assert len(kept) == 1 + len(SIZES) and bad == [len(SIZES) + 2] and contradicting == []
-    fitted = CliRunner().invoke(app, ["fit", str(path), "-O", str(tmp_path / "f.json")])
-    said = " ".join(fitted.output.split())
+    said = " ".join(invoke("fit", path, "-O", str(tmp_path / "f.json")).output.split())
     assert "contradict themselves" not in said and "1 unreadable line(s) skipped" in said, said
     x10 = write(tmp_path / "x10.jsonl", [*run[:2], _summary_x10(run[2]), *run[3:]])
     bad.clear()
