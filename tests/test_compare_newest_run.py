@@ -7,17 +7,8 @@ has no start time."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from typer.testing import CliRunner
-
-from commbench.cli.app import app
-from tests.test_compare_unmatched_runs import COMPARE, _other_dtype, _records, _write
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
+from tests.results_files import COMPARE, invoke as _invoke, records as _records, write as _write
+from tests.test_compare_unmatched_runs import _other_dtype
 
 
 def test_the_newest_run_by_start_time_not_file_order_is_the_one_refused(tmp_path):
@@ -43,3 +34,15 @@ def test_file_order_where_a_run_has_no_start_time(tmp_path):
     last = _write(tmp_path / "last.jsonl", new + later)
     said = " ".join(_invoke("compare", base_path, last, "--allow-missing").output.split())
     assert "the new file's last run (run tonight, 2/2) holds no point of the base" in said, said
+
+
+def test_run_start_times_gives_each_runs_start_parsed_once():
+    """run_start_times parsed each header's started_at to order a resumed sweep's launches, then returned the text,
+    which newest_run and back_to_back_note parsed again: it returns the times, which both use as they are."""
+    import datetime
+
+    from commbench.results.compare import run_start_times
+    from commbench.results.records import read_records
+
+    times = run_start_times(read_records([COMPARE / "gloo_all_reduce_b.jsonl"]))
+    assert times and all(isinstance(t, datetime.datetime) for t in times.values()), times

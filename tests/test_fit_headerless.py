@@ -51,3 +51,14 @@ def test_a_run_without_a_header_fitted_alone_is_said(tmp_path):
                for n in notes), notes
     base, _, _ = _other_threads(tmp_path, "no header line")
     assert not any("header record" in n for n in fit_result_files([base], min_heldout_bytes=64 * 1024)[2])
+
+
+def test_the_profile_notes_a_run_without_a_header_once(tmp_path):
+    """check_setup_known's note (file, run, why) and check_one_fabric's '1 run(s) without a header (provenance
+    unknown)' both went into the profile's notes for the one cause: one note."""
+    from commbench.costmodel.profile import fit_result_files
+
+    _, other, run = _other_threads(tmp_path, "no header line")
+    fabric = fit_result_files([other], min_heldout_bytes=64 * 1024)[0]
+    about = [n for n in fabric.notes if "header" in n]
+    assert len(about) == 1 and f"1 run(s) without a readable header record (run {run})" in about[0], fabric.notes

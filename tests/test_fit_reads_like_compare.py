@@ -71,17 +71,17 @@ def test_a_file_still_being_written_is_refused_by_fit_and_tune_as_by_compare(tmp
 def test_points_added_to_a_fitted_run_make_the_profile_stale(tmp_path):
     """The staleness check compared run ids only: a run whose last points were written after the fit (fitted while
     it was still being written, or appended to by hand) left a profile of part of it, and no warning."""
-    from commbench.costmodel.profile import runs_since_fit
+    from commbench.costmodel.profile import profile_age
     from commbench.results.records import JsonlWriter
 
     every = points()
     path = write(tmp_path / "r.jsonl", every[:4])
     fabric = tmp_path / "f.json"
     assert CliRunner().invoke(app, ["fit", path, "-O", str(fabric)]).exit_code == 0
-    assert runs_since_fit(str(fabric)) == []
+    assert not profile_age(str(fabric)).stale
     with JsonlWriter(path) as writer:
         writer.write(every[4])
-    stale = runs_since_fit(str(fabric))
+    stale = profile_age(str(fabric)).stale
     assert len(stale) == 1 and "1 point(s) of run r" in stale[0] and "after the fit" in stale[0], stale
     predicted = CliRunner().invoke(app, ["predict", "-c", "all_reduce", "-g", "2", "--fabric", str(fabric), "-e", "1M"])
     assert predicted.exit_code == 0 and "1 point(s) of run r" in predicted.output, predicted.output

@@ -320,3 +320,22 @@ def test_nemotron_3_ultra_reads_its_26_08_recipes():
         assert (e["fsdp"], e["fsdp_replicas"], e["fsdp_outer"]) == (True, 4, "optim")
         assert (e["offload_modules"], e["min_offloaded_tensor_size"]) == (["fused_group_mlp"], threshold)
     assert recipes.recipe_entry("26.06.01", "nemotron-3-ultra-550b-a55b", "gb300-nvl72", "mxfp8") is None
+
+
+def test_megatron_fsdp_flags_read_both_ddp_switches_one_way():
+    """fsdp_double_buffer and keep_fp8_transpose_cache read their DDP fields through one reader (megatron_fsdp_flags):
+    off without Megatron-FSDP, an unresolved value listed and read as off, where the config set it cited."""
+    from perf_recipe_reader import Unknown
+    flat, _ = _modules()
+    values = {"fsdp_double_buffer": False, "nccl_ub": True, "keep_fp8_transpose_cache": Unknown("under an if")}
+    where = {"nccl_ub": "a.py:3", "fsdp_double_buffer": "a.py:2"}
+    unresolved: list[str] = []
+    assert flat.megatron_fsdp_flags(False, ("nccl_ub",), values, where, unresolved) == [(False, "")]
+    assert flat.fsdp_double_buffer(True, values, where, unresolved) == {"fsdp_double_buffer": True,
+                                                                        "double_buffer_facts": ["a.py:3"]}
+    assert flat.keep_fp8_transpose_cache(True, values, where, unresolved) == {"keep_fp8_transpose_cache": False,
+                                                                              "transpose_cache_facts": []}
+    assert unresolved == ["ddp.keep_fp8_transpose_cache: under an if"]
+    off = dict(values, keep_fp8_transpose_cache=False)   # set off by the recipe: cited as well
+    assert flat.keep_fp8_transpose_cache(True, off, {"keep_fp8_transpose_cache": "b.py:9"}, []) == {
+        "keep_fp8_transpose_cache": False, "transpose_cache_facts": ["b.py:9"]}

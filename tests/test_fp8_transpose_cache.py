@@ -137,3 +137,43 @@ def test_published_hopper_fsdp_rows_run_without_the_cache_and_pay_the_pass():
     llama8b_h100 = [r for r in runs if r.model.name == "llama3-8b" and r.row["gpu"] == "H100"]
     assert sorted(r.row["release"] for r in llama8b_h100) == ["25.09", "25.11"]
     assert not any(r.layout.keep_fp8_transpose_cache for r in runs)
+
+
+def test_the_fp8_transpose_pass_covers_the_unit_parameters_the_memory_charges():
+    """One formula for Megatron-FSDP's unit parameters (memory.fsdp_units_per_gpu): the per-micro-batch transpose
+    pass reads and writes (2 B each at 1 B per fp8 parameter) exactly the unit parameters whose transposes a kept
+    cache holds, on a hybrid with MTP layers (non-unit Mamba layers before megatron-core 0.19, units after) at TP 2."""
+    import dataclasses
+    from commbench.costmodel import load_preset
+    from commbench.planner import Layout, LayoutArrays, evaluate_layouts, load_model
+    from commbench.planner.models.counts import step_vocab
+    from commbench.planner.step import fsdp, kernels, memory
+    from commbench.planner.step.stage_memory import candidate_arrays
+    from commbench.planner.step.terms import CALIBRATED
+    import pytest
+
+    model = load_model("nemotron-3-super-120b-a12b")
+    fabric = load_preset("h100-hgx", num_gpus=64)
+    lay = Layout(tp=2, pp=1, vp=1, ep=8, etp=1, cp=1, dp=32, mbs=1, gbs=256, recompute="full", precision="fp8",
+                 fsdp=True, fsdp_double_buffer=True)
+    kept = dataclasses.replace(lay, keep_fp8_transpose_cache=True)
+    gpu = fabric.gpu
+    rate = gpu.hbm_tbps * 1e12 * CALIBRATED.hbm_efficiency * kernels.sustained_sm_rate(gpu)
+    vocab_params = float(step_vocab(model, 2)) * model.hidden
+    load = candidate_arrays(model, 1, 1, 2)[0]
+    _, dense_local, expert_local = memory.rank_params_per_gpu(load, vocab_params=vocab_params, dense_share=0.5,
+                                                              expert_share=1.0 / 8)
+    for core in ((0, 16), (0, 19)):
+        units = memory.fsdp_units_per_gpu(model, load, dense_local, expert_local, vocab_params=vocab_params,
+                                          dense_share=0.5, mamba_units=fsdp.mamba_units("megatron", core))[2]
+        charged = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([lay, kept]), seq_len=4096,
+                                   megatron_core=core)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(memory, "fp8_transpose_needed", lambda gpu: False)
+            without = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([lay, kept]), seq_len=4096,
+                                       megatron_core=core)
+        n_mb = int(charged.num_microbatches[0])
+        passed = (charged.memory_bound_s[0] - without.memory_bound_s[0]) * rate / (2.0 * n_mb)
+        held = charged.mem_weights_bytes[1] - without.mem_weights_bytes[1]
+        assert passed == pytest.approx(float(units), rel=1e-9)
+        assert held == pytest.approx(float(units), rel=1e-3)

@@ -5,13 +5,7 @@ refuses no --channels, naming both."""
 
 from __future__ import annotations
 
-from typer.testing import CliRunner
-
-from commbench.cli.app import app
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
+from tests.results_files import invoke as _invoke
 
 
 def test_channels_zero_is_nccls_own_count_as_without_the_option(tmp_path):

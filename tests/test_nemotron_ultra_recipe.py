@@ -164,3 +164,19 @@ def test_the_ultra_rows_fit_their_gpus():
         run = _ultra_run(gpu)
         bd = _evaluate(run)
         assert bd.fits[0] and bd.mem_total_bytes[0] < 0.9 * bd.mem_capacity_bytes[0], gpu
+
+
+def test_megatron_args_checks_the_launch_once(monkeypatch):
+    """megatron_args ran the release's launch check (megatron_cannot_launch, unbuildable) in check_megatron_layout
+    and again in model_args: once now; model_args alone still checks."""
+    from commbench.planner import Layout, load_model
+    from commbench.planner.emit import megatron
+
+    calls = []
+    real = megatron.megatron_cannot_launch
+    monkeypatch.setattr(megatron, "megatron_cannot_launch", lambda *a, **k: calls.append(a) or real(*a, **k))
+    model = load_model("qwen3-30b-a3b")
+    megatron.megatron_args(Layout.for_world(64, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=512), model, release="26.08")
+    assert len(calls) == 1, calls
+    megatron.model_args(model, release="26.08")
+    assert len(calls) == 2

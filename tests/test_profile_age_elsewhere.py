@@ -1,5 +1,5 @@
 """A fitted profile older than its results was warned about only from the directory `fit` ran in: fit recorded the
-results file as typed ('fitted:res/x.jsonl') and the check (costmodel.profile.runs_since_fit) looked for it there or
+results file as typed ('fitted:res/x.jsonl') and the check (costmodel.profile.profile_age) looked for it there or
 beside the profile ('res/res/x.jsonl'), returning [] in silence when neither was a file. From `cd res` (or a CI step
 in another directory) predict, report, plan, nccl-tuner --fabric and verify-plan passed a stale profile without a word
 (probe CQ F1; README: every command that reads a fitted profile warns). fit now records each results file's absolute
@@ -9,15 +9,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
-from tests.results_files import COMPARE, invoke as _invoke, records as _records
+from tests.results_files import COMPARE, invoke as _invoke, records as _records, write as _write
 
 PREDICT = ["-c", "all_reduce", "-g", "2", "-b", "1K", "-e", "4K"]
-
-
-def _write(path: Path, records: list[dict]) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
 def _flat(result) -> str:
@@ -83,8 +78,8 @@ def test_results_that_cannot_be_found_are_said_once_not_passed_in_silence(tmp_pa
 def test_verify_plan_and_report_carry_the_unchecked_line(tmp_path, monkeypatch):
     _fit_in_res(tmp_path, monkeypatch)
     (tmp_path / "res" / "x.jsonl").rename(tmp_path / "res" / "gone.jsonl")
-    from commbench.cli.base import profile_older_than_results
-    age = profile_older_than_results("res/fab.json", say=False)
+    from commbench.costmodel.profile import profile_age
+    age = profile_age("res/fab.json")
     assert not age.stale and len(age.unchecked) == 1 and "res/x.jsonl" in age.unchecked[0], age
     report = _invoke("report", "res/gone.jsonl", "--fabric", "res/fab.json", "-O", "rep")
     readme = " ".join((tmp_path / "rep" / "README.md").read_text().split())

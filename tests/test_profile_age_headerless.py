@@ -5,14 +5,7 @@ warning now names such runs and what to do with them."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from tests.results_files import COMPARE, invoke as _invoke, records as _records
-
-
-def _write(path: Path, records: list[dict]) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+from tests.results_files import COMPARE, invoke as _invoke, records as _records, write as _write
 
 
 def test_a_headerless_run_appended_since_the_fit_is_not_answered_with_a_refit_that_fit_refuses(tmp_path, monkeypatch):

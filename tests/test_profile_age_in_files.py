@@ -9,14 +9,8 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from typer.testing import CliRunner
-
-from commbench.cli.app import app
 from commbench.results.records import JsonlWriter, Measurement, RunHeader
-
-
-def _invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
+from tests.results_files import invoke as _invoke
 
 
 def _nccl_run(writer, run_id: str, started_at: str) -> None:

@@ -53,3 +53,33 @@ def test_a_record_whose_summary_disagrees_with_its_samples_is_refused(tmp_path):
     skipped: list = []
     assert len(list(iter_records(tmp_path / "ok.jsonl", on_bad_line=lambda n, why: skipped.append(why)))) == 2
     assert skipped == []
+
+
+def test_fit_tells_a_self_contradicting_record_by_its_type_not_by_the_words_of_another_lines_reason(tmp_path):
+    """fit refused a file when any unreadable line's reason held SUMMARY_DISAGREES' words: a line refused for a
+    collective name quoting them read as a self-contradicting record. The refusal is record_checks.SummaryDisagrees,
+    given to iter_records' on_self_contradicting; any other unreadable line is skipped and counted, as before."""
+    from pathlib import Path
+
+    import pytest
+
+    from commbench.results.record_checks import SUMMARY_DISAGREES, SummaryDisagrees, check_summary_matches_samples
+    from tests.results_files import invoke, records, write as write_rows
+
+    run = _run("n", 2)
+    rows = records(Path(write(tmp_path / "new.jsonl", run)))
+    # no writer writes it: made by hand
+    path = write_rows(tmp_path / "new.jsonl", rows + [dict(rows[-1], collective=f"x {SUMMARY_DISAGREES}")])
+    bad, contradicting = [], []
+    kept = list(iter_records(path, on_bad_line=lambda n, why: bad.append(n), drop_samples=True,
+                             on_self_contradicting=lambda n, why: contradicting.append(n)))
+    assert len(kept) == 1 + len(SIZES) and bad == [len(SIZES) + 2] and contradicting == []
+    said = " ".join(invoke("fit", path, "-O", str(tmp_path / "f.json")).output.split())
+    assert "contradict themselves" not in said and "1 unreadable line(s) skipped" in said, said
+    x10 = write(tmp_path / "x10.jsonl", [*run[:2], _summary_x10(run[2]), *run[3:]])
+    bad.clear()
+    list(iter_records(x10, on_bad_line=lambda n, why: bad.append(n),
+                      on_self_contradicting=lambda n, why: contradicting.append(n)))
+    assert contradicting == [4] and bad == []
+    with pytest.raises(SummaryDisagrees):
+        check_summary_matches_samples(dataclasses.asdict(_summary_x10(run[2])))

@@ -30,6 +30,9 @@ from commbench.cli.app import app
     # checked only after the whole sweep, naming fit's --dtype / --op, options tune lacks (probe AW F4)
     (["--fit-dtype", "foo"], "--fit-dtype='foo' is invalid: the built-in sweep measures float32"),
     (["--fit-op", "max"], "--fit-op='max' is invalid: the built-in sweep's reductions are sum"),
+    # the release's validate_args refuses these pins (search/wgrad_graph.py), through framework_pins
+    (["--model", "gpt-oss-120b", "--gpus", "64", "--precision", "mxfp8", "--layout",
+      "moe_a2a_overlap=true,cuda_graph=layer"], "doesn't support attn bias"),
 ])
 def test_bad_input_for_a_later_stage_stops_before_the_sweep(tmp_path, args, needle):
     out = tmp_path / "tune"

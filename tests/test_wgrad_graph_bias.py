@@ -83,3 +83,25 @@ def test_the_te_note_names_2_12_where_the_block_holds_a_delayed_wgrad_in_the_gra
     assert ">= 2.12" in te and "gradient accumulation fusion" in te, te
     (te,) = [n for n in precision_notes(layout, model, "26.02.01") if "Transformer Engine" in n]
     assert ">= 2.10" in te and "2.12" not in te, te
+
+
+def test_the_pin_refusal_is_the_rule_on_the_pins_row_and_framework_pins_makes_it_for_a_launch():
+    """One rule (wgrad_graph_refused on the pins' one row, unpinned dp_overlap / ep at the values it refuses), one call
+    site (framework_pins, for the launch; a published run's target is not launched)."""
+    from commbench.planner.search.frameworks import framework_pins
+    for name, release in (("gpt-oss-120b", "26.08"), (HF_QWEN2_MOE, "26.04"), (HF_QWEN2_MOE, "26.02.01"),
+                          ("qwen3-30b-a3b", "26.08")):
+        model = load_model(name)
+        for scope in ("", "attn", "moe_router+moe_preprocess", "layer"):
+            for ep in (1, 8):
+                for dp_overlap in (False, True):
+                    pins = {"moe_a2a_overlap": True, "cuda_graph": "layer", "cuda_graph_scope": scope, "ep": ep,
+                            "dp_overlap": dp_overlap}
+                    assert (wgrad_graph_pin_refusal(model, release, pins) is not None) == _refused(
+                        name, release, scope=scope, ep=ep, dp_overlap=dp_overlap), (name, release, pins)
+    model = load_model("gpt-oss-120b")
+    pins = {"moe_a2a_overlap": True, "cuda_graph": "layer"}
+    with pytest.raises(CommbenchError, match="attn bias"):
+        framework_pins("megatron", model, pins, release="26.08")
+    assert framework_pins("megatron", model, pins, release="26.08", launch=False) == pins
+    assert framework_pins("megatron", model, dict(pins, dp_overlap=False), release="26.08")["dp_overlap"] is False

@@ -169,39 +169,39 @@ def perf_entry(known: dict, where: dict, model: str) -> dict:
     return out
 
 
+def megatron_fsdp_flags(fsdp: bool, names: tuple[str, ...], values: dict, where: dict,
+                        unresolved: list[str]) -> list[tuple[bool, str]]:
+    """Per DDP config field of `names` that Megatron-FSDP reads: (the resolved value is True, where the config the
+    release builds last set it, '' where no code read sets it: megatron-core's default); (False, '') each without
+    Megatron-FSDP. A value the reader could not resolve is listed in `unresolved` and read as False."""
+    if not fsdp:
+        return [(False, "")] * len(names)
+    out = []
+    for name in names:
+        value = values[name]
+        if isinstance(value, Unknown):
+            unresolved.append(f"ddp.{name}: {value.why}")
+        out.append((value is True, where.get(name, "")))
+    return out
+
+
 def fsdp_double_buffer(fsdp: bool, values: dict, where: dict, unresolved: list[str]) -> dict:
     """Megatron-FSDP's double buffering of a recipe's resolved DDP config ("fsdp_double_buffer", and where it was set:
     "double_buffer_facts"): on where ddp.fsdp_double_buffer is set, or ddp.nccl_ub (megatron-core's
     ParamAndGradBuffer sets fsdp_double_buffer with NCCL user buffers: param_and_grad_buffer.py "user buffer
     registration requires (non-dynamic) persistent memory, it always uses fsdp double buffer", core_v0.14.0 on);
-    false without Megatron-FSDP. A value the reader could not resolve is listed in `unresolved`."""
-    if not fsdp:
-        return {"fsdp_double_buffer": False, "double_buffer_facts": []}
-    on, facts = False, []
-    for name in ("fsdp_double_buffer", "nccl_ub"):
-        value = values[name]
-        if isinstance(value, Unknown):
-            unresolved.append(f"ddp.{name}: {value.why}")
-        elif value is True:
-            on = True
-            facts.append(where.get(name, ""))
-    return {"fsdp_double_buffer": on, "double_buffer_facts": [f for f in facts if f]}
+    false without Megatron-FSDP (megatron_fsdp_flags)."""
+    read = megatron_fsdp_flags(fsdp, ("fsdp_double_buffer", "nccl_ub"), values, where, unresolved)
+    return {"fsdp_double_buffer": any(on for on, _ in read), "double_buffer_facts": [at for on, at in read if on and at]}
 
 
 def keep_fp8_transpose_cache(fsdp: bool, values: dict, where: dict, unresolved: list[str]) -> dict:
     """Whether a recipe's Megatron-FSDP keeps its units' fp8 weight transposes across micro-batches
     ("keep_fp8_transpose_cache": the resolved ddp.keep_fp8_transpose_cache, and where the config the release builds last
-    set it: "transpose_cache_facts", [] where no code read sets it, megatron-core's default False); false without
-    Megatron-FSDP (the field is read by Megatron-FSDP only: megatron_fsdp.py). A value the reader could not resolve is
-    listed in `unresolved`."""
-    if not fsdp:
-        return {"keep_fp8_transpose_cache": False, "transpose_cache_facts": []}
-    value = values["keep_fp8_transpose_cache"]
-    if isinstance(value, Unknown):
-        unresolved.append(f"ddp.keep_fp8_transpose_cache: {value.why}")
-        value = False
-    set_at = where.get("keep_fp8_transpose_cache", "")
-    return {"keep_fp8_transpose_cache": value is True, "transpose_cache_facts": [set_at] if set_at else []}
+    set it, on or off: "transpose_cache_facts", [] where no code read sets it, megatron-core's default False); false
+    without Megatron-FSDP (megatron_fsdp_flags; the field is read by Megatron-FSDP only: megatron_fsdp.py)."""
+    (on, set_at), = megatron_fsdp_flags(fsdp, ("keep_fp8_transpose_cache",), values, where, unresolved)
+    return {"keep_fp8_transpose_cache": on, "transpose_cache_facts": [set_at] if set_at else []}
 
 
 def perf_recipes(repo: str, release: str, tag: str, models: dict[str, str]) -> list[dict]:

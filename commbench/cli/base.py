@@ -69,17 +69,17 @@ def fail(message: str, exit_code: int = 2) -> typer.Exit:
     return typer.Exit(exit_code)
 
 
-def profile_older_than_results(path: str, *, say: bool = True):
+def profile_older_than_results(path: str):
     """The check every command reading a fitted profile runs (predict and nccl-tuner through predict.resolve_fabric,
     plan, report --fabric, verify-plan): costmodel.profile.profile_age, a ResultsAge whose `stale` lines name each
     results file the profile was fitted from that now holds runs or points it was not fitted on (appended since the
     fit) and whose `unchecked` line names those that cannot be found or read here (so that is unknown), each printed
-    as a warning (`say`; verify-plan gives them as its flags instead). Empty for a preset or a profile that names no
-    results."""
+    as a warning (verify-plan gives profile_age's lines as its flags instead). Empty for a preset or a profile that
+    names no results."""
     from commbench.costmodel.profile import profile_age
 
     age = profile_age(path)
-    for line in age.lines if say else ():
+    for line in age.lines:
         err_console.print(f"warning: {line}", highlight=False, markup=False, soft_wrap=True)
     return age
 

@@ -328,12 +328,10 @@ def back_to_back_note(base_headers, base_continuations, result) -> str | None:
     started_at within BACK_TO_BACK_SPAN_S, or one `bench -N` launch's cycles) and no --history run entered the noise:
     their run-to-run noise may understate the noise between runs taken apart. None otherwise."""
     from commbench.results.compare import run_start_times
-    from commbench.results.staleness import started
 
     if result.runs.get("base", 0) < 2 or result.runs.get("history", 0):
         return None
-    times = [started(t) for run, t in run_start_times(base_headers).items() if run not in base_continuations]
-    times = [t for t in times if t is not None]
+    times = [t for run, t in run_start_times(base_headers).items() if run not in base_continuations]
     launches = {(h.run_cycles or {}).get("launch") for h in base_headers if h.run_id not in base_continuations}
     one_launch = len(launches) == 1 and None not in launches
     if len(times) < 2 or len({t.tzinfo is None for t in times}) > 1:
@@ -500,7 +498,7 @@ def compare_cmd(
     cut_short: list[str] = []   # a crash, not a narrower plan: fails unless --allow-cut-short
     plans: dict[str, str] = {}   # run id of NEW -> its plan, for runs holding every point they plan
     cut_runs: set[str] = set()   # run ids of NEW cut short: their unreached points allowed with --allow-cut-short
-    new_started: dict[str, str] = {}   # run id of NEW -> started_at: which run is the newest
+    new_started: dict = {}   # run id of NEW -> when it started (run_start_times): which run is the newest
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
                                     continuations=new_continuations, cut_short=cut_short, plans=plans,
                                     cut_short_runs=cut_runs, started=new_started)

@@ -79,11 +79,6 @@ def tune(
     release = check_release(software) if software is not None else newest_release()
     from commbench.planner.search.frameworks import check_framework, framework_pins
     framework_pins(check_framework(framework), spec, pins, release=release)  # refuse before the sweep, not after it
-    if check_framework(framework) == "megatron":   # the release's validate_args (wgrad_graph.py), before the sweep
-        from commbench.planner.search.wgrad_graph import wgrad_graph_pin_refusal
-        refusal = wgrad_graph_pin_refusal(spec, release, pins)
-        if refusal:
-            raise CommbenchError(refusal)
     check_precision_in_release(precision, release, software)   # before the sweep
     if check_framework(framework) == "megatron":   # what the release's Megatron-LM cannot build, before the sweep
         from commbench.planner.layout.release_flags import check_model_in_release

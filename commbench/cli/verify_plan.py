@@ -351,8 +351,8 @@ def _plan_fabric(doc: dict, gpus: int, flags: list[str], path: str | None = None
     except CommbenchError as exc:
         flags.append(f"no prediction: the plan's fabric {system} cannot be read here ({exc})")
         return None
-    from commbench.cli.base import profile_older_than_results
-    flags.extend(profile_older_than_results(system, say=False).lines)   # its predictions from a profile older than its results
+    from commbench.costmodel.profile import profile_age
+    flags.extend(profile_age(system).lines)   # its predictions from a profile older than its results
     planned = doc["inputs"].get("fabric") or {}
     if planned.get("content_sha256"):   # its content is checked whole (_fabric_check): name, source, curves, notes
         return fabric

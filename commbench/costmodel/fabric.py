@@ -127,7 +127,7 @@ class Fabric:
     fit_report: tuple[dict[str, Any], ...] = ()  # per-curve fit quality, when fitted
     warnings: tuple[str, ...] = field(default=())
     # where the results files of a fitted profile are, so the check that they hold nothing newer than the fit
-    # (profile.runs_since_fit) finds them from any directory: per file {"path": as given to fit, "absolute": that
+    # (profile.profile_age) finds them from any directory: per file {"path": as given to fit, "absolute": that
     # path from fit's directory, "from_profile": from the profile's directory (profile.located, when it is written),
     # "runs": {run id: {"records", "sha256"}} of what the fit read there (profile.run_digests: deleted or edited records)}
     source_files: tuple[dict[str, Any], ...] = ()

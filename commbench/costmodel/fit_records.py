@@ -91,7 +91,7 @@ class CurveFit:
     hosts: tuple[str, ...] = ()  # those runs' hostnames (from their headers; none for runs without one)
     dtypes: tuple[str, ...] = ()  # its points' data types: the nccl-tests alignment their sizes were measured under
     # (run id, the measurement records the fitted files held of that run) per run of `runs`: a run that holds more
-    # later was written to after the fit (profile.runs_since_fit)
+    # later was written to after the fit (profile.profile_age)
     run_records: tuple[tuple[str, int], ...] = ()
 
     @property

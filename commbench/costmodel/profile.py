@@ -268,15 +268,14 @@ def check_no_wrong_data(points, paths, leave_out_wrong: bool) -> None:
                               "--leave-out-wrong to fit without those points (said in the notes)")
 
 
-def check_no_self_contradicting(bad_of: dict[str, list[str]]) -> None:
+def check_no_self_contradicting(contradicting_of: dict[str, list[str]]) -> None:
     """Refuse (one line naming file, line and fields) results holding a record whose summary times disagree with its
-    own samples (record_checks.check_summary_matches_samples): edited or corrupted, so what the point measured is
-    unknown; a fit skipping it as a torn line would pass over it with a count in the notes, as compare and nccl-tuner
-    refuse it."""
+    own samples (`contradicting_of`: per file, the lines records.iter_records gave on_self_contradicting,
+    record_checks.SummaryDisagrees): edited or corrupted, so what the point measured is unknown; a fit skipping it as
+    a torn line would pass over it with a count in the notes, as compare and nccl-tuner refuse it."""
     from commbench.errors import CommbenchError
-    from commbench.results.record_checks import SUMMARY_DISAGREES
 
-    found = [f"{path} {line}" for path, lines in bad_of.items() for line in lines if SUMMARY_DISAGREES in line]
+    found = [f"{path} {line}" for path, lines in contradicting_of.items() for line in lines]
     if found:
         raise CommbenchError(f"{len(found)} record(s) contradict themselves: {found[0]}{' ...' if len(found) > 1 else ''}; "
                              "a fit would skip them as unreadable and fit what is left: delete those lines (the points "
@@ -303,11 +302,14 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     from commbench.results.records import headers as header_records, measurements, read_records
 
     bad_of: dict[str, list[str]] = {path: [] for path in paths}
+    contradicting_of: dict[str, list[str]] = {path: [] for path in paths}
     per_file = [(path, read_records([path], on_bad_line=lambda line, why, path=path: bad_of[path].append(
-                    f"line {line}: {why}"), drop_samples=True))  # a fit never uses per-iteration samples
+                    f"line {line}: {why}"), drop_samples=True,  # a fit never uses per-iteration samples
+                    on_self_contradicting=lambda line, why, path=path: contradicting_of[path].append(
+                    f"line {line}: {why}")))
                 for path in paths]
     bad_lines = [line for lines in bad_of.values() for line in lines]
-    check_no_self_contradicting(bad_of)
+    check_no_self_contradicting(contradicting_of)
     check_points_once(per_file, "fit")   # as compare and report refuse it
     records = [record for _, file_records in per_file for record in file_records]
     points = measurements(records)
@@ -329,7 +331,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     if base is not None:
         check_on_base(points, runs, base)
     fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
-    held = run_record_counts(records)   # what each run held when fitted: runs_since_fit sees points added later
+    held = run_record_counts(records)   # what each run held when fitted: profile_age sees points added later
     fits = [dataclasses.replace(f, run_records=tuple((run, held.get(run, 0)) for run in f.runs)) for f in fits]
     notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + unknown_notes + mix_notes + notes \
         + [loop_note] * bool(loop_note)
@@ -345,7 +347,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     import os
 
     # where each results file is, for the check that it holds nothing newer than the fit from any directory
-    # (runs_since_fit); the path from the profile's own directory is added where the profile is written (located)
+    # (profile_age); the path from the profile's own directory is added where the profile is written (located)
     # and what it read there of each run it fitted (count and digest): the check also sees records since deleted or edited
     fitted_runs = {run for f in fits for run in f.runs}
     fabric = dataclasses.replace(fabric, source_files=tuple(
@@ -483,7 +485,8 @@ def check_one_fabric(points: list, runs: dict) -> list[str]:
     """Refuse points whose runs differ in NCCL version, devices, emulation (real vs `commbench emulate`, or two
     emulated fabrics), on gloo the torch version or threads per rank, or NCCL_* settings (run_setup.fabric_env): their medians per size would be merged into one curve of
     no real fabric.
-    Returns a note per run used (its provenance), for the profile."""
+    Returns a note per run used with a header (its provenance), for the profile; a run without one is
+    check_setup_known's (refused beside others, noted where fitted alone)."""
     from commbench.errors import CommbenchError
     from commbench.results.records import mixed_runs_text
 
@@ -504,8 +507,7 @@ def check_one_fabric(points: list, runs: dict) -> list[str]:
             raise CommbenchError(f"the results mix {what} ({named}): one fit would merge them into curves of no "
                                  "real fabric; fit each from the results measured with it (one fabric profile per "
                                  "system)")
-    return [_run_text(h) for h in known.values()] + \
-        [f"{len(used) - len(known)} run(s) without a header (provenance unknown)"] * (len(used) > len(known))
+    return [_run_text(h) for h in known.values()]
 
 
 def run_domain_size(header) -> tuple[int, bool] | None:
@@ -608,7 +610,7 @@ def emulated_rate_checks(fits: list[CurveFit], run_headers: list) -> list[str]:
 
 def run_record_counts(records) -> dict[str, int]:
     """{run id: its measurement records} of results read for a fit, counted as the lines hold them (any status, any
-    backend): the count a fitted curve records per run (CurveFit.run_records) and runs_since_fit counts again."""
+    backend): the count a fitted curve records per run (CurveFit.run_records) and profile_age counts again."""
     from commbench.results.records import Measurement
 
     counts: dict[str, int] = {}
@@ -715,12 +717,6 @@ def _source_places(data: dict, profile_path: str) -> list[tuple[str, list]]:
         entries = [{"path": name} for name in str(data.get("source"))[len("fitted:"):].split(",")]
     return [(entry["path"], [path for path, _ in recorded_places(entry, folder, "from_profile", "profile")])
             for entry in entries]
-
-
-def runs_since_fit(profile_path: str) -> list[str]:
-    """profile_age's `stale` lines: [] for a preset, a profile that records no runs, or results not found here (which
-    profile_age says as `unchecked`)."""
-    return list(profile_age(profile_path).stale)
 
 
 def profile_age(profile_path: str) -> ResultsAge:

@@ -44,6 +44,7 @@ checked it fails the gate too (unchecked data never counts as wrong: it is unver
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import math
 from dataclasses import dataclass, field
@@ -536,14 +537,14 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
             statistic: str = AUTO, history: Iterable[Measurement] = (), allow_missing: bool = False,
             allow_unchecked: bool = False, alpha: float = ALPHA, empty_runs: Iterable[str] = (),
             complete_runs: Iterable[str] = (), cut_short_runs: Iterable[str] = (),
-            new_started: dict[str, str] | None = None) -> Comparison:
+            new_started: dict[str, datetime.datetime] | None = None) -> Comparison:
     """Judge every run of `new` against `base` (+ `history` runs for the run-to-run noise). `empty_runs`: run ids of
     NEW's file with a header and no record (empty_runs_of): each misses every point of BASE. `complete_runs`: run
     ids of NEW whose records hold every point their header plans (results.resumed.runs_holding_their_plan): a point
     of BASE they lack was not planned (Comparison.not_planned), still missing for the gate. `cut_short_runs`: run
     ids of NEW cut short (results.resumed.runs_cut_short): the points of BASE they lack are Comparison.cut_short_lost
     (verdict "not reached"), not missing; the caller fails such a run unless --allow-cut-short, which judges it on the
-    points it holds. `new_started`: {run id of NEW: its header's started_at} (run_start_times), which tells NEW's
+    points it holds. `new_started`: {run id of NEW: when its header says it started} (run_start_times), which tells NEW's
     newest run (newest_run); without it, or where a run has none, the file's last run is taken as the newest."""
     from commbench.results.compare_judge import judge
 
@@ -582,22 +583,23 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
                                unmatched_runs=[f"{where}: {why}" for _, where, why in unmatched])
 
 
-def run_start_times(records) -> dict[str, str]:
+def run_start_times(records) -> dict[str, datetime.datetime]:
     """{run id: when it started} for one file's runs as compare joins them (a resumed sweep's launches one run, at its
-    latest launch's start: results.resumed), from the header records' started_at; runs without a start time absent."""
+    latest launch's start: results.resumed), the header records' started_at parsed (staleness.started); runs without
+    a start time absent."""
     from commbench.results.records import RunHeader
     from commbench.results.resumed import continued_run_ids
     from commbench.results.staleness import started
 
     continued = continued_run_ids(records)
-    out: dict[str, tuple] = {}
+    out: dict[str, datetime.datetime] = {}
     for h in records:
         when = started(h.started_at) if isinstance(h, RunHeader) else None
         if when is not None:
             run = continued.get(h.run_id, h.run_id)
-            if run not in out or _later(when, out[run][0]):
-                out[run] = (when, h.started_at)
-    return {run: text for run, (_, text) in out.items()}
+            if run not in out or _later(when, out[run]):
+                out[run] = when
+    return out
 
 
 def _later(a, b) -> bool:
@@ -605,14 +607,14 @@ def _later(a, b) -> bool:
     return (a > b) if (a.tzinfo is None) == (b.tzinfo is None) else a.replace(tzinfo=None) > b.replace(tzinfo=None)
 
 
-def newest_run(new_runs: list[dict[tuple, Measurement]], started_at: dict[str, str]) -> tuple[int, tuple[str, str]]:
+def newest_run(new_runs: list[dict[tuple, Measurement]],
+               started_at: dict[str, datetime.datetime]) -> tuple[int, tuple[str, str]]:
     """(number from 1 of NEW's newest run, how the refusal names it): the run that started last by its header's
     started_at (ties: the later in the file), as compare's stale check (results.staleness) orders runs; the file's last
     run (what `bench -O` or `sweep` appended last) where a run has no start time or their zones disagree (a time with
-    a zone against one without: an nccl-tests import's), so that the order is not known."""
-    from commbench.results.staleness import started
-
-    times = [started(started_at.get(next(iter(run.values())).run_id)) for run in new_runs]
+    a zone against one without: an nccl-tests import's), so that the order is not known.
+    `started_at`: run_start_times."""
+    times = [started_at.get(next(iter(run.values())).run_id) for run in new_runs]
     if not times or any(t is None for t in times) or len({t.tzinfo is None for t in times}) > 1:
         return len(new_runs), ("last", "")
     i = max(range(len(times)), key=lambda k: (times[k], k))

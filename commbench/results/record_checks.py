@@ -62,12 +62,17 @@ SAMPLE_ROUNDING_US = 0.001   # iter_times_us are kept rounded to 1 ns (measure/h
 SUMMARY_DISAGREES = "the record's summary disagrees with its own iter_times_us"   # how such a line's reason reads
 
 
+class SummaryDisagrees(ValueError):
+    """A record whose summary times disagree with its own samples (check_summary_matches_samples): readers that
+    refuse such a file rather than skip the line (fit) tell it from other unreadable lines by this type."""
+
+
 def check_summary_matches_samples(data: dict) -> None:
     """A measured record's summary times (time_us_min/median/mean/max/p99) as its own per-iteration samples
     (iter_times_us) give them, within the samples' rounding: the harness computes both from one array, so a record
     whose summary disagrees was edited or corrupted (a summary x10 beside unchanged samples passed compare, which
     shows the median and judges the min from the samples). A ValueError names the fields, both values and that they
-    disagree. Checked on the parsed line (records.iter_records) before a reader drops the samples; a median or
+    disagree (SummaryDisagrees). Checked on the parsed line (records.iter_records) before a reader drops the samples; a median or
     percentile anywhere between its two neighbouring samples counts as theirs (conventions differ)."""
     samples = data.get("iter_times_us")
     if data.get("status") != "ok" or not isinstance(samples, list) or not samples \
@@ -93,5 +98,5 @@ def check_summary_matches_samples(data: dict) -> None:
             shown = f"{low:.6g}" if low == high else f"{low:.6g}..{high:.6g}"
             wrong.append(f"{name}={value:.6g} (its samples: {shown})")
     if wrong:
-        raise ValueError(f"{', '.join(wrong)}: {SUMMARY_DISAGREES} ({n} samples) "
+        raise SummaryDisagrees(f"{', '.join(wrong)}: {SUMMARY_DISAGREES} ({n} samples) "
                          "beyond their rounding: edited or corrupted, not a measurement to judge")

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator
 
 from commbench.errors import CommbenchError, ResultsNotWritten, first_line
 from commbench.files import MAX_LINE_BYTES, repair_torn_tail  # one bound for the readers and the repair
-from commbench.results.record_checks import check_measurement, check_summary_matches_samples
+from commbench.results.record_checks import SummaryDisagrees, check_measurement, check_summary_matches_samples
 from commbench.typed_json import check_fields
 
 SCHEMA_VERSION = 1
@@ -273,9 +273,10 @@ class JsonlWriter:
 
 
 def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples: bool = False,
-                 keep_samples_of=None) -> Iterator[Record]:
+                 keep_samples_of=None, on_self_contradicting=None) -> Iterator[Record]:
     """Yield the records of a JSONL file, one line in memory at a time. Bad lines go to
-    `on_bad_line(line_number, reason)`. `drop_samples`: measurements without `iter_times_us` (for
+    `on_bad_line(line_number, reason)`, a measurement whose summary disagrees with its own samples
+    (record_checks.SummaryDisagrees) to `on_self_contradicting(line_number, reason)` where given. `drop_samples`: measurements without `iter_times_us` (for
     readers that never use them: a large file then takes a fraction of the memory), except those whose
     record (the parsed JSON object) `keep_samples_of` returns true for (a reader that needs some)."""
     try:
@@ -319,6 +320,10 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
             except UnicodeDecodeError as exc:
                 if on_bad_line is not None:
                     on_bad_line(line_number, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})")
+            except SummaryDisagrees as exc:
+                report = on_self_contradicting or on_bad_line
+                if report is not None:
+                    report(line_number, first_line(exc))
             except (ValueError, TypeError, RecursionError) as exc:
                 if on_bad_line is not None:
                     on_bad_line(line_number, first_line(exc))
@@ -344,8 +349,10 @@ def _check_first_line(path: str | os.PathLike[str], raw: bytes) -> None:
                              f"is not a commbench record ({why}); `bench`, `sweep` and `import` write one")
 
 
-def read_records(paths: Iterable[str | os.PathLike[str]], *, on_bad_line=None, drop_samples: bool = False) -> list[Record]:
-    return [rec for path in paths for rec in iter_records(path, on_bad_line=on_bad_line, drop_samples=drop_samples)]
+def read_records(paths: Iterable[str | os.PathLike[str]], *, on_bad_line=None, drop_samples: bool = False,
+                 on_self_contradicting=None) -> list[Record]:
+    return [rec for path in paths for rec in iter_records(path, on_bad_line=on_bad_line, drop_samples=drop_samples,
+                                                          on_self_contradicting=on_self_contradicting)]
 
 
 def measurements(records: Iterable[Record]) -> list[Measurement]:

@@ -172,12 +172,18 @@ PRECISION_ARGS = {
 def model_args(model: ModelSpec, seq_len: int | None = None, release: str | None = None) -> list[str]:
     """Architecture flags: sizes here, the rest from the model's Architecture (megatron_arch.py); `release`: the
     plan's recipe-table release (None: the target core_v0.16.1), whose Megatron-LM must build the model's YaRN where it
-    is on non-MLA attention (needs_release_flags)."""
-    s, arch = seq_len or model.seq_len, model.architecture
+    is on non-MLA attention (needs_release_flags). megatron_args checks the whole launch first
+    (check_megatron_layout) and takes _architecture_args."""
     reason = megatron_cannot_launch(model, release) or (unbuildable(model, release=release)
                                                         if needs_release_flags(model) else None)
     if reason:
         raise CommbenchError(reason)
+    return _architecture_args(model, seq_len)
+
+
+def _architecture_args(model: ModelSpec, seq_len: int | None) -> list[str]:
+    """model_args' flags, for a model whose launch is already checked."""
+    s, arch = seq_len or model.seq_len, model.architecture
     out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
            "--num-attention-heads", str(model.num_heads), "--seq-length", str(s),
            "--max-position-embeddings", str(max_positions(model, s)),
@@ -290,7 +296,7 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     a = layout
     check_megatron_layout(a, model, release)
     split = choose_split(model, a.pp, a.vp, split_vocab(model, a.tp, "megatron"))   # as the step model's
-    out = model_args(model, seq_len, release)
+    out = _architecture_args(model, seq_len)   # its launch checked above, once
     out += ["--tensor-model-parallel-size", str(a.tp), "--pipeline-model-parallel-size", str(a.pp)]
     out += split.megatron_args()
     if model.is_moe:

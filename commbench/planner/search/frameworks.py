@@ -1005,9 +1005,11 @@ def megatron_dropout_graph_refusal(model: ModelSpec, cuda_graph: object, recompu
 
 
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
-                   release: str | None = None) -> dict[str, object]:
+                   release: str | None = None, *, launch: bool = True) -> dict[str, object]:
     """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
-    and so is a model the framework cannot build."""
+    and so is a model the framework cannot build. `launch`: the pins are for the launch commbench emits, so what
+    `release`'s Megatron-LM validate_args refuses of them is refused too (wgrad_graph.py; False: a published run's
+    layout, which the plan does not launch)."""
     if int(pins.get("fused_mlp_offload_min", 0) or 0) > 0:   # published runs' field (26.08 recipes): never planned
         raise CommbenchError(f"fused_mlp_offload_min={pins['fused_mlp_offload_min']} is invalid with --framework "
                              f"{framework}: " + ("megatron-core 0.16.1 (the plans' Megatron-LM) has no fused_group_mlp "
@@ -1044,6 +1046,11 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
             or megatron_graph_scope_refusal(model, pins.get("cuda_graph_scope"))
         if light:
             raise CommbenchError(light)
+        if launch:
+            from commbench.planner.search.wgrad_graph import wgrad_graph_pin_refusal
+            wgrad = wgrad_graph_pin_refusal(model, release, pins)
+            if wgrad:
+                raise CommbenchError(wgrad)
         return dict(pins)
     titan = titan_zoo_name(model)   # hf:PATH or --model-file models with a TorchTitan model's sizes too
     reason = llama3_rope_refusal(model, "torchtitan")

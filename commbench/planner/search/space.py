@@ -127,12 +127,7 @@ class SearchRequest:
             raise invalid("target", self.target, "what the search plans: " + " or ".join(TARGETS)
                           + " (the launch commbench emits, or a published Megatron-Bridge run)")
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins,
-                                                              release=self.software))
-        if self.framework == "megatron" and self.target == "launch":   # the release's validate_args (wgrad_graph.py)
-            from commbench.planner.search.wgrad_graph import wgrad_graph_pin_refusal
-            refusal = wgrad_graph_pin_refusal(self.model, self.software, self.pins)
-            if refusal:
-                raise CommbenchError(refusal)
+                                                              release=self.software, launch=self.target == "launch"))
         check_recompute_layers(self.model, self.pins, self.framework)
         check_precision_runs(self.framework, self.model, self.precision, self.software)
         check_precision_tp(self.framework, self.model, self.precision, self.pins)

@@ -67,16 +67,17 @@ def wgrad_graph_refused(model: ModelSpec, release: str | None, cuda_graph: np.nd
 
 
 def wgrad_graph_pin_refusal(model: ModelSpec, release: str | None, pins: dict[str, object]) -> str | None:
-    """One line where the pins themselves make every layout the block's refused one: moe_a2a_overlap=true and
-    cuda_graph='layer' over attn (pinned or the recipes' scope), dp_overlap not pinned off, ep not pinned 1."""
-    bias = attention_bias(model)
-    if not (bias and pins.get("moe_a2a_overlap") is True and pins.get("cuda_graph") == "layer"
-            and pins.get("dp_overlap", True) and int(pins.get("ep", 2) or 2) > 1 and checks_wgrad_graph(release)):
-        return None
+    """One line where the pins themselves make every layout wgrad_graph_refused's: the rule on the one row of the pins,
+    moe_a2a_overlap and cuda_graph as pinned (unpinned: the search may leave them off), the scope pinned or the
+    recipes', dp_overlap and ep as pinned or else the values it refuses (on; > 1)."""
+    overlap = pins.get("moe_a2a_overlap") is True
+    graph = CODE_FIELDS["cuda_graph"].index("layer" if pins.get("cuda_graph") == "layer" else "none")
     scope = str(pins.get("cuda_graph_scope", "") or "") or "+".join(default_scope(model))
-    mask = scope_mask(scope)
-    if mask & WHOLE_LAYER or not mask & BIT["attn"]:
+    ep, dp_overlap = int(pins.get("ep", 2) or 2), bool(pins.get("dp_overlap", True))
+    if not (overlap and wgrad_graph_refused(model, release, np.array([graph]), np.array([scope_mask(scope)]),
+                                            np.array([overlap]), np.array([ep]), np.array([dp_overlap]))[0]):
         return None
+    bias = attention_bias(model)
     from commbench.planner.search.frameworks import megatron_release_name
     name, _ = megatron_release_name(release)
     return (f"moe_a2a_overlap=true with cuda_graph='layer' over attn (scope {scope}) is invalid for {model.name} with "

@@ -46,6 +46,7 @@ import numpy as np
 from commbench.planner.step import cp_comm, fsdp, gemm_shape, kernels, mamba, memory, module_precision, moe_comm, \
     tp_comm
 from commbench.planner.step.mamba import block_counts
+from commbench.planner.step.stage_memory import candidate_arrays
 from commbench.planner.step.dp_sync import ddp_param_gather_bytes, dp_sync_s, grad_bytes, hidden as _hidden, \
     megatron_bucket_params, mxfp8_param_recast_bytes, param_gather_bytes
 from commbench.planner.step.terms import CALIBRATED, Calibration
@@ -157,20 +158,20 @@ def dense_peak_tflops(gpu, precision: str) -> float:
 
 def _fsdp_fp8_transpose_bytes(model, a, *, tp, ep, etp, gpu, framework, mamba_units, vocab) -> np.ndarray:
     """HBM bytes of one Megatron-FSDP fp8 transpose pass (step/fsdp.py fp8_transpose_bytes_per_param) on one GPU:
-    every parameter of its units (FSDP rows run at pp = 1: the model less the embedding / output layer and
-    the other non-unit parameters, megatron_non_unit_params), read and written once."""
+    every parameter of its units (FSDP rows run at pp = 1: memory.fsdp_units_per_gpu of the one rank, as the memory
+    charges), read and written once."""
     per_param = fsdp.fp8_transpose_bytes_per_param(
         a.precision == CODE_FIELDS["precision"].index("fp8"),
         param_gather_bytes(a.precision, a.distributed_optimizer, FP8_CODES, framework),
         memory.fp8_transpose_needed(gpu), framework)
     if not np.any(per_param > 0):
         return np.zeros(len(a))
-    pc = param_counts(model, vocab=vocab)
-    blocks = block_counts(model)
-    others = fsdp.megatron_non_unit_params(model, vocab_params=0.0, vocab_matrices=0, loss=True,
-                                           mamba_blocks=0 if mamba_units else blocks.mamba,
-                                           mtp_layers=model.num_mtp_layers, dense_share=1.0 / tp, framework=framework)
-    units = np.maximum((pc.non_expert - pc.embeddings) / tp - others, 0.0) + pc.expert / (etp * ep)
+    load = candidate_arrays(model, 1, 1, tp, framework)[0]   # pp = 1: the one rank, the whole model
+    vocab_params = vocab * model.hidden
+    _, dense_local, expert_local = memory.rank_params_per_gpu(load, vocab_params=vocab_params, dense_share=1.0 / tp,
+                                                              expert_share=1.0 / (etp * ep))
+    units = memory.fsdp_units_per_gpu(model, load, dense_local, expert_local, vocab_params=vocab_params,
+                                      dense_share=1.0 / tp, framework=framework, mamba_units=mamba_units)[2]
     return fsdp.FP8_TRANSPOSE_PASS_BYTES * per_param * units
 
 

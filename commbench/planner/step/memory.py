@@ -524,6 +524,28 @@ def keep_fp8_transposes(arr) -> np.ndarray:
     return np.zeros(np.shape(arr.fsdp), dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
 
 
+def rank_params_per_gpu(load: RankArrays, *, vocab_params, dense_share, expert_share) -> tuple:
+    """(vocabulary, non-expert with the vocabulary, routed-expert) parameters one GPU of pipeline rank `load` holds:
+    its `load.vocab_matrices` copies of `vocab_params` and its other non-expert parameters by `dense_share` (1/TP),
+    its routed experts by `expert_share` (1/(ETP x EP))."""
+    vocab_local = load.vocab_matrices * vocab_params * dense_share
+    return vocab_local, load.non_expert_params * dense_share + vocab_local, load.expert_params * expert_share
+
+
+def fsdp_units_per_gpu(model: ModelSpec, load: RankArrays, dense_local, expert_local, *, vocab_params, dense_share,
+                       framework: str = "megatron", mamba_units: bool = False) -> tuple:
+    """(non-unit parameters, number of units, all units' parameters) on one GPU of pipeline rank `load` under FSDP,
+    before sharding; `dense_local`, `expert_local`: rank_params_per_gpu. Megatron-FSDP's non-unit parameters stay
+    gathered all step (fsdp.megatron_non_unit_params) and its units are the TransformerLayers (the Mamba layers too
+    where `mamba_units`: fsdp.mamba_units); TorchTitan's units are its blocks (step/fsdp.py)."""
+    non_unit = fsdp.megatron_non_unit_params(
+        model, vocab_params=vocab_params, vocab_matrices=load.vocab_matrices, loss=load.loss,
+        mamba_blocks=0 if mamba_units else load.counts.mamba, mtp_layers=load.mtp_layers, dense_share=dense_share,
+        framework=framework)
+    units = load.counts.layers - (load.counts.mamba if framework == "megatron" and not mamba_units else 0)
+    return non_unit, units, np.maximum(dense_local - non_unit, 0.0) + expert_local
+
+
 def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *, tp, ep, etp, dense_group,
                           expert_group, framework: str = "megatron",
                           mamba_units: bool = False) -> tuple[list, list, list]:
@@ -553,9 +575,8 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
     mtp_per_layer = (mtp_dense * dense_share + mtp_expert * expert_share) / max(model.num_mtp_layers, 1)
     out = ([], [], [])
     for load in loads:
-        vocab_local = load.vocab_matrices * vocab_params * dense_share
-        dense_local = load.non_expert_params * dense_share + vocab_local
-        expert_local = load.expert_params * expert_share
+        vocab_local, dense_local, expert_local = rank_params_per_gpu(load, vocab_params=vocab_params,
+                                                                     dense_share=dense_share, expert_share=expert_share)
         local = dense_local + expert_local
         # the vocabulary matrices (and nvfp4's MTP layers) are bf16 parameters whatever the precision, with no
         # quantized copies (step/module_precision.py); Megatron-FSDP's units hold none of them (step/fsdp.py)
@@ -565,19 +586,14 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
         weights = (local - bf16_local) * held_bytes + bf16_local * module_precision.BF16_BYTES
         grads = local * grad_bytes(framework)   # bf16 under Megatron (--grad-reduce-in-bf16), fp32 under TorchTitan
         if any_fsdp:  # ZeRO-3: weight and gradient shards plus the gathered units (step/fsdp.py)
-            # Megatron-FSDP's non-unit parameters on this rank stay gathered all step; its units are the
-            # TransformerLayers (Mamba layers are not); TorchTitan's units are its blocks (step/fsdp.py)
-            non_unit = fsdp.megatron_non_unit_params(
-                model, vocab_params=vocab_params, vocab_matrices=load.vocab_matrices, loss=load.loss,
-                mamba_blocks=0 if mamba_units else load.counts.mamba, mtp_layers=load.mtp_layers, dense_share=dense_share,
-                framework=framework)
-            units = load.counts.layers - (load.counts.mamba if framework == "megatron" and not mamba_units else 0)
+            non_unit, units, all_units = fsdp_units_per_gpu(model, load, dense_local, expert_local,
+                                                            vocab_params=vocab_params, dense_share=dense_share,
+                                                            framework=framework, mamba_units=mamba_units)
             shard = dense_local / dense_group + expert_local / expert_group
             kept = fsdp.megatron_kept_gathered_params(non_unit, dense_group)
             # the unit buffers the launch holds: two units with --fsdp-double-buffer, else the prefetch and the
             # reduce-scatter queue, sized by the mean unit (step/fsdp.py megatron_unit_buffers)
             unit = fsdp.unit_params(model, dense_local, expert_local, units, load.counts.moe, non_unit)
-            all_units = np.maximum(dense_local - non_unit, 0.0) + expert_local
             mean_unit = all_units / np.maximum(units, 1)
             f_weights, f_grads = fsdp.fsdp_memory_bytes(shard, unit, grad_bytes(framework), mean_unit=mean_unit,
                                                         double_buffer=double)
