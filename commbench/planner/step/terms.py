@@ -245,6 +245,38 @@ Terms (why each exists):
   at mbs2 (68 vs 96: 32.4 vs 16.3 ms) and +7 ms at mbs1 (42 vs 17), Qwen3-235B B200 +3 ms (63 vs 89/90), B300 +5 ms
   (44 vs B200's 45), against 6.9 ms of charged host time each; at H100 it grows with the tokens, i.e. device-side.
   Memory is not it either (row 68 at 96% of HBM, 42 at 74%, 44 at 48%). What slows it stays unpriced.
+  Session 41 (fix-EG): NVIDIA's own on/off pairs, one layout each with only the overlap switched, never fitted
+  (benchmarks/ep_overlap_ab.py; predicted / MEASURED step ratio off/on): Qwen3-30B-A3B 16x H100 BF16 EP16 (two nodes),
+  Megatron-Bridge 7ded17dae skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md: HybridEP + moe_router / moe_preprocess
+  graphs 1.062 / 1.177, alltoall eager 1.166 / 1.317; Qwen3-235B-A22B 64x B200 BF16 TP1 PP8 VP4 EP8 (one node), PR
+  #1760 (a6e92de5f^ QWEN3_235B_A22B_PRETRAIN_CONFIG_B200_BF16): 1.041 / 0.930 (mean |error| 11.1%). The SKILL's Nsight
+  A/B of the HybridEP pair: GPU-active union 22.82 s of the 24.71 s step off (1.9 s idle), 21.22 s on (profiled;
+  unprofiled step 20.99 s); communication hidden 3.96 s, 36.55% of ~10.8 s of communication kernels (8.25 s when not
+  overlapped: concurrent kernels stretch), and compute (active - communication + hidden) 14.6 -> 14.4 s: cross-node,
+  the overlap removed idle time, added no host stall and did not slow the GEMMs measurably. Tried (not kept; patch
+  /tmp/s41/EG/ep_overlap_schedule.patch, commit 3795458c on branch fix-EG-tried): two parts instead of this fitted
+  fraction: (a) the window's physics, ep_overlap_efficiency held at 1.0 (hide min(all-to-all, window); the
+  dispatcher's SMs still charged), and (b) the schedule's host stall NVIDIA names (#1760 "CPU overhead"), 2.1 ms per
+  MoE layer per micro-batch in series with the GPU, none under a full-iteration graph, sized from #1760's BF16 pair
+  (the value that gives its 0.930; 1.47 ms at 0.5345). At (a) alone the pairs go to 1.157 / 1.491 / 1.096 (the
+  HybridEP pair right, the in-node one further off). With (b), pairs: 0.932 (-20.9%), 1.228 (-6.8%), 0.930 (sized):
+  the in-node pair's stall contradicts the cross-node HybridEP pair, which shows none (no sourced fact separates them:
+  a moe_preprocess graph moves the alltoall dispatcher's token-count copy to the all-to-all, it does not remove it,
+  megatron-core 0.16 token_dispatcher.py cuda_dtoh_point "before_ep_alltoall"; the 25.11 and 2026-05/07 stacks
+  differ). Rows (before -> after, no refit): cross-node H100 EP32 20 / 46 / 69 -11.3 / -12.5 / -10.3% -> +0.7 / -0.7 /
+  +1.8%, newer 95 / 140 -16.5 / -15.2% -> -5.3 / -3.8%, DeepSeek-V3 B200 26.04.01 (newer 80) -18.0 -> -4.7%; in-node
+  42 / 44 / 63 / 68 +71.0 / +64.7 / +28.5 / +93.7% -> +44.4 / +42.5 / +11.7 / +83.6%; but 94 +4.7 -> +13.8% and the
+  full-iteration-graph rows in NVL72 racks (no stall there, only (a)): DeepSeek-V3 GB200/GB300 -10.0..-11.3% ->
+  -0.8..-2.3%, yet Qwen3-30B-A3B 8x GB200/GB300/B300 -1.8..+1.9% -> +7.6..+11.3%, Qwen3-235B GB200 +1.4..+2.7% ->
+  +16.5..+18.0%, gpt-oss-120b MXFP8 +35.3..+37.1% -> +47.3..+53.2%: full hiding is wrong in a rack too. Figures
+  against this note's values (same machine): in-sample 3.7% -> 3.5% (mean 8.3% -> 7.3%), held-out GB300 6.3% both,
+  leave-one-release-out 26.02 5.2% -> 5.7% (MoE 6.1 -> 6.7, dense 2.3 -> 4.2), 25.11 6.6% -> 7.6%, newer releases 4.6%
+  both (MoE 4.8 -> 4.7; 26.08 8.5 -> 10.2%, 26.06.01 7.6 -> 6.9%), vendor_layouts as published median rank 11 -> 14
+  (rows 63 / 68 rank 1 / 2 -> 282 / 22: #1760 did turn row 63's overlap off, and 26.02.01 row 68's), within band 68%
+  both, with the search's flags rank 9 both, 69% -> 70%; the measured gain error (calibrate/gain_error.py) MoE 7.2% ->
+  8.2%; the pairs' mean |error| 10.6% -> 13.8% over the two SKILL pairs. Held out worse: not kept. What is left: what
+  the in-node runs lose beyond the host (full-graph NVL72 rows want less hiding than the window, DeepSeek-V3 more),
+  and why the 25.11 in-node pair pays ~2 ms per layer-mb that the 2026-07 cross-node HybridEP pair does not.
 - expert_gemm_kernel_s: GPU time per expert GEMM kernel beyond its FLOPs (launch gap and the last
   partial wave of a small GEMM), 6 kernels per local expert per MoE layer per micro-batch (fc1 and
   fc2 x fprop, dgrad, wgrad): without the fused grouped MLP, Transformer Engine's GroupedLinear
