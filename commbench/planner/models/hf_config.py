@@ -582,6 +582,27 @@ def _deepseek_v4(c: _Config, name: str) -> dict[str, Any]:
                 top_k=c.int("num_experts_per_tok"), expert_ffn=c.int("moe_intermediate_size"), num_mtp_layers=mtp)
 
 
+# The key each model type's MTP depth is read from (the readers above), named by a refusal of MTP with YaRN
+# (search/frameworks.py _non_mla_yarn_missing)
+MTP_KEYS = {"qwen3_next": "mtp_num_hidden_layers", "qwen3_5_moe": "mtp_num_hidden_layers",
+            "qwen3_5": "mtp_num_hidden_layers"}
+
+
+def _named_mtp_rope(c: _Config, fields: dict[str, Any]) -> dict[str, Any]:
+    """`fields` with the config keys that gave its MTP depth and its YaRN RoPE in extra (mtp_layers_key,
+    rope_kind_key), so a refusal of the two together on non-MLA attention (Megatron's --position-embedding-type yarn)
+    names them as config.json has them."""
+    arch = fields["architecture"]
+    if not fields.get("num_mtp_layers") or arch.position_embedding != "yarn":
+        return fields
+    table = rope_table(c)
+    key = "rope_type" if table.get("rope_type") is not None else "type"
+    extra = dict(fields.get("extra", {}),
+                 mtp_layers_key=f"{MTP_KEYS.get(c.model_type, 'num_nextn_predict_layers')}={fields['num_mtp_layers']}",
+                 rope_kind_key=f"{table.prefix}{key}='yarn'")
+    return dict(fields, extra=extra)
+
+
 def _glm4_moe(c: _Config, name: str) -> dict[str, Any]:
     """GLM-4.5 / 4.6 / 4.7 (model_type glm4_moe): GQA attention, the first first_k_dense_replace layers dense,
     the rest routed + shared experts (DeepSeek-V3's MoE block), MTP layers."""
@@ -785,6 +806,7 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
         fields["seq_len"] = seq_len
     check_sizes(c, fields)
     fields["architecture"] = architecture_from_hf(c, fields, path)
+    fields = _named_mtp_rope(c, fields)
     try:
         return ModelSpec(**fields)
     except (CommbenchError, TypeError, ValueError) as exc:

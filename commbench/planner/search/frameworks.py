@@ -586,6 +586,26 @@ NON_MLA_YARN_FEATURE_FLAGS = (
     ("its attention sinks", lambda arch: arch.softmax_type != "vanilla", "--softmax-type"))
 
 
+# MTP beside YaRN on non-MLA attention: every table release's validate_args asserts position_embedding_type rope or
+# none with --mtp-num-layers (megatron/training/arguments.py: core_v0.14.0 :1095, 25.11's 0d8e0714 :1221, core_v0.16.1
+# :1231, 26.02's d7288711 :731, 26.06's d0b3b775 :873, 26.08's cd4afffa :857, which also has a second such assertion at
+# :1846 taking learned_absolute, rope, mrope or none), so pretrain_gpt.py builds the YaRN (megatron-core 0.19.0) or the
+# MTP head, never both. MLA's YaRN is --position-embedding-type rope with --rope-type yarn (emit/megatron_arch.py
+# _position), which both assertions take.
+MTP_YARN_ASSERTION = "Multi-Token Prediction (MTP) is not supported with yarn position embedding type"
+
+
+def _mtp_with_yarn(model: ModelSpec) -> str:
+    """Why no release's pretrain_gpt.py builds `model`'s MTP head beside its YaRN (MTP_YARN_ASSERTION), naming the
+    config keys that ask for the two (hf_config._named_mtp_rope) and the way out."""
+    mtp = model.extra.get("mtp_layers_key") or f"num_mtp_layers={model.num_mtp_layers}"
+    rope = model.extra.get("rope_kind_key") or "rope_scaling='yarn'"
+    without = mtp.split("=")[0]
+    return (f"its MTP head ({mtp}) with its YaRN RoPE ({rope}) on non-MLA attention: validate_args refuses "
+            f"--mtp-num-layers with --position-embedding-type yarn ('{MTP_YARN_ASSERTION}', megatron/training/"
+            f"arguments.py), in every release; {without} 0 trains the model without the MTP head")
+
+
 def _non_mla_yarn_missing(model: ModelSpec, release: str | None) -> list[str]:
     """What `release`'s pretrain_gpt.py lacks to build this non-MLA YaRN model: the YaRN itself (see
     MEGATRON_NON_MLA_YARN_CORE) and each other feature whose flag its parse_args lacks (NON_MLA_YARN_FEATURE_FLAGS)."""
@@ -604,6 +624,8 @@ def _non_mla_yarn_missing(model: ModelSpec, release: str | None) -> list[str]:
         else:
             missing.append(f"{yarn}: no pretrain_gpt.py flag (--position-embedding-type offers no 'yarn'; ModelOpt's "
                            "--enable-gpt-oss sets a 131072-token original context)")
+    if model.num_mtp_layers:
+        missing.append(_mtp_with_yarn(model))
     lacks = lacking(release) if release is not None else set()
     absent = [f"{what} ({flag})" for what, has, flag in NON_MLA_YARN_FEATURE_FLAGS if has(arch) and flag in lacks]
     if absent:
