@@ -417,17 +417,34 @@ def test_glm_4_5_air_plans_launch_in_megatron_lms_whole_configuration_path(monke
     assert "--add-qkv-bias" in args and args[args.index("--rotary-percent") + 1] == "0.5"
 
 
-@pytest.mark.parametrize("folder", ["DeepSeek-V3", "Kimi-K2-Instruct", "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
-                                    "GLM-4.5-Air", "DeepSeek-V4-Flash"])
-def test_an_expert_bias_read_from_a_config_is_updated_in_the_emitted_plan(folder):
-    """A config.json names the router's correction bias but no update rate; a plan must not freeze it at 0
-    (megatron-core's default 1e-3, what Megatron-Bridge's providers leave)."""
+@pytest.mark.parametrize("folder, rate, bridge", [
+    ("DeepSeek-V3", 1e-3, "deepseek/deepseek_v3_bridge.py:74"), ("Kimi-K2-Instruct", 1e-3, "kimi/kimi_bridge.py:62"),
+    ("NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 1e-3, "nemotronh/nemotron_h_bridge.py:312"),
+    ("DeepSeek-V4-Flash", 1e-3, "deepseek/deepseek_v4_bridge.py:491"),
+    ("GLM-4.5-Air", 0.0, "glm/glm45_bridge.py:78"), ("GLM-4.7-Flash", 0.0, "glm/glm47_flash_bridge.py:89")])
+def test_an_expert_bias_read_from_a_config_is_updated_as_its_bridge_trains_it(folder, rate, bridge):
+    """A config.json names the router's correction bias but no update rate: the rate is the one Megatron-Bridge's
+    bridge for the type trains with, credited to that bridge file (not to config.json, which has no such key). GLM's
+    bridges set moe_router_bias_update_rate = 0 (probe EA: GLM plans emitted 1e-3 credited to hf-config); the others
+    turn the bias on and leave megatron-core's default 1e-3."""
     from commbench.planner.emit.megatron_arch import architecture_args
     m = hf(folder)
-    assert m.architecture.router_expert_bias and m.architecture.router_bias_update_rate == pytest.approx(1e-3)
+    assert m.architecture.router_expert_bias and m.architecture.router_bias_update_rate == pytest.approx(rate)
+    source = m.architecture.source("router_bias_update_rate")
+    assert source.repo == "NVIDIA-NeMo/Megatron-Bridge" and source.path.endswith(bridge), source
     if m.attention != "dsv4":   # Megatron-LM core_v0.16.1 builds no DeepSeek-V4 (refused before its flags)
         args = architecture_args(m, 4096)
-        assert float(args[args.index("--moe-router-bias-update-rate") + 1]) == pytest.approx(1e-3)
+        assert float(args[args.index("--moe-router-bias-update-rate") + 1]) == pytest.approx(rate)
+
+
+def test_an_expert_bias_no_bridge_sets_updates_at_megatron_cores_default(tmp_path):
+    """A type whose bridge has no expert bias (DeepSeek-V2's), asked for one by topk_method noaux_tc: megatron-core's
+    TransformerConfig default 1e-3, credited to it."""
+    from tests.hf_configs import edited_config
+    m = load_model(edited_config(tmp_path, "DeepSeek-V2-Lite", topk_method="noaux_tc", scoring_func="sigmoid",
+                                   norm_topk_prob=True))
+    assert m.architecture.router_bias_update_rate == pytest.approx(1e-3)
+    assert m.architecture.source("router_bias_update_rate").repo == "pypi:megatron-core"
 
 
 @pytest.mark.parametrize("folder, balancing, coeff", [

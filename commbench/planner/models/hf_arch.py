@@ -33,10 +33,33 @@ QK_NORM_TYPES = ("qwen3", "qwen3_moe", "qwen3_next", "qwen3_5_moe", "qwen3_5", "
 QWEN_NEXT_TYPES = ("qwen3_next", "qwen3_5_moe", "qwen3_5")
 # the modeling code always has the correction bias, whatever topk_method says (hf_router.py)
 EXPERT_BIAS_TYPES = ("nemotron_h", "glm4_moe", "glm4_moe_lite", "deepseek_v4")
-# A config.json carries no bias update rate (a training setting): megatron-core's TransformerConfig default
-# moe_router_bias_update_rate = 1e-3, which Megatron-Bridge's DeepSeek / Kimi / Nemotron providers leave, and
-# DeepSeek-V3's bias update speed (arXiv 2412.19437, section 4.2: 0.001). Zero would freeze the bias.
-EXPERT_BIAS_UPDATE_RATE = 1e-3
+# A config.json carries no bias update rate (a training setting): the rate Megatron-Bridge's bridge for the model type
+# (067f987) trains with. GLM's bridges set moe_router_bias_update_rate = 0 (the bias stays as the checkpoint has it:
+# glm/glm45_bridge.py:78, as GLM45ModelProvider at v0.2.0 glm45_provider.py:86; glm/glm47_flash_bridge.py:89); the
+# DeepSeek-V3 (deepseek/deepseek_v3_bridge.py:74), Kimi-K2 (kimi/kimi_bridge.py:62), Nemotron-H
+# (nemotronh/nemotron_h_bridge.py:312) and DeepSeek-V4 (deepseek/deepseek_v4_bridge.py:491) bridges turn the bias on
+# and leave the rate at megatron-core's TransformerConfig default, 1e-3 (0.16.1 transformer_config.py:639; DeepSeek-V3's
+# bias update speed, arXiv 2412.19437 section 4.2: 0.001), as does any other type whose config asks for the bias.
+MEGATRON_BRIDGE_COMMIT = "067f987df03b8355b03192d88d70f1709fedf51a"
+MCORE_BIAS_UPDATE_RATE = 1e-3
+BRIDGE_BIAS_UPDATE_RATE = {  # model type: (rate, the bridge file:line that sets it or turns the bias on and leaves it)
+    "glm4_moe": (0.0, "src/megatron/bridge/models/glm/glm45_bridge.py:78"),
+    "glm4_moe_lite": (0.0, "src/megatron/bridge/models/glm/glm47_flash_bridge.py:89"),
+    "deepseek_v3": (MCORE_BIAS_UPDATE_RATE, "src/megatron/bridge/models/deepseek/deepseek_v3_bridge.py:74"),
+    "kimi_k2": (MCORE_BIAS_UPDATE_RATE, "src/megatron/bridge/models/kimi/kimi_bridge.py:62"),
+    "nemotron_h": (MCORE_BIAS_UPDATE_RATE, "src/megatron/bridge/models/nemotronh/nemotron_h_bridge.py:312"),
+    "deepseek_v4": (MCORE_BIAS_UPDATE_RATE, "src/megatron/bridge/models/deepseek/deepseek_v4_bridge.py:491"),
+}
+
+
+def bias_update_source(model_type: str) -> Source:
+    """Where the expert bias update rate of `model_type` comes from (BRIDGE_BIAS_UPDATE_RATE): its bridge's file, or
+    megatron-core's TransformerConfig default for a type no bridge sets it for."""
+    if model_type in BRIDGE_BIAS_UPDATE_RATE:
+        return Source(key=f"bridge-{model_type}", repo="NVIDIA-NeMo/Megatron-Bridge",
+                      path=BRIDGE_BIAS_UPDATE_RATE[model_type][1], commit=MEGATRON_BRIDGE_COMMIT)
+    return Source(key="mcore-defaults", repo="pypi:megatron-core",
+                  path="megatron/core/transformer/transformer_config.py:639", commit="0.16.1")
 # The load-balancing loss Megatron-Bridge (067f987) trains each model type with from its config.json: the type's
 # bridge (models/<family>/*_bridge.py: qwen3_moe aux_loss 1e-3, qwen3_next global_aux_loss 1e-3, deepseek_v3
 # seq_aux_loss with aux_loss_alpha or 1e-4, kimi_k2 seq_aux_loss 1e-3, glm4_moe (glm45) seq_aux_loss 1e-3,
@@ -198,7 +221,7 @@ def _router(c, fields: dict[str, Any], out: dict[str, Any]) -> None:
                      "aux-loss-free routing only supports sigmoid score function'); scoring_func 'sigmoid', or "
                      "topk_method 'greedy' (no bias), is read")
     if out["router_expert_bias"]:
-        out["router_bias_update_rate"] = EXPERT_BIAS_UPDATE_RATE
+        out["router_bias_update_rate"] = BRIDGE_BIAS_UPDATE_RATE.get(t, (MCORE_BIAS_UPDATE_RATE,))[0]
     norm = True
     if t in NORM_TOPK_PROB_DEFAULT:
         norm = c.flag("norm_topk_prob", NORM_TOPK_PROB_DEFAULT[t])
@@ -333,6 +356,9 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         _router(c, fields, out)
     source = Source(key="hf-config", repo="huggingface config.json", path=str(path), commit="local file")
     try:
-        return Architecture(**out, sources={name: source for name in ARCH_FIELDS})
+        sources = {name: source for name in ARCH_FIELDS}
+        if out.get("router_expert_bias"):   # a training setting the config has not: the bridge's
+            sources["router_bias_update_rate"] = bias_update_source(t)
+        return Architecture(**out, sources=sources)
     except CommbenchError as exc:   # named by --model as every other refusal of the file (it had no prefix)
         raise c.fail(str(exc)) from None
