@@ -352,8 +352,10 @@ def plan(
     from commbench.planner.layout.precision import checkpoint_note
     from commbench.planner.layout.recipe_model import recipe_model_line
     from commbench.planner.search.explain import software_line
+    from commbench.planner.emit.plan import model_params_line
     recipes_of = recipe_model_line(spec, req.software)   # hf:PATH reading a zoo model's recipes: whose, and why
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
+            [model_params_line(spec)] + \
             ([defaults_line(taken)] if taken else []) + ([gbs_note] if gbs_note else []) + \
             ([seq_note] if seq_note else []) + \
             ([recipes_of] if recipes_of else []) + [software_line(req)] + \

@@ -149,7 +149,9 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     from commbench.planner.layout.recipe_model import sequence_length
     seq, seq_note = sequence_length(req.model, req.seq_len)   # the length planned at; where a default came from
     from commbench.planner.layout.precision import checkpoint_note
-    lines[:0] = [n for n in (gbs_note, seq_note, checkpoint_note(req.model, req.precision)) if n]
+    from commbench.planner.emit.plan import model_params_line
+    heads = (model_params_line(req.model), gbs_note, seq_note, checkpoint_note(req.model, req.precision))
+    lines[:0] = [n for n in heads if n]
     backend = flex_backend_for(req.fabric, req.software)
     doc = plan_document(result, system=system, explanation=lines, sensitivity=rows,
                         extra_assumptions=list(extra_assumptions) + ([gbs_note] if gbs_note else []), top=top, flex_backend=backend,

@@ -540,6 +540,28 @@ def seq_len_inputs(seq_len: int, note: str | None) -> dict[str, Any]:
     return {"seq_len": seq_len, "seq_len_default": note is not None, **({"seq_len_note": note} if note else {})}
 
 
+def model_params(model) -> dict[str, Any]:
+    """plan.json inputs' model_params: the model's total and per-token active parameters, in billions, computed from
+    its architecture (models/counts.py param_counts, active_params: embedding and output layer at the model's own
+    vocabulary, MTP layers apart, as model cards count), with the MTP layers' own (mtp_b) where it has some."""
+    from commbench.planner.models.counts import active_params, param_counts
+    counts = param_counts(model)
+    return {"total_b": counts.total / 1e9, "active_b": active_params(model) / 1e9,
+            **({"mtp_b": counts.mtp / 1e9} if counts.mtp else {}),
+            "how": "computed from the architecture (commbench/planner/models/counts.py), not published"}
+
+
+def model_params_line(model) -> str:
+    """The plan text's line of model_params, with the published figures beside where the zoo records them."""
+    n = model_params(model)
+    active = (f", {n['active_b']:.4g}B active per token" if model.is_moe else " (dense: every parameter active)")
+    mtp = f"; its MTP layers' {n['mtp_b']:.4g}B apart" if "mtp_b" in n else ""
+    published = [f"{what} {value:g}B" for what, value in (("total", model.published_params_total_b),
+                                                          ("active", model.published_params_active_b)) if value]
+    return (f"{model.name}: {n['total_b']:.4g}B parameters{active} (computed from the architecture{mtp}"
+            + (f"; published: {', '.join(published)}" if published else "") + ")")
+
+
 def plan_inputs(req, *, system: str, pins: dict, searched: bool, calibration_file: str | None = None,
                 calibration_shipped_terms: tuple[str, ...] = (),
                 calibration_other_gpu_terms: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -550,6 +572,7 @@ def plan_inputs(req, *, system: str, pins: dict, searched: bool, calibration_fil
     from commbench.planner.layout.recipe_model import sequence_length
     seq_len, seq_note = sequence_length(req.model, req.seq_len)
     return {"model": req.model.name, "model_spec": model_dict(req.model), "system": system,
+            "model_params": model_params(req.model),
             "gpus": req.num_gpus, "gbs": req.gbs, "precision": req.precision, **seq_len_inputs(seq_len, seq_note),
             **({"mem_headroom_fraction": req.headroom_fraction} if searched else {}),
             "moe_imbalance": req.moe_imbalance,
