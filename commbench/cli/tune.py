@@ -79,9 +79,9 @@ def tune(
     release = check_release(software) if software is not None else newest_release()
     from commbench.planner.search.frameworks import check_framework, framework_pins
     framework_pins(check_framework(framework), spec, pins, release=release)  # refuse before the sweep, not after it
-    if check_framework(framework) == "megatron":   # the release's validate_args (wgrad_graph.py), before the sweep
-        from commbench.planner.search.wgrad_graph import wgrad_graph_pin_refusal
-        refusal = wgrad_graph_pin_refusal(spec, release, pins)
+    if check_framework(framework) == "megatron":   # the release's graph checks (graph_recompute.py), before the sweep
+        from commbench.planner.search.graph_recompute import release_graph_pin_refusal
+        refusal = release_graph_pin_refusal(spec, release, pins)
         if refusal:
             raise CommbenchError(refusal)
     check_precision_in_release(precision, release, software)   # before the sweep
