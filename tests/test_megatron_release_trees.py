@@ -42,29 +42,35 @@ EXTRA = [("qwen3-30b-a3b", "b200-hgx", 8, dict(tp=1, pp=1, ep=8, etp=1, mbs=1, g
 
 def release_cases(release: str | None = None) -> list[tuple[str, dict]]:
     """Each case's arguments as the plan for `release` writes them (release_flags.release_args: its own spelling),
-    "builds": False where the plan is refused for that release (release_flags.release_cannot_build)."""
+    "builds": False where the plan is refused for that release (release_flags.release_cannot_build; a CUDA graph the
+    release refuses beside the layout's recompute or delayed wgrad, graph_recompute.release_graph_pin_refusal: then
+    the arguments are the target's, which the emitter refuses to write for the release)."""
     from commbench.planner.layout.release_flags import release_args, release_cannot_build
+    from commbench.planner.search.graph_recompute import release_graph_pin_refusal
     out = []
     for name, system, gpus, fields in PINNED + EXTRA:
         model, layout = load_model(name), Layout.for_world(gpus, **fields)
         check_layout(model, layout, gpus)
         gpu = load_preset(system, num_gpus=gpus).gpu
-        argv = release_args(megatron_args(layout, model, release=release), release)
+        graphs = release_graph_pin_refusal(model, release, {f: getattr(layout, f) for f in GRAPH_FIELDS})
+        argv = release_args(megatron_args(layout, model, release=None if graphs else release), release)
+        builds = release is None or (release_cannot_build(model, release) is None and graphs is None)
         out.append((f"{name}-{system}-{gpus}", {"argv": argv, "world": gpus, "env": launch_env(layout, gpu.name),
-                                                 "capability": list(gpu.compute_capability),
-                                                 "builds": release is None or release_cannot_build(model, release) is None}))
+                                                 "capability": list(gpu.compute_capability), "builds": builds}))
     return out
+
+
+GRAPH_FIELDS = ("moe_a2a_overlap", "cuda_graph", "cuda_graph_scope", "ep", "dp_overlap", "recompute")
 
 
 # validate_args refusals of these trees the plans do not yet answer (left open, named here so a new one fails):
 # - Transformer Engine: the trees from 26.04 on ask TE >= 2.12 for per-layer graphs with delayed wgrad; the runner
 #   answers 2.10 (tests/megatron_lm.py), and which TE each container ships is not in the table (the plan's note names
-#   2.12 there: search/wgrad_graph.py; the attention-bias refusal in the same block is answered: the last test here);
-# - 25.11 (megatron-core 0.16.0rc0) refuses two combinations core_v0.16.1 takes.
+#   2.12 there: search/wgrad_graph.py; the attention-bias refusal in the same block is answered: the last test here).
+# 25.11's refusals of a recomputed module inside a CUDA graph are answered (search/graph_recompute.py: release_cases
+# marks those plans refused, and the tree must refuse them).
 KNOWN = {
     "requires TE version >= 2.12.0": "container TE version not in the table",
-    "attn cuda graph is not supported with mla_up_proj recompute": "25.11 only (core 0.16.0rc0)",
-    "recompute_granularity must not be full when CUDA Graphs are enabled": "25.11 only (core 0.16.0rc0)",
 }
 
 
@@ -157,5 +163,26 @@ def test_the_default_gpt_oss_gb300_plan_validates_in_26_08s_tree(te_version, tmp
     case = {"argv": section["args"], "world": 64, "env": section["launch_env"], "te_version": te_version,
             "capability": list(load_preset("gb300-nvl72", num_gpus=64).gpu.compute_capability)}
     tree = release_tree(release_ref("26.08"), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
+    (outcome,) = run_cases(tree, [case])
+    assert outcome.get("ok"), outcome
+
+
+@pytest.mark.skipif(git_dir() is None, reason=SKIP_REASON)
+def test_the_25_11_qwen3_next_plan_validates_in_25_11s_tree(tmp_path, tmp_path_factory):
+    """Probe EA: the searched 25.11 Qwen3-Next plan wrote --recompute-modules core_attn ... with a per-layer graph over
+    attn, which 25.11's TransformerConfig refuses ("attn cuda graph is not supported with core_attn recompute.",
+    0d8e0714 transformer_config.py:1592-1596; search/graph_recompute.py). Its arguments pass 25.11's tree."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", "qwen3-next-80b-a3b", "--system", "b200-hgx", "--gpus", "32",
+                                      "--software", "25.11", "--precision", "mxfp8", "-O", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    section = json.loads((tmp_path / "p" / "plan.json").read_text())["megatron"]
+    case = {"argv": section["args"], "world": 32, "env": section["launch_env"],
+            "capability": list(load_preset("b200-hgx", num_gpus=32).gpu.compute_capability)}
+    tree = release_tree(release_ref("25.11"), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
     (outcome,) = run_cases(tree, [case])
     assert outcome.get("ok"), outcome

@@ -10,8 +10,9 @@ megatron-core 0.16):
 - the model's whole architecture (megatron_arch.py), so nothing architectural is left to the user;
 - `--overlap-moe-expert-parallel-comm` only with EP > 1, no full recompute, VP when PP > 1, MTP <= 1
   and PP > 1 with MTP; `--delay-wgrad-compute` only with it, and not under a per-layer graph over a biased attention
-  where the release's validate_args refuses that (search/wgrad_graph.py, from megatron-core 0.17); `--tp-comm-overlap`
-  only with sequence parallel; `--overlap-param-gather` only with the distributed optimizer and `--overlap-grad-reduce`;
+  where the release's validate_args refuses that (search/wgrad_graph.py, from megatron-core 0.17); no CUDA graph over a
+  module the release recomputes (search/graph_recompute.py: 25.11's block); `--tp-comm-overlap` only with sequence
+  parallel; `--overlap-param-gather` only with the distributed optimizer and `--overlap-grad-reduce`;
 - precision as Megatron-Bridge's recipes set it: fp8 = `--fp8-format hybrid --fp8-recipe tensorwise`
   (current scaling); mxfp8 = `--fp8-format e4m3 --fp8-recipe mxfp8` plus `--fp8-param-gather
   --reuse-grad-buf-for-mxfp8-param-ag` with the distributed optimizer (without them megatron-core's
@@ -50,7 +51,8 @@ from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
-from commbench.planner.search.wgrad_graph import wgrad_graph_pin_refusal, wgrad_graph_te_note
+from commbench.planner.search.graph_recompute import release_graph_pin_refusal
+from commbench.planner.search.wgrad_graph import wgrad_graph_te_note
 from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch,
                                                  megatron_dropout_graph_refusal, megatron_fsdp_graph_refusal,
                                                  megatron_graph_scope_refusal, megatron_hybrid_refusal)
@@ -264,11 +266,11 @@ def check_megatron_layout(layout: Layout, model: ModelSpec, release: str | None 
     scope = megatron_graph_scope_refusal(model, a.cuda_graph_scope) if a.cuda_graph == "layer" else None
     if scope:   # TransformerConfig's scope checks, and a graph over dropless MoE (the moe scope or the whole layer)
         raise CommbenchError(scope)
-    wgrad = wgrad_graph_pin_refusal(model, release, {"moe_a2a_overlap": a.moe_a2a_overlap, "cuda_graph": a.cuda_graph,
-                                                     "cuda_graph_scope": a.cuda_graph_scope, "ep": a.ep,
-                                                     "dp_overlap": a.dp_overlap})
-    if wgrad:   # the release's validate_args refuses attention bias under a graph with delayed wgrad
-        raise CommbenchError(wgrad)
+    graphs = release_graph_pin_refusal(model, release, {
+        "moe_a2a_overlap": a.moe_a2a_overlap, "cuda_graph": a.cuda_graph, "cuda_graph_scope": a.cuda_graph_scope,
+        "ep": a.ep, "dp_overlap": a.dp_overlap, "recompute": a.recompute})
+    if graphs:   # the release refuses attention bias under a graph with delayed wgrad, or a recompute the graph holds
+        raise CommbenchError(graphs)
     if a.moe_a2a_overlap and a.cuda_graph == "full":
         raise invalid("cuda_graph", "full", "per-layer (transformer_engine) CUDA graphs with "
                       "--overlap-moe-expert-parallel-comm (megatron-core refuses the full-iteration graph there)")

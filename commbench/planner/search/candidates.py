@@ -22,6 +22,7 @@ from commbench.planner.search.frameworks import (graph_fallback, megatron_fsdp_r
                                                  megatron_release_name, megatron_runs_on_hybrid, restrict_columns,
                                                  runs_fused_grouped_mlp)
 from commbench.planner.search.quant_gap import quant_gap_message
+from commbench.planner.search.graph_recompute import graph_recompute_refused
 from commbench.planner.search.wgrad_graph import wgrad_graph_refused
 
 if TYPE_CHECKING:
@@ -200,7 +201,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols["keep_fp8_transpose_cache"] = np.full(len(tp), bool(pins.get("keep_fp8_transpose_cache", False)))
     cols["cuda_graph_scope"] = np.full(len(tp), scope_mask(str(pins.get("cuda_graph_scope", ""))), dtype=np.int64)
     cols = _without_synced_preprocess_graphs(cols, req)
-    cols = _without_refused_wgrad_graphs(cols, req)
+    cols = _without_refused_graphs(cols, req)
     cols = _one_connections_setting(_with_offload(_with_fsdp(cols, pins, req), pins, req, has), req)
     cols = restrict_columns(req.framework, cols, "cuda_graph" in pins, req.model)
     # quantized precisions: only TP / ETP sizes whose per-rank GEMM sizes the kernels take, and mbs / cp (/ tp) whose
@@ -245,31 +246,47 @@ def _one_connections_setting(cols: dict[str, np.ndarray], req: SearchRequest) ->
     return {k: np.concatenate([v, part[k]]) for k, v in cols.items()}
 
 
-def _without_refused_wgrad_graphs(cols: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
-    """Rows the release's validate_args refuses for the attention bias (search/wgrad_graph.py: delayed wgrad from the
-    EP overlap, --overlap-grad-reduce, a per-layer graph over attn), in a launch commbench emits: each becomes its
-    allowed twins, one without the EP overlap, one without the graph and one whose graph leaves attn out (the scope's
-    other modules), and the step model chooses; a pinned field keeps its value (all pinned are refused in
+def _without_refused_graphs(cols: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
+    """Rows the release's Megatron-LM refuses for what their per-layer graph captures, in a launch commbench emits:
+    an attention with biases beside delayed wgrad (search/wgrad_graph.py: the EP overlap, --overlap-grad-reduce, a
+    graph over attn), a recomputed module inside the graph's scope (search/graph_recompute.py: 25.11's block). Each
+    becomes its allowed twins: one without what the graph clashes with (the EP overlap; the recompute: its rows without
+    recompute are enumerated already), one without the graph and one whose graph leaves the clashing module out (the
+    scope's other modules), and the step model chooses; a pinned field keeps its value (all pinned are refused in
     SearchRequest)."""
     if req.framework != "megatron" or req.target != "launch":
         return cols
-    refused = wgrad_graph_refused(req.model, req.software, cols["cuda_graph"], cols["cuda_graph_scope"],
-                                  cols["moe_a2a_overlap"], cols["ep"], cols["dp_overlap"])
+    wgrad = wgrad_graph_refused(req.model, req.software, cols["cuda_graph"], cols["cuda_graph_scope"],
+                                cols["moe_a2a_overlap"], cols["ep"], cols["dp_overlap"])
+    cols = _with_allowed_twins(cols, req, wgrad, np.full(len(wgrad), BIT["attn"]), "moe_a2a_overlap")
+    recomputed, drop = graph_recompute_refused(req.model, req.software, cols["cuda_graph"], cols["cuda_graph_scope"],
+                                               cols["recompute"])
+    return _with_allowed_twins(cols, req, recomputed, drop, None)
+
+
+def _with_allowed_twins(cols: dict[str, np.ndarray], req: SearchRequest, refused: np.ndarray, drop_bits: np.ndarray,
+                        clashing: str | None) -> dict[str, np.ndarray]:
+    """`cols` with each `refused` row replaced by its twins (_without_refused_graphs): `clashing` (a bool field) off,
+    the graph off, the graph's scope less `drop_bits` (where that leaves a module), each where its field is not
+    pinned."""
     if not refused.any():
         return cols
     rows = np.flatnonzero(refused)
     twins = []
-    if "moe_a2a_overlap" not in req.pins:
-        twins.append({**{k: v[rows] for k, v in cols.items()}, "moe_a2a_overlap": np.zeros(rows.size, dtype=bool)})
+    if clashing is not None and clashing not in req.pins:
+        twins.append({**{k: v[rows] for k, v in cols.items()}, clashing: np.zeros(rows.size, dtype=bool)})
     if "cuda_graph" not in req.pins:
         eager = np.full(rows.size, CODE_FIELDS["cuda_graph"].index("none"), dtype=np.int8)
         twins.append({**{k: v[rows] for k, v in cols.items()}, "cuda_graph": eager})
     if "cuda_graph_scope" not in req.pins:   # the graph kept over the scope's other modules (router, preprocess)
-        rest = resolved_masks(req.model, cols["cuda_graph_scope"][rows]) & ~BIT["attn"]
-        if (rest != 0).all():
-            twins.append({**{k: v[rows] for k, v in cols.items()}, "cuda_graph_scope": rest.astype(np.int64)})
-    keep = {k: v[~refused] for k, v in cols.items()}
-    return {k: np.concatenate([keep[k], *(t[k] for t in twins)]) for k in cols}
+        drop = drop_bits[rows]
+        rest = resolved_masks(req.model, cols["cuda_graph_scope"][rows]) & ~drop
+        keep = (drop != 0) & (rest != 0) & (cols["cuda_graph"][rows] == CODE_FIELDS["cuda_graph"].index("layer"))
+        if keep.any():
+            twins.append({**{k: v[rows[keep]] for k, v in cols.items()},
+                          "cuda_graph_scope": rest[keep].astype(np.int64)})
+    kept = {k: v[~refused] for k, v in cols.items()}
+    return {k: np.concatenate([kept[k], *(t[k] for t in twins)]) for k in cols}
 
 
 def _without_synced_preprocess_graphs(cols: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:

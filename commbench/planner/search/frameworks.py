@@ -1030,7 +1030,8 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
                    release: str | None = None, *, launch: bool = True) -> dict[str, object]:
     """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
     and so is a model the framework cannot build. `launch`: the pins are for the launch commbench emits, so what
-    `release`'s Megatron-LM validate_args refuses of them is refused too (wgrad_graph.py; False: a published run's
+    `release`'s Megatron-LM validate_args refuses of them is refused too (graph_recompute.release_graph_pin_refusal:
+    wgrad_graph.py and graph_recompute.py; False: a published run's
     layout, which the plan does not launch)."""
     if int(pins.get("fused_mlp_offload_min", 0) or 0) > 0:   # published runs' field (26.08 recipes): never planned
         raise CommbenchError(f"fused_mlp_offload_min={pins['fused_mlp_offload_min']} is invalid with --framework "
@@ -1068,11 +1069,11 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
             or megatron_graph_scope_refusal(model, pins.get("cuda_graph_scope"))
         if light:
             raise CommbenchError(light)
-        if launch:
-            from commbench.planner.search.wgrad_graph import wgrad_graph_pin_refusal
-            wgrad = wgrad_graph_pin_refusal(model, release, pins)
-            if wgrad:
-                raise CommbenchError(wgrad)
+        if launch:   # what the release refuses of a per-layer graph: biased attention + delayed wgrad, recomputed modules
+            from commbench.planner.search.graph_recompute import release_graph_pin_refusal
+            refusal = release_graph_pin_refusal(model, release, pins)
+            if refusal:
+                raise CommbenchError(refusal)
         return dict(pins)
     titan = titan_zoo_name(model)   # hf:PATH or --model-file models with a TorchTitan model's sizes too
     reason = llama3_rope_refusal(model, "torchtitan")

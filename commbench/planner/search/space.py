@@ -44,6 +44,7 @@ from commbench.planner.layout.placement import PLACEMENT_BITS, PLACEMENT_RULES
 from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
 from commbench.planner.step.loss_memory import TARGETS
 from commbench.planner.search.candidates import candidates
+from commbench.planner.search.graph_recompute import graph_recompute_refused
 from commbench.limits import DEFAULT_MEM_HEADROOM
 
 CHUNK = 65_536
@@ -424,6 +425,9 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
         # No recipe runs activation offloading under a CUDA graph: offloading rows stay eager.
         allowed = graphs_allowed(req.framework, arr.pp, arr.ep, req.model.is_moe, arr.fsdp)   # Megatron-FSDP: none
         better = ((score(bd_full) > score(bd)) & ~arr.moe_a2a_overlap & allowed & (arr.cpu_offload_layers == 0))
+        if req.framework == "megatron" and req.target == "launch":   # 25.11: no graph with full recompute
+            better &= ~graph_recompute_refused(req.model, req.software, full.cuda_graph, full.cuda_graph_scope,
+                                               full.recompute)[0]
         arr = LayoutArrays(**{f: np.where(better, getattr(full, f), getattr(arr, f)) for f in arr.__dataclass_fields__})
         bd = bd.where(better, bd_full)   # each row's own evaluation (the step model works row by row)
     else:
