@@ -151,3 +151,19 @@ def test_a_folder_is_kept_while_any_process_of_its_run_lives(scratch_tmp):
     with rendezvous_folder() as new:
         assert _left(scratch_tmp) == sorted([Path(new).name, Path(older).name])
     assert _left(scratch_tmp) == [Path(older).name]
+
+
+def test_a_process_forked_inside_the_block_leaving_it_keeps_the_folder(scratch_tmp):
+    """A child forked in the run that unwinds through the block (not os._exit) must not take the run's folder."""
+    parent = os.getpid()
+    try:
+        with rendezvous_folder() as folder:
+            child = os.fork()
+            if child == 0:
+                raise SystemExit   # the child leaves the block
+            os.waitpid(child, 0)
+            assert os.path.isdir(folder)
+    finally:
+        if os.getpid() != parent:
+            os._exit(0)
+    assert _left(scratch_tmp) == []

@@ -69,7 +69,8 @@ def remove_abandoned(parent: str) -> list[str]:
 @contextmanager
 def rendezvous_folder() -> Iterator[str]:
     """A new private folder in the temporary directory (TMPDIR), locked while this process (or a process forked from
-    it inside the block) lives, removed at the end of the block; abandoned ones are removed first."""
+    it inside the block) lives, removed at the end of the block by this process only; abandoned ones are removed
+    first."""
     parent = tempfile.gettempdir()
     remove_abandoned(parent)
     while True:
@@ -81,9 +82,13 @@ def rendezvous_folder() -> Iterator[str]:
         if _same_folder(path, fd):
             break
         os.close(fd)
+    owner = os.getpid()
     try:
         yield path
     finally:
+        if os.getpid() != owner:   # a process forked inside the block left it: the run may still use the folder
+            os.close(fd)
+            return
         # still locked while removed; what cannot be removed now (a signal mid-way) is unlocked once this process
         # ends, and the next launch removes it, so an error here must not replace the run's own outcome
         shutil.rmtree(path, ignore_errors=True)
