@@ -19,8 +19,9 @@ REPO = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 3  # --timeout of the hang tests; the launcher's grace is then 3 + 5 s
 
 
-def start_cli(*args: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def start_cli(*args: str, tmpdir: Path | None = None) -> subprocess.Popen:
+    """`tmpdir`: the launch's TMPDIR (where its ranks' rendezvous folder goes), for a launcher the test kills."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), **({"TMPDIR": str(tmpdir)} if tmpdir else {})}
     return subprocess.Popen([sys.executable, "-m", "commbench", *args], env=env, cwd=REPO, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
@@ -124,7 +125,9 @@ def test_bench_stopped_by_a_signal_says_what_was_kept(tmp_path, signum):
 
 def test_ranks_die_with_a_killed_launcher(tmp_path):
     output = tmp_path / "kill.jsonl"
-    proc = start_cli("bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "64", "-n", "1000000", "-J", str(output))
+    # kill -9 leaves the ranks' rendezvous folder (until the next launch in that TMPDIR): in tmp_path, not in /tmp
+    proc = start_cli("bench", "all_reduce", "--nproc", "2", "-b", "8", "-e", "64", "-n", "1000000", "-J", str(output),
+                     tmpdir=tmp_path)
     pids = rank_pids(proc, output)
     proc.kill()
     proc.wait()

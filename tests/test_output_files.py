@@ -141,7 +141,8 @@ def test_two_sweeps_on_one_file_the_second_is_refused(tmp_path):
     slow = tmp_path / "slow.toml"
     slow.write_text(QUICK.format(last=16).replace("iters = 2", "iters = 1000000"))
     output = tmp_path / "two.jsonl"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # TMPDIR: the kill -9 below leaves the ranks' rendezvous folder (until the next launch there) in tmp_path, not /tmp
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path)}
     first = subprocess.Popen([sys.executable, "-m", "commbench", "sweep", str(slow), "-O", str(output)], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:

@@ -80,10 +80,10 @@ def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int |
         print(f"note: {unlaunched} (--nproc {nproc})", file=sys.stderr, flush=True)
     validate_world(nproc)
     if nproc == 1:
-        import tempfile
+        from commbench.comm.rendezvous_folder import rendezvous_folder
 
         # as launch_local's ranks: OMP_NUM_THREADS 1 unless set, restored after (local_ranks.in_process_thread_limit)
-        with in_process_thread_limit(), tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
+        with in_process_thread_limit(), rendezvous_folder() as folder:
             single = RankEnv(rank=0, world_size=1, local_rank=0, launcher="single", master_addr="127.0.0.1",
                              master_port=0, rendezvous=f"file://{folder}/store")
             return {0: rank_fn(single, config)}

@@ -1,7 +1,8 @@
 """Local ranks started and watched by commbench itself (what `torchrun --standalone` does, plus a watchdog).
 
 - Nothing listens beyond loopback: the ranks meet through a FileStore in a private temporary folder
-  (torch's TCPStore server binds every interface, and elastic rendezvous unpickles what it reads),
+  (torch's TCPStore server binds every interface, and elastic rendezvous unpickles what it reads), locked
+  while the launch lives and removed at its end or, after a kill, at the next launch (rendezvous_folder.py),
   and gloo's pairs bind 127.0.0.1 (GLOO_SOCKET_IFNAME=lo unless the user set it).
 - Each rank runs in its own process group, so Ctrl-C reaches only the launcher, which stops the
   ranks and says what was kept; a rank gets SIGKILL when the launcher dies (PR_SET_PDEATHSIG).
@@ -25,7 +26,6 @@ import multiprocessing
 import os
 import signal
 import sys
-import tempfile
 import time
 import traceback
 from contextlib import contextmanager
@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterator
 
 from commbench.comm.launch import LOCAL_LAUNCH_ENV, RENDEZVOUS_ENV, detect_rank_env
 from commbench.comm.progress import RankProgress, append_record, drop_last_failed, last_record_is, lead_last_error
+from commbench.comm.rendezvous_folder import rendezvous_folder
 from commbench.comm.rank_state import RankState as _Rank, cpu_ticks, laggards as _laggards
 from commbench.comm.stop_signals import (STOP_SIGNALS, StopSignal, note_stopping, restore_terminal, signal_name,
                                          stop_signal_of, stops_ignored, stops_raise)
@@ -204,7 +205,7 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
     context = multiprocessing.get_context(start_method or ("fork" if backend == "gloo" else "spawn"))
     os.environ.setdefault("OMP_NUM_THREADS", DEFAULT_OMP_NUM_THREADS)  # what torchrun sets
     ranks: list[_Rank] = []
-    with stops_raise(), tempfile.TemporaryDirectory(prefix="commbench-rdzv-") as folder:
+    with stops_raise(), rendezvous_folder() as folder:
         rendezvous = f"file://{os.path.join(folder, 'store')}"
         try:
             sys.stdout.flush()
