@@ -12,10 +12,10 @@ Text tables (src/util.cu's writeResultHeader / writeBenchmarkLine*), in every la
   become the run header's nccl_env, as a -J file's env), launcher command lines, footers;
 - several collectives in one log: a run starts at `# Collective test starting: X_perf` (newer) or at
   a command line naming `X_perf` (older), or takes the file name / the --collective given;
-- -N cycles: one banner, the rows of every cycle one after another (src/common.cu TimeTest); where a size
-  sweep restarts (nccl_tests_cycles: its size falls, or it printed every size of its banner) the next cycle's run
-  starts, as commbench's own -N results hold one run per cycle; a row repeating its sweep's point (sizes below
-  nccl-tests' alignment print alike) is that point again, its first row kept.
+- -N cycles: one banner, each data type/op/root's cycles one after another (src/common.cu TimeTest); where its size
+  sweep restarts (nccl_tests_cycles: its size falls, or it printed every size of its banner) its next pass starts, and
+  cycle k's run holds every sweep's k-th pass, as commbench's own -N results hold one run per cycle; a row repeating
+  its sweep's point (sizes below nccl-tests' alignment print alike) is that point again, its first row kept.
 And the `-J` JSON file (JSON_FILE_VERSION 2: config, devices, results[].out_of_place / in_place).
 
 nccl-tests' `time` is the timed loop's time / iters, reduced over ranks by its -a mode (average by
@@ -478,6 +478,7 @@ class _TextRun:
         self.threads = 1  # the banner's nThread: timing threads per process
         self.point: dict[str, str] = {}  # commbench's '# commbench point:' line: sub-groups, algorithm
         self.cycles: Cycles | None = None  # the current -N cycle's sweeps (nccl_tests_cycles: where the next starts)
+        self.cycle_runs: list[str] = []  # the run id of each -N cycle of the current table, in cycle order
         self.rows_from: int | None = None  # the line of the first row no footer has closed yet
         self.stopped: list[int] = []  # first row lines of runs that ended with no footer (stopped during the run)
         self.sizes: int | None = None  # sizes the banner's minBytes/maxBytes/step sweep (banner_sizes)
@@ -506,6 +507,7 @@ class _TextRun:
         self.run_id = None
         self.point = {}
         self.cycles = None
+        self.cycle_runs = []
         if forget_devices:   # another process: its own devices and environment
             self.device_list, self.nccl_env, self.nccl_lines = DeviceList(), {}, {}
 
@@ -532,13 +534,13 @@ class _TextRun:
                                                        self.banner, self.source))
         return self._ranks[1]
 
-    def next_cycle(self, lead: tuple[str, ...]) -> bool:
-        """Whether a row with these leading columns (size, count, type, redop[, root]) starts the next -N cycle: its
-        size sweep restarts (nccl_tests_cycles.Cycles)."""
+    def cycle_of(self, lead: tuple[str, ...]) -> tuple[int, bool]:
+        """(the -N cycle a row with these leading columns (size, count, type, redop[, root]) belongs to, whether its
+        size sweep restarts there) (nccl_tests_cycles.Cycles)."""
         point = {} if self.point == {"group_layout": "world"} else self.point  # what rows before any point line are
         if self.cycles is None:
             self.cycles = Cycles(self.sizes, self.ours)
-        return self.cycles.restarts((*lead[2:], tuple(sorted(point.items()))), int(lead[0]), lead)
+        return self.cycles.cycle_of((*lead[2:], tuple(sorted(point.items()))), int(lead[0]), lead)
 
 
 def _group_layout(columns: list[str]) -> tuple[list[str], list[list[str]]]:
@@ -641,16 +643,18 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     hosts, devices, rank_notes = state.ranks()
     group = int(state.point["group_size"]) if "group_size" in state.point else len(devices) or None
     world = len(devices) or state.threads_gpus
-    if state.next_cycle(tuple(tokens[:len(lead)])):
-        state.run_id = None  # the same devices and banner: a new header for the cycle's run
-        if number is not None:   # a cycle that stops is warned at its own first row, not the first cycle's
-            state.rows_from = number
+    cycle, restart = state.cycle_of(tuple(tokens[:len(lead)]))
+    if restart and number is not None:   # a cycle that stops is warned at its own first row, not the first cycle's
+        state.rows_from = number
+    # the cycle's run (the same devices and banner; a new header for a cycle not seen yet)
+    state.run_id = state.cycle_runs[cycle] if cycle < len(state.cycle_runs) else None
     timers = (world // state.threads_gpus if state.threads_gpus and world % state.threads_gpus == 0 else 1) * state.threads
     average, time_notes = state.average, []
     if timers > 1 and state.tests_version is not None and state.tests_version < AVERAGE_SINCE:
         average, time_notes = "rank0", [RANK0_TIME_NOTE]
     if state.run_id is None:
         state.run_id = new_run_id()
+        state.cycle_runs.append(state.run_id)
         notes = rank_notes if devices else [f"world size {world} from the banner's nThread x nGpus (no device lines)"]
         notes += time_notes
         if timers > 1 and state.tests_version is None and not (state.average_given or state.newer_columns):
@@ -994,16 +998,19 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
     except (KeyError, TypeError, ValueError):
         sizes = None
     table = TableCount(sizes)   # the points each run planned, from that sweep (nccl_tests_planned)
-    run_id, cycles = new_run(), Cycles(sizes)
+    cycles = Cycles(sizes)
+    cycle_runs = [new_run()]   # the run id of each -N cycle, in cycle order
     for index, row in enumerate(data["results"]):
         try:
             if not isinstance(row, dict):
                 raise TypeError(f"a {type(row).__name__}, not an object")
-            # -N cycles: every cycle's rows follow one another in results (src/common.cu TimeTest's run_cycles loop);
-            # where the size sweep restarts, the next cycle's run starts, as for text logs (nccl_tests_cycles)
+            # -N cycles: each type/op/root's cycles follow one another in results (src/common.cu TimeTest's run_cycles
+            # loop); a row goes to its sweep's pass's cycle run, as for text logs (nccl_tests_cycles)
             key = tuple(str(row.get(k)).strip() for k in ("size", "count", "type", "redop", "root"))
-            if cycles.restarts(key[2:], int(row["size"]), key):
-                run_id = new_run()
+            cycle, _ = cycles.cycle_of(key[2:], int(row["size"]), key)
+            if cycle == len(cycle_runs):
+                cycle_runs.append(new_run())
+            run_id = cycle_runs[cycle]
             root = int(str(row.get("root", "-1")).strip())
             made = []
             for in_place, key in ((False, "out_of_place"), (True, "in_place")):
@@ -1015,6 +1022,7 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                     continue
                 time_us = float(time_us)   # "nan" (util.cu jsonDouble writes a NaN so): a failed point, kept
                 wrong = cell.get("nwrong")
+                agg = int(config.get("aggregated_iterations", 1) or 1)
                 made.append(_measurement(
                     run_id, name, size=int(row["size"]), count=int(row["count"]), dtype=str(row["type"]),
                     redop=str(row.get("redop", "none")), root=root, in_place=in_place, world=world,
@@ -1022,8 +1030,7 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                     time_us=time_us, algbw=float(cell.get("alg_bw", "nan")), busbw=float(cell.get("bus_bw", "nan")),
                     num_wrong=None if wrong in (None, "nan") else int(float(wrong)), metrics={}, average=average,
                     notes=flag_notes,
-                    loop={**loop_params(int(config.get("aggregated_iterations", 1) or 1),
-                                        int(config.get("graph", 0) or 0), blocking), **flags}))
+                    loop={**loop_params(agg, int(config.get("graph", 0) or 0), blocking), **flags}))
             if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
                 raise ValueError(why)
             points = [point_identity(r) for r in made]
