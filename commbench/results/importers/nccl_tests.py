@@ -52,6 +52,7 @@ from commbench.results.importers.moe_banner import moe_params, parse_moe_banner
 from commbench.results.importers.nccl_tests_cycles import Cycles
 from commbench.results.importers.nccl_tests_devices import CUT_MARK, DeviceList
 from commbench.results.importers.nccl_tests_planned import TableCount
+from commbench.results.importers import nccl_tests_per_iter as per_iter
 from commbench.results.nccl_tests_text import MOE_POINT_KEYS
 from commbench.results.records import (AGG_GROUPED, AGG_UNGROUPED, IMPORTED_LAUNCHER, NCCL_TESTS_AVERAGE_MODES,
                                        Measurement, Record, RunHeader, new_run_id)
@@ -170,6 +171,7 @@ _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters:
 _SIZES_RE = re.compile(r"minBytes (\d+) maxBytes (\d+) step: (\d+(?:\.\d+)?)\((factor|bytes)\)")  # commbench: 1.5(factor)
 # the same banner's -m and -G (src/util.cu: "agg iters: %d validation: %d graph: %d"), absent from old logs
 _AGG_RE = re.compile(r"\bagg iters: (\d+)")
+_ITER_SKIP_RE = re.compile(r"summary skips first (\d+) iterations")
 _GRAPH_RE = re.compile(r"\bgraph: (\d+)")
 # what a launcher puts before each line it forwards: `mpirun --tag-output` ("[1,0]<stdout>:"; Open MPI's job, rank)
 # and `srun -l` ("0: ", the task number right-aligned); nccl-tests' own lines never start with either
@@ -476,6 +478,7 @@ class _TextRun:
         self.tests_version = given_version  # nccl-tests' own version (printed, or --nccl-tests-version)
         self.newer_columns = False  # a #wrong column: nccl-tests >= 2.13.0
         self.threads = 1  # the banner's nThread: timing threads per process
+        self.iter_skip = 0  # -K: leading iterations nccl-tests' -I summary leaves out (its '# Per-Iteration' line)
         self.point: dict[str, str] = {}  # commbench's '# commbench point:' line: sub-groups, algorithm
         self.cycles: Cycles | None = None  # the current -N cycle's sweeps (nccl_tests_cycles: where the next starts)
         self.cycle_runs: list[str] = []  # the run id of each -N cycle of the current table, in cycle order
@@ -661,6 +664,8 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
             notes.append(UNKNOWN_VERSION_NOTE.format(timers))
         if state.tests_version == AVERAGE_SINCE and state.average == "avg" and state.threads_gpus > 1:
             notes.append(AVERAGE_2_10_0_NOTE.format(n=state.threads_gpus))
+        if "i_min" in groups[0]:
+            notes.append(per_iter.TEXT_SUMMARY_NOTE)
         result.records.append(_header(state.run_id, source=state.source, world=world, hosts=hosts or ["unknown"],
                                       devices=devices or ["unknown"], argv=state.argv, version=state.nccl_version(),
                                       backend=state.backend, ranks_per_rack=getattr(result, "ranks_per_rack", None),
@@ -696,13 +701,17 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         if (rescaled := old_algbw(state.collective, values["algbw"], values["busbw"], group or world)) is not None:
             algbw, notes = rescaled, [OLD_ALGBW_NOTE]
             metrics["nccl_tests_printed_algbw_gbps"] = float(values["algbw"])
-        made.append(_measurement(
+        record = _measurement(
             state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
             warmup=state.warmup, time_us=time_us, algbw=algbw, busbw=float(values["busbw"]),
             num_wrong=wrong, metrics=metrics, average=average, point=state.point,
             notes=notes + time_notes + flag_notes, backend=state.backend, loop={**state.loop, **flags},
-            ranks=group or world, workload=workload))
+            ranks=group or world, workload=workload)
+        if record.status == "ok" and (summary := per_iter.from_text(
+                values, state.loop.get(AGG_GROUPED, 1), state.iters - state.iter_skip)):   # nccl-tests -m: per call
+            record = dataclasses.replace(record, **summary)
+        made.append(record)
     # after the records' own checks (a value out of range names its field first)
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
@@ -774,6 +783,10 @@ def _comment(state: _TextRun, line: str) -> str | None:
         agg, graph, unalign = _AGG_RE.search(body), _GRAPH_RE.search(body), _UNALIGN_RE.search(body)
         state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False,
                                  int(unalign.group(1)) if unalign else 0, grouped=not state.ours)
+        state.iter_skip = 0
+    elif body.startswith("Per-Iteration Report"):   # -I 1 (util.cu writeDeviceReport), with -K N: "summary skips first N"
+        skip = _ITER_SKIP_RE.search(body)
+        state.iter_skip = int(skip.group(1)) if skip else 0
     elif body.startswith("Blocking Enabled"):   # -z, printed after the banner it qualifies
         state.loop = {**state.loop, "blocking": blocking_from_banner(body)}
     elif body.startswith("Using devices"):
@@ -1023,6 +1036,7 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                 time_us = float(time_us)   # "nan" (util.cu jsonDouble writes a NaN so): a failed point, kept
                 wrong = cell.get("nwrong")
                 agg = int(config.get("aggregated_iterations", 1) or 1)
+                samples, sample_notes = per_iter.from_json(row.get(f"{key}_per_iter"), agg)
                 made.append(_measurement(
                     run_id, name, size=int(row["size"]), count=int(row["count"]), dtype=str(row["type"]),
                     redop=str(row.get("redop", "none")), root=root, in_place=in_place, world=world,
@@ -1031,6 +1045,8 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                     num_wrong=None if wrong in (None, "nan") else int(float(wrong)), metrics={}, average=average,
                     notes=flag_notes,
                     loop={**loop_params(agg, int(config.get("graph", 0) or 0), blocking), **flags}))
+                if samples and made[-1].status == "ok":
+                    made[-1] = dataclasses.replace(made[-1], **samples, notes=[*made[-1].notes, *sample_notes])
             if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
                 raise ValueError(why)
             points = [point_identity(r) for r in made]
