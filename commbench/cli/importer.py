@@ -52,6 +52,7 @@ def import_nccl_tests(
     from commbench.files import OutputLock, check_output_file, check_results_target, repair_torn_tail
     from commbench.results.importers.nccl_tests import (STOPPED_RUN, ImportResult, host_domain_warnings, import_file,
                                                         parse_tests_version, time_warnings, world_size_warnings)
+    from commbench.results.importers.nccl_tests_per_iter import text_summary_warnings
     from commbench.results.importers.stream import FirstProblems, RecordSink, set_planned_points
     from commbench.results.records import JsonlWriter
 
@@ -94,7 +95,7 @@ def import_nccl_tests(
                                  f"{problems.count - len(problems.shown):,}"), highlight=False)
     for warning in world_size_warnings(sink.summary_records()) + time_warnings(sink.summary_records()):
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
-    for warning in host_domain_warnings(sink.summary_records()):
+    for warning in host_domain_warnings(sink.summary_records()) + text_summary_warnings(sink.summary_records()):
         err_console.print(styled("[yellow]warning:[/] {}", warning), highlight=False, soft_wrap=True)
     for why, (count, first) in sink.not_ok.items():
         from commbench.results.compare import point_label

@@ -172,6 +172,28 @@ def _hung_message(ranks: list[_Rank], hung: list[_Rank], grace_s: float, output_
     return line, _record_for_writer(writer, line + (f" ({reasons})" if reasons else ""), output_path, cause=line)
 
 
+def _where_lost(dead: _Rank, writer: _Rank, what: str) -> tuple[str, str]:
+    """(the terminal's line, the error of rank 0's failed record) for a rank that died (`what`: "rank 2 was killed by
+    SIGKILL"), naming the point the record is written for: rank 0's current one (_record_for_writer).
+
+    A rank's label is the last point it announced (progress.at), so it goes stale once the rank has finished that
+    point: rank 0 announces point k+1 only after the ranks agreed on point k and it wrote k's record (sweep runner,
+    bench), so a rank that dies after that agreement and before announcing k+1 still shows k while rank 0 is on k+1,
+    the point actually lost (found from outside: kill -9 of rank 2 between points wrote '... at 64 KiB' on the failed
+    256 KiB record, next to a good 64 KiB one). A rank ahead of rank 0 (rank 0 still writing the point they agreed
+    on) died on its own point, which rank 0 never reached: the record rank 0 leaves is then the one it was writing."""
+    if dead is writer or dead.step == writer.step or writer.step < 0:
+        line = what + (f" at {dead.label}" if dead.label else "")
+        return line, line
+    if dead.step < writer.step:
+        before = (f"after {dead.label}, which rank 0 recorded" if dead.step in writer.recorded_steps
+                  else f"its last point announced: {dead.label}" if dead.label else "before its first point")
+        line = f"{what} at {writer.label}, between points ({before}; it had not begun {writer.label})"
+        return line, line
+    line = f"{what} at {dead.label}, ahead of rank 0 (rank 0 was still at {writer.label})"
+    return line, f"point {writer.label} not recorded by rank 0 before it was stopped: {line}"
+
+
 def _record_for_writer(writer: _Rank, error: str, output_path: str, *, cause: str | None = None) -> bool:
     """Append rank 0's failed record of its current point unless it wrote one; whether one is there. `cause`: the
     rank the launcher saw die or hang, put first in the error of a failed record rank 0 wrote (the terminal's line)."""
@@ -330,6 +352,9 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
             last_progress = time.monotonic()
         _stop_if_signalled(ranks)
         if not any(r.alive for r in ranks):
+            # every rank ended by itself (none killed by the launcher yet): the dead ones failed, even when all died
+            # between two looks (a rank killed just after rank 0 returned was taken for a plain exit: RunFailed)
+            failed = [r for r in ranks if r.error or r.process.exitcode != 0]
             break
         if time.monotonic() - last_progress > grace_s and not any(r.stopped for r in ranks) \
                 and sys.platform.startswith("linux"):
@@ -380,9 +405,9 @@ def _watch(ranks: list[_Rank], grace_s: float, output_path: str) -> dict[int, An
             code = r.process.exitcode
             how = (f"failed: {r.error[0]}" if r.error else f"was killed by {signal.Signals(-code).name}"
                    if code and code < 0 else f"exited with code {code}")
-            line = f"rank {r.rank} {how}" + (f" at {r.label}" if r.label else "")
+            line, error = _where_lost(r, ranks[0], f"rank {r.rank} {how}")
             killed = r in failed and code is not None and code < 0 and r.error is None
-            recorded = _record_for_writer(ranks[0], line, output_path, cause=line if killed else None)
+            recorded = _record_for_writer(ranks[0], error, output_path, cause=error if killed else None)
             if killed:
                 # killed from outside (OOM killer, kill -9; a stop signal was an interruption: _stop_if_signalled):
                 # like a hang, the point is recorded failed and a sweep can go on with fresh ranks

@@ -294,7 +294,7 @@ def check_present(statistic: str, records: list[Measurement], side: str) -> None
     lacking = [m for m in records if not is_bad(m) and gate_time_us(m, statistic) is None]
     if lacking:
         need = (f" (it needs >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples, iter_times_us; nccl-tests imports have "
-                "none)" if statistic in TAIL_STATISTICS else "")
+                "them only from the -J file of an -I 1 run)" if statistic in TAIL_STATISTICS else "")
         raise CommbenchError(f"--statistic={statistic} is invalid for the {side} file: {len(lacking)} point(s) lack it, "
                              f"first {point_label(lacking[0])}{need}; --statistic {AUTO} picks what both files hold")
 

@@ -106,7 +106,8 @@ class Measurement:
       the 99th percentile is the max: see `time_us_max`).
     - `loop_time_us`: nccl-tests' time: the timed loop's host time (device-synced) / iterations on each
       rank, reduced over ranks as nccl-tests' -a modes: "avg" (-a 1, its default), "rank0" (-a 0),
-      "min" (-a 2), "max" (-a 3). Records imported from nccl-tests hold only this one (mode "avg").
+      "min" (-a 2), "max" (-a 3). Records imported from nccl-tests hold this one (mode "avg"); an -I 1 run's
+      per-iteration times (importers/nccl_tests_per_iter) add iter_times_us and time_us_min/max/p99, never a median.
     algbw = size_bytes / median time, busbw = algbw * the collective's bus factor (GB = 1e9 B).
     `stages_us_median`: per stage, each stage timed in its own loop behind a barrier (no stage is
     charged for the previous stage's skew). `status` is "ok", "failed" or "skipped" (an NCCL tuning

@@ -12,10 +12,10 @@ Text tables (src/util.cu's writeResultHeader / writeBenchmarkLine*), in every la
   become the run header's nccl_env, as a -J file's env), launcher command lines, footers;
 - several collectives in one log: a run starts at `# Collective test starting: X_perf` (newer) or at
   a command line naming `X_perf` (older), or takes the file name / the --collective given;
-- -N cycles: one banner, the rows of every cycle one after another (src/common.cu TimeTest); where a size
-  sweep restarts (nccl_tests_cycles: its size falls, or it printed every size of its banner) the next cycle's run
-  starts, as commbench's own -N results hold one run per cycle; a row repeating its sweep's point (sizes below
-  nccl-tests' alignment print alike) is that point again, its first row kept.
+- -N cycles: one banner, each data type/op/root's cycles one after another (src/common.cu TimeTest); where its size
+  sweep restarts (nccl_tests_cycles: its size falls, or it printed every size of its banner) its next pass starts, and
+  cycle k's run holds every sweep's k-th pass, as commbench's own -N results hold one run per cycle; a row repeating
+  its sweep's point (sizes below nccl-tests' alignment print alike) is that point again, its first row kept.
 And the `-J` JSON file (JSON_FILE_VERSION 2: config, devices, results[].out_of_place / in_place).
 
 nccl-tests' `time` is the timed loop's time / iters, reduced over ranks by its -a mode (average by
@@ -52,6 +52,7 @@ from commbench.results.importers.moe_banner import moe_params, parse_moe_banner
 from commbench.results.importers.nccl_tests_cycles import Cycles
 from commbench.results.importers.nccl_tests_devices import CUT_MARK, DeviceList
 from commbench.results.importers.nccl_tests_planned import TableCount
+from commbench.results.importers import nccl_tests_per_iter as per_iter
 from commbench.results.nccl_tests_text import MOE_POINT_KEYS
 from commbench.results.records import (AGG_GROUPED, AGG_UNGROUPED, IMPORTED_LAUNCHER, NCCL_TESTS_AVERAGE_MODES,
                                        Measurement, Record, RunHeader, new_run_id)
@@ -170,6 +171,7 @@ _BANNER_RE = re.compile(r"nThread (\d+) nGpus (\d+).*?warmup iters: (\d+) iters:
 _SIZES_RE = re.compile(r"minBytes (\d+) maxBytes (\d+) step: (\d+(?:\.\d+)?)\((factor|bytes)\)")  # commbench: 1.5(factor)
 # the same banner's -m and -G (src/util.cu: "agg iters: %d validation: %d graph: %d"), absent from old logs
 _AGG_RE = re.compile(r"\bagg iters: (\d+)")
+_ITER_SKIP_RE = re.compile(r"summary skips first (\d+) iterations")
 _GRAPH_RE = re.compile(r"\bgraph: (\d+)")
 # what a launcher puts before each line it forwards: `mpirun --tag-output` ("[1,0]<stdout>:"; Open MPI's job, rank)
 # and `srun -l` ("0: ", the task number right-aligned); nccl-tests' own lines never start with either
@@ -476,8 +478,10 @@ class _TextRun:
         self.tests_version = given_version  # nccl-tests' own version (printed, or --nccl-tests-version)
         self.newer_columns = False  # a #wrong column: nccl-tests >= 2.13.0
         self.threads = 1  # the banner's nThread: timing threads per process
+        self.iter_skip = 0  # -K: leading iterations nccl-tests' -I summary leaves out (its '# Per-Iteration' line)
         self.point: dict[str, str] = {}  # commbench's '# commbench point:' line: sub-groups, algorithm
         self.cycles: Cycles | None = None  # the current -N cycle's sweeps (nccl_tests_cycles: where the next starts)
+        self.cycle_runs: list[str] = []  # the run id of each -N cycle of the current table, in cycle order
         self.rows_from: int | None = None  # the line of the first row no footer has closed yet
         self.stopped: list[int] = []  # first row lines of runs that ended with no footer (stopped during the run)
         self.sizes: int | None = None  # sizes the banner's minBytes/maxBytes/step sweep (banner_sizes)
@@ -506,6 +510,7 @@ class _TextRun:
         self.run_id = None
         self.point = {}
         self.cycles = None
+        self.cycle_runs = []
         if forget_devices:   # another process: its own devices and environment
             self.device_list, self.nccl_env, self.nccl_lines = DeviceList(), {}, {}
 
@@ -532,13 +537,13 @@ class _TextRun:
                                                        self.banner, self.source))
         return self._ranks[1]
 
-    def next_cycle(self, lead: tuple[str, ...]) -> bool:
-        """Whether a row with these leading columns (size, count, type, redop[, root]) starts the next -N cycle: its
-        size sweep restarts (nccl_tests_cycles.Cycles)."""
+    def cycle_of(self, lead: tuple[str, ...]) -> tuple[int, bool]:
+        """(the -N cycle a row with these leading columns (size, count, type, redop[, root]) belongs to, whether its
+        size sweep restarts there) (nccl_tests_cycles.Cycles)."""
         point = {} if self.point == {"group_layout": "world"} else self.point  # what rows before any point line are
         if self.cycles is None:
             self.cycles = Cycles(self.sizes, self.ours)
-        return self.cycles.restarts((*lead[2:], tuple(sorted(point.items()))), int(lead[0]), lead)
+        return self.cycles.cycle_of((*lead[2:], tuple(sorted(point.items()))), int(lead[0]), lead)
 
 
 def _group_layout(columns: list[str]) -> tuple[list[str], list[list[str]]]:
@@ -641,22 +646,26 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
     hosts, devices, rank_notes = state.ranks()
     group = int(state.point["group_size"]) if "group_size" in state.point else len(devices) or None
     world = len(devices) or state.threads_gpus
-    if state.next_cycle(tuple(tokens[:len(lead)])):
-        state.run_id = None  # the same devices and banner: a new header for the cycle's run
-        if number is not None:   # a cycle that stops is warned at its own first row, not the first cycle's
-            state.rows_from = number
+    cycle, restart = state.cycle_of(tuple(tokens[:len(lead)]))
+    if restart and number is not None:   # a cycle that stops is warned at its own first row, not the first cycle's
+        state.rows_from = number
+    # the cycle's run (the same devices and banner; a new header for a cycle not seen yet)
+    state.run_id = state.cycle_runs[cycle] if cycle < len(state.cycle_runs) else None
     timers = (world // state.threads_gpus if state.threads_gpus and world % state.threads_gpus == 0 else 1) * state.threads
     average, time_notes = state.average, []
     if timers > 1 and state.tests_version is not None and state.tests_version < AVERAGE_SINCE:
         average, time_notes = "rank0", [RANK0_TIME_NOTE]
     if state.run_id is None:
         state.run_id = new_run_id()
+        state.cycle_runs.append(state.run_id)
         notes = rank_notes if devices else [f"world size {world} from the banner's nThread x nGpus (no device lines)"]
         notes += time_notes
         if timers > 1 and state.tests_version is None and not (state.average_given or state.newer_columns):
             notes.append(UNKNOWN_VERSION_NOTE.format(timers))
         if state.tests_version == AVERAGE_SINCE and state.average == "avg" and state.threads_gpus > 1:
             notes.append(AVERAGE_2_10_0_NOTE.format(n=state.threads_gpus))
+        if "i_min" in groups[0]:
+            notes.append(per_iter.TEXT_SUMMARY_NOTE)
         result.records.append(_header(state.run_id, source=state.source, world=world, hosts=hosts or ["unknown"],
                                       devices=devices or ["unknown"], argv=state.argv, version=state.nccl_version(),
                                       backend=state.backend, ranks_per_rack=getattr(result, "ranks_per_rack", None),
@@ -692,13 +701,17 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         if (rescaled := old_algbw(state.collective, values["algbw"], values["busbw"], group or world)) is not None:
             algbw, notes = rescaled, [OLD_ALGBW_NOTE]
             metrics["nccl_tests_printed_algbw_gbps"] = float(values["algbw"])
-        made.append(_measurement(
+        record = _measurement(
             state.run_id, state.collective, size=int(row["size"]), count=int(row["count"]), dtype=row["type"],
             redop=row.get("redop", "none"), root=root, in_place=in_place, world=world, iters=state.iters,
             warmup=state.warmup, time_us=time_us, algbw=algbw, busbw=float(values["busbw"]),
             num_wrong=wrong, metrics=metrics, average=average, point=state.point,
             notes=notes + time_notes + flag_notes, backend=state.backend, loop={**state.loop, **flags},
-            ranks=group or world, workload=workload))
+            ranks=group or world, workload=workload)
+        if record.status == "ok" and (summary := per_iter.from_text(
+                values, state.loop.get(AGG_GROUPED, 1), state.iters - state.iter_skip)):   # nccl-tests -m: per call
+            record = dataclasses.replace(record, **summary)
+        made.append(record)
     # after the records' own checks (a value out of range names its field first)
     if (why := count_mismatch(state.collective, int(row["size"]), int(row["count"]), row["type"], group)):
         raise ValueError(why)
@@ -770,6 +783,10 @@ def _comment(state: _TextRun, line: str) -> str | None:
         agg, graph, unalign = _AGG_RE.search(body), _GRAPH_RE.search(body), _UNALIGN_RE.search(body)
         state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False,
                                  int(unalign.group(1)) if unalign else 0, grouped=not state.ours)
+        state.iter_skip = 0
+    elif body.startswith("Per-Iteration Report"):   # -I 1 (util.cu writeDeviceReport), with -K N: "summary skips first N"
+        skip = _ITER_SKIP_RE.search(body)
+        state.iter_skip = int(skip.group(1)) if skip else 0
     elif body.startswith("Blocking Enabled"):   # -z, printed after the banner it qualifies
         state.loop = {**state.loop, "blocking": blocking_from_banner(body)}
     elif body.startswith("Using devices"):
@@ -994,16 +1011,19 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
     except (KeyError, TypeError, ValueError):
         sizes = None
     table = TableCount(sizes)   # the points each run planned, from that sweep (nccl_tests_planned)
-    run_id, cycles = new_run(), Cycles(sizes)
+    cycles = Cycles(sizes)
+    cycle_runs = [new_run()]   # the run id of each -N cycle, in cycle order
     for index, row in enumerate(data["results"]):
         try:
             if not isinstance(row, dict):
                 raise TypeError(f"a {type(row).__name__}, not an object")
-            # -N cycles: every cycle's rows follow one another in results (src/common.cu TimeTest's run_cycles loop);
-            # where the size sweep restarts, the next cycle's run starts, as for text logs (nccl_tests_cycles)
+            # -N cycles: each type/op/root's cycles follow one another in results (src/common.cu TimeTest's run_cycles
+            # loop); a row goes to its sweep's pass's cycle run, as for text logs (nccl_tests_cycles)
             key = tuple(str(row.get(k)).strip() for k in ("size", "count", "type", "redop", "root"))
-            if cycles.restarts(key[2:], int(row["size"]), key):
-                run_id = new_run()
+            cycle, _ = cycles.cycle_of(key[2:], int(row["size"]), key)
+            if cycle == len(cycle_runs):
+                cycle_runs.append(new_run())
+            run_id = cycle_runs[cycle]
             root = int(str(row.get("root", "-1")).strip())
             made = []
             for in_place, key in ((False, "out_of_place"), (True, "in_place")):
@@ -1015,6 +1035,8 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                     continue
                 time_us = float(time_us)   # "nan" (util.cu jsonDouble writes a NaN so): a failed point, kept
                 wrong = cell.get("nwrong")
+                agg = int(config.get("aggregated_iterations", 1) or 1)
+                samples, sample_notes = per_iter.from_json(row.get(f"{key}_per_iter"), agg)
                 made.append(_measurement(
                     run_id, name, size=int(row["size"]), count=int(row["count"]), dtype=str(row["type"]),
                     redop=str(row.get("redop", "none")), root=root, in_place=in_place, world=world,
@@ -1022,8 +1044,9 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                     time_us=time_us, algbw=float(cell.get("alg_bw", "nan")), busbw=float(cell.get("bus_bw", "nan")),
                     num_wrong=None if wrong in (None, "nan") else int(float(wrong)), metrics={}, average=average,
                     notes=flag_notes,
-                    loop={**loop_params(int(config.get("aggregated_iterations", 1) or 1),
-                                        int(config.get("graph", 0) or 0), blocking), **flags}))
+                    loop={**loop_params(agg, int(config.get("graph", 0) or 0), blocking), **flags}))
+                if samples and made[-1].status == "ok":
+                    made[-1] = dataclasses.replace(made[-1], **samples, notes=[*made[-1].notes, *sample_notes])
             if (why := count_mismatch(name, int(row["size"]), int(row["count"]), str(row["type"]), None)):
                 raise ValueError(why)
             points = [point_identity(r) for r in made]

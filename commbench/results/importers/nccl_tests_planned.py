@@ -72,7 +72,8 @@ class TableCount:
         """run id -> (planned_points, note) for each of the table's runs: the distinct points it holds, plus, on the
         run that holds a combination's last row, the rows that combination lacks of a whole number of sweeps, and the
         cells a row holds fewer of than the table's fullest row (a run stopped between a row's out-of-place and
-        in-place cells). {} where the banner gives no sizes."""
+        in-place cells); `stopped`: the run of the last row imported was (under -d all -N, cycle 1 of a later type
+        comes after the last cycle's run of an earlier one: nccl_tests_cycles). {} where the banner gives no sizes."""
         if not self.sizes or not self.runs:
             return {}
         per_row = max(n for _, n in self.cells)
@@ -83,5 +84,5 @@ class TableCount:
             missing[run_id] += per_row - n
         return {run_id: (len(self.points[run_id]) + missing[run_id],
                          planned_note(len(self.points[run_id]) + missing[run_id], len(self.points[run_id]), self.sizes,
-                                      per_row, stopped and run_id == self.runs[-1], self.repeated.get(run_id, 0)))
+                                      per_row, stopped and run_id == self.cells[-1][0], self.repeated.get(run_id, 0)))
                 for run_id in self.runs}
