@@ -72,7 +72,7 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     (["bench", "all_reduce", "-b", "0"], "--min-bytes"),
     (["bench", "all_reduce", "-b", "-8"], "--min-bytes"),
     (["bench", "all_reduce", "-b", "1M", "-e", "1K"], "--min-bytes"),
-    (["bench", "all_reduce", "-f", "1"], "--step-factor"),
+    (["bench", "all_reduce", "-f", "0.5"], "--step-factor"),
     (["bench", "all_reduce", "-d", "float7"], "--dtype"),
     (["bench", "all_reduce", "-o", "xor"], "--op"),
     (["bench", "all_reduce", "-o", "avg", "-d", "int32"], "not possible on gloo"),
@@ -325,3 +325,16 @@ def test_op_and_root_are_taken_where_the_collective_has_them(tmp_path):
     assert result.exit_code == 0, result.output
     (record,) = _lines(out)[1:]
     assert record["op"] == "max" and record["num_wrong"] == 0 and record["params"]["root"] == 1
+
+
+def test_step_factor_1_alone_runs_nccl_tests_1_mib_steps(tmp_path):
+    """`bench ... -f 1` exited 2 ('-f 1 -i SIZE'), yet nccl-tests' defaults are stepFactor 1 and stepBytes 1 MiB
+    (src/common.cu v2.19.6 :94-95; its loop adds stepBytes when stepFactor is not > 1, :936): a pasted nccl-tests
+    command now measures its sizes and its banner's step."""
+    out = tmp_path / "f1.jsonl"
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "1", "-b", "1M", "-e", "3M", "-f", "1", "-n", "1",
+                                 "-w", "0", "--format", "nccl-tests", "-O", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "step: 1048576(bytes)" in result.output
+    sizes = [r["size_bytes"] for r in _lines(out) if r["record_type"] == "measurement"]
+    assert sorted(set(sizes)) == [1 << 20, 2 << 20, 3 << 20]
