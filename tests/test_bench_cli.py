@@ -338,3 +338,18 @@ def test_step_factor_1_alone_runs_nccl_tests_1_mib_steps(tmp_path):
     assert "step: 1048576(bytes)" in result.output
     sizes = [r["size_bytes"] for r in _lines(out) if r["record_type"] == "measurement"]
     assert sorted(set(sizes)) == [1 << 20, 2 << 20, 3 << 20]
+
+
+@pytest.mark.parametrize("args", [["all_reduce", "--nproc", "0"], ["moe_all_to_all", "--experts", "7"],
+                                  ["moe_all_to_all", "--top-k", "0"]])
+def test_a_refused_run_does_not_first_announce_appending_to_out(tmp_path, args):
+    """A refused bench printed 'note: --out=FILE already holds results: this run is appended ...' and then its exit-2
+    error (found from outside: --nproc 0, --experts 7, --top-k 0 onto a results file): the checks run_job makes before
+    its ranks start (comm.job.check_job) now come before the note."""
+    from tests.results_files import COMPARE
+
+    out = tmp_path / "held.jsonl"
+    out.write_bytes(next(COMPARE.glob("*.jsonl")).read_bytes())
+    result = runner.invoke(app, ["bench", *args, "-O", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "already holds results" not in result.output and result.output.startswith("error: "), result.output

@@ -20,7 +20,7 @@ from commbench.results.render import styled
 from commbench.measure.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
 from commbench.comm.backend import reduce_op
 from commbench.comm.backends import resolve_backend
-from commbench.comm.job import run_job
+from commbench.comm.job import check_job, run_job
 from commbench.comm.launch import detect_rank_env
 from commbench.errors import CommbenchError, Interrupted
 from commbench.files import OutputLock, refuse_empty_path, repair_torn_tail
@@ -224,6 +224,8 @@ def bench(
         refuse_on_backend(config.backend, combos)
         if not workload.takes_size:
             raise CommbenchError(f"the NCCL tuning axes apply to collectives swept by size, not {collective}")
+    # every check run_job makes before its ranks start, made before the note on appending: a refused run says only why
+    check_job(nproc=nproc, backend=backends[-1], validate_world=lambda world: validate(config, world))
     launched = detect_rank_env()
     lock = OutputLock(config.output_path, "--out") if launched is None or launched.rank == 0 else nullcontext()
     with lock:
