@@ -97,6 +97,9 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     (["bench", "moe_all_to_all", "-f", "4"], "--step-factor"),
     (["bench", "moe_all_to_all", "-i", "1K"], "--step-bytes"),
     (["bench", "moe_all_to_all", "-d", "int8"], "--dtype"),
+    # an empty entry was dropped: 16,,8 measured 16 and 8 with nothing said
+    (["bench", "moe_all_to_all", "--tokens", "16,,8"], "--tokens='16,,8' is invalid: an empty entry (entry 2)"),
+    (["bench", "moe_all_to_all", "--tokens", "16,"], "an empty entry"),
     (["bench", "moe_all_to_all", "-d", "float32"], "--dispatch-dtype"),
     (["bench", "all_reduce", "--algorithm", "flat"], "no named algorithms"),
     (["bench", "grad_reduce_scatter", "--algorithm", "tree"], "--algorithm"),
@@ -353,3 +356,14 @@ def test_a_refused_run_does_not_first_announce_appending_to_out(tmp_path, args):
     result = runner.invoke(app, ["bench", *args, "-O", str(out)])
     assert result.exit_code == 2, result.output
     assert "already holds results" not in result.output and result.output.startswith("error: "), result.output
+
+
+def test_markdown_says_the_runs_notes_on_stderr(tmp_path):
+    """`--format markdown` printed none of the run header's notes: `--tokens 16,16` measured one point with nothing
+    said (the table and nccl-tests formats print the repeat note). They now go to stderr, as its `done` line does."""
+    result = runner.invoke(app, ["bench", "moe_all_to_all", "--nproc", "1", "--tokens", "16,16", "--hidden", "64",
+                                 "--experts", "4", "--top-k", "2", "-n", "1", "-w", "0", "--format", "markdown",
+                                 "-O", str(tmp_path / "md.jsonl")], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert "note: --tokens lists 16 more than once: each point is measured once" in result.stderr
+    assert "note:" not in result.stdout
