@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from commbench.comm.backends import max_local_ranks
-from commbench.comm.launch import RankEnv, detect_rank_env, slurm_unlaunched_note
+from commbench.comm.launch import RankEnv, detect_rank_env, partial_rank_env_note, slurm_unlaunched_note
 from commbench.comm.local_ranks import in_process_thread_limit, launch_local
 from commbench.comm.stop_signals import signal_name, stops_raise
 from commbench.errors import CommbenchError, Interrupted
@@ -86,10 +86,10 @@ def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int |
                 raise Interrupted(f"interrupted ({signal_name(exc)}): rank {rank_env.rank} of the "
                                   f"{rank_env.launcher} launch stopped; {results_so_far(output_path)}",
                                   signal=signal_name(exc)) from None
-    unlaunched = slurm_unlaunched_note()
-    if unlaunched:
-        import sys
-        print(f"note: {unlaunched} (--nproc {nproc})", file=sys.stderr, flush=True)
+    for unlaunched in (slurm_unlaunched_note(), partial_rank_env_note()):
+        if unlaunched:
+            import sys
+            print(f"note: {unlaunched} (--nproc {nproc})", file=sys.stderr, flush=True)
     if nproc == 1:
         import tempfile
 
