@@ -93,29 +93,44 @@ def timeout_problem(value: object) -> str | None:
 
 
 MAX_POINTS = 10_000  # sizes in one range: more is a typo (-i 1 up to 1T), not a measurement plan
+# nccl-tests' own -i default (src/common.cu at v2.19.6, a0b82b2, :94-95: stepBytes = 1*1024*1024, stepFactor = 1): its
+# size loop (:936) adds stepBytes whenever stepFactor is not > 1, so `-f 1` alone steps by 1 MiB
+NCCL_TESTS_STEP_BYTES = 1 << 20
+
+
+def size_step(step_factor: float | None, step_bytes: int | None) -> tuple[float, str]:
+    """What the size loop steps by, as nccl-tests' loop picks it: (factor, "factor") when -f > 1 (2 when neither is
+    given), else (bytes, "bytes"): -i, or nccl-tests' 1 MiB default for `-f 1` alone."""
+    if step_factor == 1 or (step_bytes is not None and step_factor is None):
+        return (NCCL_TESTS_STEP_BYTES if step_bytes is None else step_bytes), "bytes"
+    return (2.0 if step_factor is None else step_factor), "factor"
 
 
 def size_range(min_bytes: int, max_bytes: int, step_factor: float | None = None,
                step_bytes: int | None = None, *, names: tuple[str, str] = ("--step-bytes", "--step-factor")) -> list[int]:
     """The sizes nccl-tests visits: geometric with -f, or arithmetic with -i; given both, -f when it is > 1, as
-    nccl-tests' size loop does (size = stepFactor > 1 ? size * stepFactor : size + stepBytes); at most MAX_POINTS
-    of them (counted before any list is built)."""
+    nccl-tests' size loop does (size = stepFactor > 1 ? size * stepFactor : size + stepBytes); -f 1 alone steps by
+    nccl-tests' default stepBytes, 1 MiB (size_step); at most MAX_POINTS of them (counted before any list is built)."""
     import math
 
     if min_bytes > max_bytes:
         raise invalid("--min-bytes", min_bytes, f"must be <= --max-bytes ({max_bytes})")
-    if step_bytes is not None and (step_factor is None or step_factor == 1):
-        if step_bytes <= 0:
-            raise invalid(names[0], step_bytes, "must be > 0")
-        count = (max_bytes - min_bytes) // step_bytes + 1
-        if count > MAX_POINTS:
-            raise invalid(names[0], step_bytes, f"{count:,} sizes from {min_bytes} to {max_bytes}; at most "
+    step, kind = size_step(step_factor, step_bytes)
+    if kind == "bytes":
+        step = int(step)
+        if step <= 0:
+            raise invalid(names[0], step, "must be > 0")
+        count = (max_bytes - min_bytes) // step + 1
+        if count > MAX_POINTS:   # -f 1 alone: the step is nccl-tests' default, named as such (no -i was given)
+            option, value, given = ((names[0], step, "") if step_bytes is not None else
+                                    (names[1], step_factor, "without -i, steps of nccl-tests' default 1 MiB: "))
+            raise invalid(option, value, f"{given}{count:,} sizes from {min_bytes} to {max_bytes}; at most "
                           f"{MAX_POINTS:,} per range: use a larger step, or split the range")
-        return list(range(min_bytes, max_bytes + 1, step_bytes))
-    factor = 2.0 if step_factor is None else step_factor
+        return list(range(min_bytes, max_bytes + 1, step))
+    factor = step
     if not (math.isfinite(factor) and factor > 1):
         raise invalid(names[1], step_factor, "a finite number > 1" + (
-            f"; for steps of a fixed size give {names[0]} (-i SIZE, or -f 1 -i SIZE as nccl-tests)"
+            f", or 1 for steps of a fixed size: {names[0]} (-i SIZE; 1 MiB unless given, as nccl-tests)"
             if names[0] == "--step-bytes" else ""))
     count = math.floor(math.log(max_bytes / max(min_bytes, 1)) / math.log(factor)) + 1 if min_bytes > 0 else MAX_POINTS + 1
     if count > MAX_POINTS:

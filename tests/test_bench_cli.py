@@ -72,7 +72,7 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     (["bench", "all_reduce", "-b", "0"], "--min-bytes"),
     (["bench", "all_reduce", "-b", "-8"], "--min-bytes"),
     (["bench", "all_reduce", "-b", "1M", "-e", "1K"], "--min-bytes"),
-    (["bench", "all_reduce", "-f", "1"], "--step-factor"),
+    (["bench", "all_reduce", "-f", "0.5"], "--step-factor"),
     (["bench", "all_reduce", "-d", "float7"], "--dtype"),
     (["bench", "all_reduce", "-o", "xor"], "--op"),
     (["bench", "all_reduce", "-o", "avg", "-d", "int32"], "not possible on gloo"),
@@ -97,6 +97,9 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     (["bench", "moe_all_to_all", "-f", "4"], "--step-factor"),
     (["bench", "moe_all_to_all", "-i", "1K"], "--step-bytes"),
     (["bench", "moe_all_to_all", "-d", "int8"], "--dtype"),
+    # an empty entry was dropped: 16,,8 measured 16 and 8 with nothing said
+    (["bench", "moe_all_to_all", "--tokens", "16,,8"], "--tokens='16,,8' is invalid: an empty entry (entry 2)"),
+    (["bench", "moe_all_to_all", "--tokens", "16,"], "an empty entry"),
     (["bench", "moe_all_to_all", "-d", "float32"], "--dispatch-dtype"),
     (["bench", "all_reduce", "--algorithm", "flat"], "no named algorithms"),
     (["bench", "grad_reduce_scatter", "--algorithm", "tree"], "--algorithm"),
@@ -325,3 +328,42 @@ def test_op_and_root_are_taken_where_the_collective_has_them(tmp_path):
     assert result.exit_code == 0, result.output
     (record,) = _lines(out)[1:]
     assert record["op"] == "max" and record["num_wrong"] == 0 and record["params"]["root"] == 1
+
+
+def test_step_factor_1_alone_runs_nccl_tests_1_mib_steps(tmp_path):
+    """`bench ... -f 1` exited 2 ('-f 1 -i SIZE'), yet nccl-tests' defaults are stepFactor 1 and stepBytes 1 MiB
+    (src/common.cu v2.19.6 :94-95; its loop adds stepBytes when stepFactor is not > 1, :936): a pasted nccl-tests
+    command now measures its sizes and its banner's step."""
+    out = tmp_path / "f1.jsonl"
+    result = runner.invoke(app, ["bench", "all_reduce", "--nproc", "1", "-b", "1M", "-e", "3M", "-f", "1", "-n", "1",
+                                 "-w", "0", "--format", "nccl-tests", "-O", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "step: 1048576(bytes)" in result.output
+    sizes = [r["size_bytes"] for r in _lines(out) if r["record_type"] == "measurement"]
+    assert sorted(set(sizes)) == [1 << 20, 2 << 20, 3 << 20]
+
+
+@pytest.mark.parametrize("args", [["all_reduce", "--nproc", "0"], ["moe_all_to_all", "--experts", "7"],
+                                  ["moe_all_to_all", "--top-k", "0"]])
+def test_a_refused_run_does_not_first_announce_appending_to_out(tmp_path, args):
+    """A refused bench printed 'note: --out=FILE already holds results: this run is appended ...' and then its exit-2
+    error (found from outside: --nproc 0, --experts 7, --top-k 0 onto a results file): the checks run_job makes before
+    its ranks start (comm.job.check_job) now come before the note."""
+    from tests.results_files import COMPARE
+
+    out = tmp_path / "held.jsonl"
+    out.write_bytes(next(COMPARE.glob("*.jsonl")).read_bytes())
+    result = runner.invoke(app, ["bench", *args, "-O", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "already holds results" not in result.output and result.output.startswith("error: "), result.output
+
+
+def test_markdown_says_the_runs_notes_on_stderr(tmp_path):
+    """`--format markdown` printed none of the run header's notes: `--tokens 16,16` measured one point with nothing
+    said (the table and nccl-tests formats print the repeat note). They now go to stderr, as its `done` line does."""
+    result = runner.invoke(app, ["bench", "moe_all_to_all", "--nproc", "1", "--tokens", "16,16", "--hidden", "64",
+                                 "--experts", "4", "--top-k", "2", "-n", "1", "-w", "0", "--format", "markdown",
+                                 "-O", str(tmp_path / "md.jsonl")], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert "note: --tokens lists 16 more than once: each point is measured once" in result.stderr
+    assert "note:" not in result.stdout

@@ -9,7 +9,7 @@ from commbench.comm.launch import detect_rank_env, first_slurm_host
 from commbench.dtypes import get_dtype
 from commbench.errors import CommbenchError
 from commbench.results.records import JsonlWriter, Measurement, RunHeader, headers, iter_records, measurements
-from commbench.units import parse_rate_bits_per_s, parse_size_bytes, size_range
+from commbench.units import parse_rate_bits_per_s, parse_size_bytes, size_range, size_step
 
 
 def test_sizes_parse_like_nccl_tests():
@@ -31,7 +31,7 @@ def test_sizes_parse_like_nccl_tests():
 @pytest.mark.parametrize("call,needle", [
     (lambda: parse_size_bytes("0"), "positive"), (lambda: parse_size_bytes("-5"), "size"),
     (lambda: parse_size_bytes("12Q"), "12Q"), (lambda: size_range(64, 8, 2), "--min-bytes"),
-    (lambda: size_range(8, 64, 1.0), "--step-factor"), (lambda: get_dtype("float7"), "--dtype"),
+    (lambda: size_range(8, 64, 0.5), "--step-factor"), (lambda: get_dtype("float7"), "--dtype"),
     (lambda: parse_rate_bits_per_s("fast"), "fast"),
 ])
 def test_bad_values_name_the_field(call, needle):
@@ -122,9 +122,17 @@ def test_launcher_detection():
     assert first_slurm_host("a[1-3],b2") == "a1"
 
 
-def test_step_factor_1_without_a_step_says_how_nccl_tests_steps_by_bytes():
-    """-f 1 alone was refused as 'a finite number > 1', yet -f 1 -i 8 runs (nccl-tests' loop adds stepBytes when
-    stepFactor is not > 1, src/common.cu v2.19.6): the line now says to give the step."""
-    with pytest.raises(CommbenchError, match=r"--step-factor=1\.0 is invalid: .*> 1.*-i SIZE") as info:
-        size_range(8, 64, 1.0)
+def test_step_factor_1_alone_steps_by_nccl_tests_default_1_mib():
+    """-f 1 alone was refused ('give -i SIZE, or -f 1 -i SIZE as nccl-tests'), yet it is nccl-tests' own default:
+    stepBytes = 1 MiB and stepFactor = 1 (src/common.cu v2.19.6 :94-95), its loop adding stepBytes when stepFactor is
+    not > 1 (:936). A pasted `-b 8 -e 64 -f 1` now runs nccl-tests' sizes (8 alone); a factor below 1 is refused."""
+    assert size_range(8, 64, 1.0) == [8]
+    assert size_range(1 << 20, 4 << 20, 1) == [1 << 20, 2 << 20, 3 << 20, 4 << 20]
+    assert size_range(8, 32, 1, step_bytes=8) == [8, 16, 24, 32]   # -f 1 -i 8: the given step
+    assert size_step(1, None) == (1 << 20, "bytes") and size_step(None, None) == (2.0, "factor")
+    with pytest.raises(CommbenchError, match=r"--step-factor=0\.5 is invalid: .*> 1, or 1 .*1 MiB unless given") as info:
+        size_range(8, 64, 0.5)
     assert "\n" not in str(info.value)
+    with pytest.raises(CommbenchError, match=r"--step-factor=1 is invalid: without -i, steps of nccl-tests' default "
+                                             r"1 MiB: 16,384 sizes"):
+        size_range(8, 16 << 30, 1)

@@ -39,6 +39,13 @@ def test_typo_is_named_with_the_closest_key(data, expected):
     assert expected in refused(data)
 
 
+def test_a_key_cut_short_at_an_underscore_gets_the_key():
+    """`tokens = [...]` (bench's --tokens) was refused with no hint: 'tokens' is too short beside tokens_per_rank for
+    difflib's 0.6 ratio (0.57), so the README's 'did you mean' for misspelt keys missed it."""
+    message = refused({"run": [{"collective": "moe_all_to_all", "tokens": [16, 32]}]})
+    assert "tokens=[16, 32] is invalid: unknown key (did you mean tokens_per_rank?)" in message
+
+
 def test_a_key_close_to_nothing_gets_no_guess():
     message = refused({"run": [{**RUN, "zzz": 1}]})
     assert "zzz=1 is invalid: unknown key; allowed keys:" in message and "did you mean" not in message

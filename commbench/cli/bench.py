@@ -20,7 +20,7 @@ from commbench.results.render import styled
 from commbench.measure.compare_backends import CompareConfig, parse_compare_backends, run_compare_rank
 from commbench.comm.backend import reduce_op
 from commbench.comm.backends import resolve_backend
-from commbench.comm.job import run_job
+from commbench.comm.job import check_job, run_job
 from commbench.comm.launch import detect_rank_env
 from commbench.errors import CommbenchError, Interrupted
 from commbench.files import OutputLock, refuse_empty_path, repair_torn_tail
@@ -28,7 +28,7 @@ from commbench.measure.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
 from commbench.measure.subgroups import with_rack_options
 from commbench.comm.nccl_tuning import parse_axes, refuse_on_backend
-from commbench.units import MEASURED_MAX_BYTES, parse_size_bytes, size_range
+from commbench.units import MEASURED_MAX_BYTES, parse_size_bytes, size_range, size_step
 
 
 def run_bench_axes(config: BenchConfig, combos: list, nproc: int | None) -> None:
@@ -86,7 +86,7 @@ def bench(
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default 2). Omit under torchrun/srun/mpirun.")] = None,
     min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help="Smallest size (K/M/G suffixes, 1K = 1024; default 8).")] = None,
     max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Largest size (default 16M, as every command that measures; grad_reduce_scatter: 16 MiB..2 GiB buckets).")] = None,
-    step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2).")] = None,
+    step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2; 1: add -i each step, 1 MiB unless given, as nccl-tests).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f; given both, -f wins when it is > 1, as in nccl-tests).")] = None,
     iters: Annotated[int, typer.Option("-n", "--iters", help="Timed iterations per size (all kept in the record; p99 recorded from 100 on).")] = 20,
     warmup_iters: Annotated[int, typer.Option("-w", "--warmup-iters", help="Untimed warm-up iterations per size.")] = 5,
@@ -177,15 +177,14 @@ def bench(
     for option, value in (("--min-bytes", min_bytes), ("--max-bytes", max_bytes), ("--step-bytes", step_bytes)):
         if value is not None:  # '' too: an empty value is refused here, not read below as the default
             parse_size_bytes(value, option)
-    step = None  # the banner's step: what the size loop used (size_range: -i unless -f > 1)
+    step = None  # the banner's step: what the size loop used (size_step: -i, or 1 MiB for -f 1 alone, unless -f > 1)
     if workload.default_sizes_bytes and (min_bytes, max_bytes, step_factor, step_bytes) == (None, None, None, None):
         sizes = list(workload.default_sizes_bytes)
     else:
         added = parse_size_bytes(step_bytes, "--step-bytes") if step_bytes else None
         sizes = size_range(parse_size_bytes(min_bytes or "8", "--min-bytes"), parse_size_bytes(max_bytes or MEASURED_MAX_BYTES, "--max-bytes"),
                            step_factor, added)
-        step = ((added, "bytes") if added is not None and (step_factor is None or step_factor == 1)
-                else (2.0 if step_factor is None else step_factor, "factor"))
+        step = size_step(step_factor, added)
     if letters.get("run_cycles", 1) > 1:  # -N 2**70 ran cycle after cycle (no point bound saw the cycles)
         from commbench.limits import check_point_count
         check_point_count(letters["run_cycles"] * len(sizes), f"-N={letters['run_cycles']} cycles of {len(sizes)} size(s)")
@@ -225,6 +224,8 @@ def bench(
         refuse_on_backend(config.backend, combos)
         if not workload.takes_size:
             raise CommbenchError(f"the NCCL tuning axes apply to collectives swept by size, not {collective}")
+    # every check run_job makes before its ranks start, made before the note on appending: a refused run says only why
+    check_job(nproc=nproc, backend=backends[-1], validate_world=lambda world: validate(config, world))
     launched = detect_rank_env()
     lock = OutputLock(config.output_path, "--out") if launched is None or launched.rank == 0 else nullcontext()
     with lock:

@@ -174,7 +174,7 @@ def predict(
     layout: Annotated[str, typer.Option("--layout", help="contiguous (fill a domain first) or strided (one rank per domain).")] = "contiguous",
     min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Smallest size (nccl-tests' size; K/M/G = 1024^n).")] = "8",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size (predicted: 8G by default, as every command that predicts).")] = "8G",
-    step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2).")] = None,
+    step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2; 1: add -i each step, 1 MiB unless given, as nccl-tests).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f; given both, -f wins when it is > 1, as in nccl-tests).")] = None,
     algorithm: Annotated[Optional[str], typer.Option("--algorithm", help="Force one algorithm, as NCCL_ALGO does (ring, tree, nvls, nvls_tree, collnet_direct, collnet_chain, pat on presets, any case; default: the pair NCCL's own model picks).")] = None,
     protocol: Annotated[Optional[str], typer.Option("--protocol", help="Force one protocol, as NCCL_PROTO does: LL, LL128 or Simple, any case (NCCL collectives on presets).")] = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from commbench.comm.backends import max_local_ranks
-from commbench.comm.launch import RankEnv, detect_rank_env, slurm_unlaunched_note
+from commbench.comm.launch import RankEnv, detect_rank_env, partial_rank_env_note, slurm_unlaunched_note
 from commbench.comm.local_ranks import in_process_thread_limit, launch_local
 from commbench.comm.stop_signals import signal_name, stops_raise
 from commbench.errors import CommbenchError, Interrupted
@@ -47,6 +47,25 @@ def check_local_ranks(nproc: int, backend: str, *, option: str = "--nproc") -> N
         raise CommbenchError(ranks_allowed(option, nproc, backend, limit, why))
 
 
+def check_job(*, nproc: int | None, backend: str, validate_world: Callable[[int], None]) -> int:
+    """run_job's checks, before any rank starts: the gloo interface, --nproc against a launch (or the local rank
+    limit), then `validate_world(world_size)`; returns the world size. A command that says something before its
+    ranks start (bench's note on appending to --out) calls it first, so a refused run prints the refusal alone."""
+    if backend == "gloo":
+        check_gloo_interface()
+    rank_env = detect_rank_env()
+    if rank_env is not None and rank_env.launcher != "local":
+        if nproc is not None and nproc != rank_env.world_size:
+            raise CommbenchError(f"--nproc={nproc} conflicts with the {rank_env.launcher} launch of "
+                                 f"{rank_env.world_size} ranks: omit --nproc under a launcher")
+        world = rank_env.world_size
+    else:
+        world = DEFAULT_NPROC if nproc is None else nproc
+        check_local_ranks(world, backend)
+    validate_world(world)
+    return world
+
+
 def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int | None, backend: str,
             validate_world: Callable[[int], None], output_path: str,
             timeout_s: float | None = None) -> dict[int, Any]:
@@ -55,16 +74,11 @@ def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int |
     Under torchrun/srun/mpirun this process is one rank and `nproc` must be omitted (or match);
     otherwise `nproc` local ranks (default 2) start under commbench's own launcher (local_ranks.py),
     which kills ranks that hang longer than the collective `timeout_s` (plus a grace) after another
-    stopped. `validate_world(world_size)` raises CommbenchError before anything starts.
+    stopped. `validate_world(world_size)` raises CommbenchError before anything starts (check_job).
     """
-    if backend == "gloo":
-        check_gloo_interface()
+    nproc = check_job(nproc=nproc, backend=backend, validate_world=validate_world)
     rank_env = detect_rank_env()
     if rank_env is not None and rank_env.launcher != "local":
-        if nproc is not None and nproc != rank_env.world_size:
-            raise CommbenchError(f"--nproc={nproc} conflicts with the {rank_env.launcher} launch of "
-                                 f"{rank_env.world_size} ranks: omit --nproc under a launcher")
-        validate_world(rank_env.world_size)
         with stops_raise():
             try:
                 return {rank_env.rank: rank_fn(rank_env, config)}
@@ -72,13 +86,10 @@ def run_job(rank_fn: Callable[[RankEnv, Any], Any], config: Any, *, nproc: int |
                 raise Interrupted(f"interrupted ({signal_name(exc)}): rank {rank_env.rank} of the "
                                   f"{rank_env.launcher} launch stopped; {results_so_far(output_path)}",
                                   signal=signal_name(exc)) from None
-    nproc = DEFAULT_NPROC if nproc is None else nproc
-    check_local_ranks(nproc, backend)
-    unlaunched = slurm_unlaunched_note()
-    if unlaunched:
-        import sys
-        print(f"note: {unlaunched} (--nproc {nproc})", file=sys.stderr, flush=True)
-    validate_world(nproc)
+    for unlaunched in (slurm_unlaunched_note(), partial_rank_env_note()):
+        if unlaunched:
+            import sys
+            print(f"note: {unlaunched} (--nproc {nproc})", file=sys.stderr, flush=True)
     if nproc == 1:
         from commbench.comm.rendezvous_folder import rendezvous_folder
 

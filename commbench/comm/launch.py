@@ -99,6 +99,20 @@ def slurm_unlaunched_note(env: Mapping[str, str] | None = None) -> str | None:
             f"shell): commbench starts its own local ranks here; run it under srun for one rank per task")
 
 
+def partial_rank_env_note(env: Mapping[str, str] | None = None) -> str | None:
+    """A line for a process with some of torchrun's RANK / WORLD_SIZE / LOCAL_RANK set but not both RANK and
+    WORLD_SIZE (an exported WORLD_SIZE, no launcher): detect_rank_env needs both, so this is no launch, and commbench
+    starts its own local ranks, saying so rather than leaving the header's 'launcher: local' to tell it."""
+    env = os.environ if env is None else env
+    given = [key for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK") if key in env]
+    missing = [key for key in ("RANK", "WORLD_SIZE") if key not in env]
+    if not given or not missing:
+        return None
+    return (f"{' and '.join(f'{key}={env[key].strip()}' for key in given)} {'is' if len(given) == 1 else 'are'} set "
+            f"but {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not: not a torchrun/srun launch; "
+            "commbench starts its own local ranks here")
+
+
 # variables torchrun (torch.distributed.run) sets for every worker besides RANK / WORLD_SIZE / LOCAL_RANK
 TORCHRUN_MARKERS = ("TORCHELASTIC_RUN_ID", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK")
 

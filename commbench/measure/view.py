@@ -98,6 +98,9 @@ class BenchView:
         self.live = None
         self.heartbeat = Heartbeat(self._print, HEARTBEAT_S) if self.text_rows else None
         if self.format == "markdown":  # printed whole at the end, to paste
+            for note in header.notes:   # the run's notes (a --tokens value given twice...) on stderr, as `done` is
+                sys.stderr.write(f"note: {note}\n")
+            sys.stderr.flush()
             self.intro = intro
             self.title = run_title(config.collective, header.world_size, moe_resolved(config.params), self.what,
                                    self.form)

@@ -163,10 +163,14 @@ def _one_value(value: Any, allowed: str) -> str:
 
 
 def _closest(key: str, known: tuple[str, ...]) -> str:
-    """' (did you mean iters?)' for a typo of a known key (itres), else ''."""
+    """' (did you mean iters?)' for a typo of a known key (itres), or for a key that is one known key cut short at a
+    '_' (tokens, bench's --tokens, for tokens_per_rank: too short beside it for difflib's 0.6 ratio), else ''."""
     import difflib
 
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    if not close:
+        cut_short = [k for k in known if key and (k.startswith(f"{key}_") or k.endswith(f"_{key}"))]
+        close = cut_short if len(cut_short) == 1 else []
     return f" (did you mean {close[0]}?)" if close else ""
 
 
