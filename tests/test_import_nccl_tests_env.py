@@ -50,3 +50,42 @@ def test_runs_that_disagree_at_the_same_sizes_are_warned():
     assert any("repeated measurements disagree" in w and "3.33x" in w for w in apart.warnings)
     (same,), _ = fit_all(_records("all_reduce", 8, 10.0, 100.0, "a") + _records("all_reduce", 8, 10.0, 100.0, "b"), {})
     assert not any("disagree" in w for w in same.warnings)
+
+
+# Another rank's NCCL lines, as an mpirun/srun job of 2 processes (pids 1000 and 1001 on node-a) can write them before
+# nccl-tests' header of their own process: each process buffers its stdout apart (NCCL src/debug.cc at v2.27.7-1:388
+# fwrite()s unflushed) and NCCL prints the forced pair at its tuning (src/graph/tuning.cc at v2.27.7-1:398,403)
+RING_FIRST = ("node-a:1001:1001 [1] NCCL INFO NCCL version 2.28.4+cuda12.9",
+              "node-a:1001:1001 [1] NCCL INFO NCCL_PROTO set by environment to Simple",
+              "node-a:1001:1001 [1] NCCL INFO NCCL_ALGO set by environment to Ring")
+
+
+def _headers(text: str) -> list[RunHeader]:
+    result = parse_text(text, "all_reduce_perf.log")
+    assert result.problems == []
+    return [r for r in result.records if isinstance(r, RunHeader)]
+
+
+def test_nccl_lines_before_their_process_header_are_its_run_settings():
+    """A forced Ring/Simple run whose NCCL lines came before nccl-tests' version line read as NCCL's default
+    (nccl_env {}): fit, compare and nccl-tuner took its times for the default curve."""
+    (header,) = _headers("\n".join(RING_FIRST) + "\n" + text_log())
+    assert header.nccl_env == {"NCCL_PROTO": "Simple", "NCCL_ALGO": "Ring"}
+    assert header.notes == [n for n in header.notes if "two values" not in n]
+
+
+def test_nccl_lines_join_the_process_they_name_only():
+    """Two runs one after the other: the second's ranks (pids 2000, 2001) said Ring before its header; the first's
+    (pids 1000, 1001) said nothing. Only the second is Ring."""
+    second = text_log().replace("Pid   100", "Pid   200")
+    lines = tuple(line.replace(":1001:1001", ":2001:2001") for line in RING_FIRST)
+    first, ring = _headers(text_log() + "\n".join(lines) + "\n" + second)
+    assert first.nccl_env == {} and ring.nccl_env == {"NCCL_PROTO": "Simple", "NCCL_ALGO": "Ring"}
+
+
+def test_processes_that_disagree_are_noted():
+    """Rank 1 said Ring before the header, rank 0 Tree in its own header: the run keeps rank 0's, and says so."""
+    tree = ("node-a:1000:1000 [0] NCCL INFO NCCL_ALGO set by environment to Tree",)
+    (header,) = _headers("\n".join(RING_FIRST) + "\n" + text_log(extra_banner_lines=tree))
+    assert header.nccl_env["NCCL_ALGO"] == "Tree"
+    assert any("NCCL_ALGO two values: Ring (node-a pid 1001) and Tree" in note for note in header.notes)

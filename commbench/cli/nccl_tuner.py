@@ -125,7 +125,7 @@ def nccl_tuner(
     files: Annotated[Optional[list[str]], typer.Argument(help="Results files (JSONL) with NCCL-default and tuned points.")] = None,
     output: Annotated[str, typer.Option("-O", "--out", help="Config file to write (the plugin reads NCCL_TUNER_CONFIG_FILE, default nccl_tuner.conf).")] = "nccl_tuner.conf",
     old_output: Annotated[Optional[str], typer.Option("-o", "--output", hidden=True)] = None,
-    statistic: Annotated[Optional[str], typer.Option("--statistic", help="Measured: statistic that ranks combinations: median (default), mean, min, max or p99 (p99 needs >= 100 iterations); the same option name as compare's.")] = None,
+    statistic: Annotated[Optional[str], typer.Option("--statistic", help="Measured: statistic that ranks combinations: median (default), mean, min, max or p99 (p99 needs >= 100 iterations), or nccl-tests' time by its -a mode: nccl-avg, nccl-rank0, nccl-min, nccl-max (the one time an imported nccl-tests log holds); the same option name as compare's.")] = None,
     old_stat: Annotated[Optional[str], typer.Option("--stat", hidden=True)] = None,
     min_gain: Annotated[Optional[float], typer.Option("--min-gain", help="Measured: also require the winner to beat NCCL's default by this fraction (0.05 = 5%; default 0), on top of the measured noise.")] = None,
     csv_path: Annotated[Optional[str], typer.Option("--csv", help="Also write the input CSV of NCCL's scripts/optimize_config.py: only the sizes where a combination beat NCCL's default, that combination only (the script cannot say 'NCCL default'; docs/nccl-tuner.md).")] = None,

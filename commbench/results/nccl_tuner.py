@@ -48,7 +48,11 @@ from commbench.results.records import AGG_GROUPED, AGG_UNGROUPED
 # commbench collective -> the plugin's collective_type (plugin.c parseCollType)
 PLUGIN_COLLECTIVES = {"broadcast": "broadcast", "reduce": "reduce", "all_gather": "allgather",
                       "reduce_scatter": "reducescatter", "all_reduce": "allreduce"}
-STATISTICS = ("median", "mean", "min", "max", "p99")
+# nccl-tests' time (loop time / iterations, reduced over ranks by its -a mode: src/common.cu at v2.19.6:772,783), as
+# records.TIME_STATISTICS names it: the one time an nccl-tests import holds (loop_time_us), and commbench's own points
+# hold beside their per-iteration statistics (measure/harness.py time_statistics)
+LOOP_STATISTICS = ("nccl-avg", "nccl-rank0", "nccl-min", "nccl-max")
+STATISTICS = ("median", "mean", "min", "max", "p99", *LOOP_STATISTICS)
 # The channels a rule names to keep NCCL's own count: NCCL keeps its count when the tuner leaves nChannels
 # at 0 (src/enqueue.cc: `nMaxChannels == 0 ? info->nMaxChannels : nMaxChannels`), and NCCL's example
 # plugin copies any value but -1 into nChannels -- its -1 leaves the 1 it set first: one channel.
@@ -451,7 +455,14 @@ def record_time_us(record, statistic: str) -> float | None:
     """The chosen statistic of a Measurement (None when absent; p99 needs >= 100 iterations)."""
     if statistic not in STATISTICS:
         raise ValueError(f"statistic={statistic!r} is invalid: allowed {', '.join(STATISTICS)}")
+    if statistic in LOOP_STATISTICS:
+        return (getattr(record, "loop_time_us", None) or {}).get(statistic[len("nccl-"):])
     return getattr(record, f"time_us_{statistic}", None)
+
+
+def held_statistics(record) -> list[str]:
+    """The --statistic values a record holds a time for (an nccl-tests import: its -a mode's nccl-*)."""
+    return [statistic for statistic in STATISTICS if record_time_us(record, statistic)]
 
 
 # The fewest iterations with a 95% interval of the median: the order-statistic interval (min, max) of n samples
@@ -473,11 +484,13 @@ def record_noise_rel(record, statistic: str = "median") -> float:
     samples = getattr(record, "iter_times_us", None) or []
     if (len(samples) if samples else record.iters) < MIN_ITERS_FOR_NOISE:
         return math.inf
-    if value and len(samples) >= 2 and statistic in ("median", "mean", "min"):
-        sd = within_run_sd(samples, statistic)
+    if value and len(samples) >= 2 and statistic in ("median", "mean", "min", *LOOP_STATISTICS):
+        # nccl-tests' time is a mean over the timed iterations (its loop time / iterations): its noise is the mean's
+        # of the same iterations' samples (each the slowest rank's; an average over ranks varies no more)
+        sd = within_run_sd(samples, "mean" if statistic in LOOP_STATISTICS else statistic)
         if sd is not None:
             return math.expm1(Z95 * sd)
-    median = record.time_us_median
+    median = value if statistic in LOOP_STATISTICS else record.time_us_median
     tail = record.time_us_p99 if record.time_us_p99 is not None else getattr(record, "time_us_max", None)
     if not median or tail is None:
         return math.inf
@@ -594,7 +607,7 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     out too: NCCL ran another pair (ring, NCCL 2.18-2.23) or failed, whatever the record names."""
     from commbench.results.nccl_nodes import header_node_count, unknown_node_count
     from commbench.results.nccl_tuner_samples import equal_sample_counts
-    from commbench.results.records import MIN_ITERS_FOR_P99, Measurement, RunHeader
+    from commbench.results.records import MIN_ITERS_FOR_P99, TIME_STATISTICS, Measurement, RunHeader
 
     counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
     unknown_nodes = {r.run_id: why for r in records if isinstance(r, RunHeader) and (why := unknown_node_count(r))}
@@ -672,6 +685,10 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
                 why = (f"points without a p99 time: p99 is recorded from {MIN_ITERS_FOR_P99} iterations on, these "
                        f"ran fewer (-n {r.iters}); measure with -n {MIN_ITERS_FOR_P99} or more, or rank by another "
                        "--statistic (median, mean, min, max)")
+            elif (held := [h for h in held_statistics(r) if h in LOOP_STATISTICS]):   # an nccl-tests import
+                why = (f"points without a {statistic} time: they hold nccl-tests' time only "
+                       f"({TIME_STATISTICS[held[0]].split(': ', 1)[-1]}; loop_time_us, as an nccl-tests import does): "
+                       f"rank them by --statistic {held[0]}")
             left_out[why] = left_out.get(why, 0) + 1
             continue
         combo = record_combo(r)

@@ -156,6 +156,10 @@ NCCL_LOG_RE = re.compile(r"NCCL (?:INFO|WARN)\b")
 # ...) and "<NAME> set to <v>" (src/misc/socket.cc NCCL_SOCKET_IFNAME, src/transport/net_ib/init.cc NCCL_IB_HCA,
 # src/bootstrap.cc NCCL_OOB_NET_IFNAME): a text log's counterpart of a -J file's "env"
 NCCL_ENV_LOG_RE = re.compile(r"NCCL INFO (NCCL_[A-Z0-9_]+) set (?:by environment )?to (\S+)")
+# The process an NCCL log line is from: its "host:pid:tid [dev] NCCL INFO" prefix (src/debug.cc ncclDebugLog at v2.27.7-1:
+# lines 352 and 365; a timestamp or a launcher's tag may come before it), as nccl-tests' '#  Rank ... Pid P on HOST'
+# lines name a run's processes (nccl_tests_devices.DeviceList.processes)
+NCCL_LINE_PROCESS_RE = re.compile(r"([^\s:]+):(\d+):\d+ \[\d+\] NCCL INFO")
 # NCCL's own version line, printed once per process at its first communicator (nccl src/init.cc showVersion:
 # VERSION_STRING "NCCL version <major>.<minor>.<patch><suffix>+cuda<major>.<minor>"): an INFO line at NCCL_DEBUG=INFO,
 # bare at NCCL_DEBUG=WARN or VERSION (src/debug.cc adds no "host:pid:tid" at NCCL_LOG_VERSION; a "[%F %T] " timestamp
@@ -456,6 +460,12 @@ class _TextRun:
         self.device_list = DeviceList()  # the '#  Rank' lines (nccl_tests_devices: where nccl-tests cut them)
         self._ranks: tuple | None = None  # (what they were read from, (hosts, devices, notes)): ranks()
         self.nccl_env: dict[str, str] = {}  # the NCCL_* settings the process's NCCL INFO lines said (NCCL_ENV_LOG_RE)
+        # the NCCL_* settings of the NCCL INFO lines read since the last run header was written, by the process (host,
+        # pid) each names: each rank of an mpirun/srun job buffers its stdout apart (NCCL fwrite()s its lines to stdout
+        # unflushed: src/debug.cc at v2.27.7-1:388), so another rank's lines, its "NCCL_ALGO set by environment to
+        # Ring" too, can reach the log before nccl-tests' header of their own process; they join the run whose
+        # '#  Rank' lines name their process (run_env)
+        self.unplaced: dict[tuple[str, int], dict[str, str]] = {}
         self.version: str | None = None  # NCCL's, from nccl-tests' version line (nccl-library); nccl_version()
         # the process's NCCL version lines (NCCL_VERSION_*_RE): version -> line. Forgotten where nccl_env is (a process
         # starts), not at its device report: NCCL's lines are flushed at once, nccl-tests' own stdout (printf) may wait
@@ -513,6 +523,29 @@ class _TextRun:
         self.cycle_runs = []
         if forget_devices:   # another process: its own devices and environment
             self.device_list, self.nccl_env, self.nccl_lines = DeviceList(), {}, {}
+
+    def said_setting(self, line: str, key: str, value: str) -> None:
+        """An NCCL INFO line's NCCL_* setting (NCCL_ENV_LOG_RE): the current process's, and its own process's where the
+        line names it (unplaced, until a run header is written)."""
+        self.nccl_env[key] = value
+        if (process := NCCL_LINE_PROCESS_RE.search(line)):
+            self.unplaced.setdefault((process.group(1), int(process.group(2))), {})[key] = value
+
+    def run_env(self) -> tuple[dict[str, str], list[str]]:
+        """(nccl_env, notes) of the run whose header is written now: the settings read since its process started,
+        and those of NCCL lines read before it whose process its '#  Rank' lines name; a note for each setting its
+        processes' lines give two values (their ranks ran differently: nccl_env keeps the one read in the run)."""
+        notes = []
+        for process, said in self.unplaced.items():
+            if process not in self.device_list.processes:
+                continue
+            for key, value in said.items():
+                held = self.nccl_env.setdefault(key, value)
+                if held != value:
+                    notes.append(f"NCCL's INFO lines give {key} two values: {value} ({process[0]} pid {process[1]}) "
+                                 f"and {held}; nccl_env keeps {held}, the value the run's own lines said last")
+        self.unplaced = {}
+        return self.nccl_env, notes
 
     def nccl_version(self, line_version: str | None = None, number: int = 0) -> str | None:
         """The run's NCCL version: nccl-tests' version line's nccl-library, NCCL's own version lines (`line_version`:
@@ -666,10 +699,12 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
             notes.append(AVERAGE_2_10_0_NOTE.format(n=state.threads_gpus))
         if "i_min" in groups[0]:
             notes.append(per_iter.TEXT_SUMMARY_NOTE)
+        nccl_env, env_notes = state.run_env()
+        notes += env_notes
         result.records.append(_header(state.run_id, source=state.source, world=world, hosts=hosts or ["unknown"],
                                       devices=devices or ["unknown"], argv=state.argv, version=state.nccl_version(),
                                       backend=state.backend, ranks_per_rack=getattr(result, "ranks_per_rack", None),
-                                      nccl_env=state.nccl_env, notes=notes, intro=state.intro,
+                                      nccl_env=nccl_env, notes=notes, intro=state.intro,
                                       topology_line=state.topology_line))
     root = int(row["root"]) if "root" in row else None
     flags, flag_notes = kernel_params(state.argv, state.nccl_version())   # -R / -D from the log's command line, if it has one
@@ -861,7 +896,7 @@ def parse_text(text: str | Iterable[str], source: str, collective: str | None = 
                 state.nccl_version(said.group(1), number)
             if (setting := NCCL_ENV_LOG_RE.search(line)):
                 value = setting.group(2)
-                state.nccl_env[setting.group(1)] = value[:-1] if re.fullmatch(r"-?\d+\.", value) else value
+                state.said_setting(line, setting.group(1), value[:-1] if re.fullmatch(r"-?\d+\.", value) else value)
             continue
         if (said := NCCL_VERSION_BARE_RE.fullmatch(line)):   # NCCL_DEBUG=WARN/VERSION: NCCL's version, bare
             state.nccl_version(said.group(1), number)

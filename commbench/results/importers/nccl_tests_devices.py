@@ -17,7 +17,7 @@ from commbench.errors import CommbenchError
 
 MAX_LINE = 2048
 CUT_MARK = "..."
-RANK_RE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)")
+RANK_RE = re.compile(r"#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s*(.*)")
 RANK_START_RE = re.compile(r"#\s+Rank\s+\d+\s")
 CUT_NOTE = ("the log lists '#  Rank' lines for {listed} of its {world} ranks, cut by nccl-tests' {chars}-character cap "
             "on each process's device block (src/util.cu writeDeviceReport, MAX_LINE); world size {world} = {procs} "
@@ -40,6 +40,9 @@ class DeviceList:
         self.chars: dict[int, int] = {}   # rank of a whole line -> characters nccl-tests printed for it and after it
         self.marked: set[int] = set()     # ranks of the whole lines nccl-tests' '...' follows
         self.last: int | None = None      # the rank of the last whole line
+        # (host, pid) of the whole lines' processes, as NCCL's log lines name theirs ("host:pid:tid", NCCL_LINE_PID_RE):
+        # both print the host name cut at its first '.' (nccl-tests src/common.h getHostName, NCCL src/debug.cc)
+        self.processes: set[tuple[str, int]] = set()
 
     def __bool__(self) -> bool:
         return bool(self.listed)
@@ -61,7 +64,8 @@ class DeviceList:
                 self._cut(piece, marked=piece.endswith(CUT_MARK))
                 continue
             rank = int(match.group(1))
-            self.listed.append((rank, match.group(2), match.group(3).strip()))
+            self.listed.append((rank, match.group(3), match.group(4).strip()))
+            self.processes.add((match.group(3), int(match.group("pid"))))
             self.chars[rank] = len(piece) + 1
             self.last = rank
         return True
