@@ -133,4 +133,4 @@ def test_tune_lines_say_the_tiers_its_fabric_replaced(tmp_path):
         preset = next(x for x in lines if x.startswith("network: preset"))
         assert f"used for {preset_tier} (" in preset and measured_tier not in preset.split(" because ")[0], preset
         assert "inside one 8-GPU domain" not in preset
-        assert ("spanned several scale-up domains" in preset) == (measured_tier == "scale_out"), preset
+        assert ("spanning several scale-up domains" in preset) == (measured_tier == "scale_out"), preset

@@ -90,11 +90,11 @@ def coverage(results_paths: list[str], target: Fabric, fits) -> Coverage:
     else:
         where = _domains_text(hdrs)
         if "scale_out" not in tiers:
-            why["scale_out"] = (f"every group the results measured ran inside one scale-up domain ({where}): "
-                                "no scale-out measurement")
+            why["scale_out"] = (f"every curve fitted from the results measured a group inside one scale-up domain "
+                                f"({where}): no scale-out measurement")
         if "scale_up" not in tiers:
-            why["scale_up"] = (f"every group the results measured spanned several scale-up domains ({where}): "
-                               "no scale-up measurement")
+            why["scale_up"] = (f"every curve fitted from the results measured a group spanning several scale-up "
+                               f"domains ({where}): no scale-up measurement")
     return Coverage(backend=", ".join(backends), devices=devices, scale_up="scale_up" in tiers,
                     scale_out="scale_out" in tiers, why_preset=why)
 
