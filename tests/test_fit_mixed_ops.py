@@ -44,3 +44,23 @@ def test_mixed_ops_or_dtypes_fit_one_of_them_and_name_the_rest(tmp_path):
         CliRunner().invoke(app, ["fit", types]).output.split())
     bad = CliRunner().invoke(app, ["fit", types, "--dtype", "float16"])
     assert bad.exit_code == 2 and "--dtype='float16' is invalid: the results hold bfloat16, float32" in bad.output
+
+
+def test_the_note_names_a_tier_only_the_left_out_points_measured(tmp_path):
+    """bf16 measured all_reduce on the 4-rank world across hosts n1, n2 and float32 alone the pairs inside each host
+    (probe EN, fakeN2.jsonl): the note said it fitted bf16 and left out "float32 sum (9 points)", not that those held
+    the only scale-up all_reduce measurement, so the profile had no all_reduce scale-up curve without a word."""
+    from tests.test_compare import header_for
+
+    across = [dataclasses.replace(m, dtype="bfloat16", world_size=4, group_size=4, group_layout="world")
+              for m in _points()]
+    inside = [dataclasses.replace(m, world_size=4, group_size=2, group_layout="contiguous") for m in _points()]
+    header = dataclasses.replace(header_for(across[0]), hostnames=["n1", "n1", "n2", "n2"])
+    mixed = write(tmp_path / "tiers.jsonl", [header, *across, *inside])
+    said = " ".join(CliRunner().invoke(app, ["fit", mixed]).output.split())
+    assert ("all_reduce: fitted on bfloat16 sum (5 points); left out float32 sum (5 points): a curve is one call's "
+            "time (--dtype / --op choose); the left-out points held the only all_reduce scale_up measurement, so no "
+            "all_reduce scale_up curve is fitted") in said, said
+    same = write(tmp_path / "same.jsonl", [header, *across, *(dataclasses.replace(m, dtype="float32") for m in across)])
+    said = " ".join(CliRunner().invoke(app, ["fit", same]).output.split())
+    assert "fitted on bfloat16 sum (5 points)" in said and "held the only" not in said

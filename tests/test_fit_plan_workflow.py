@@ -85,3 +85,52 @@ def test_tune_says_which_collectives_the_measured_curves_replace(tmp_path):
     kept = line.split("; ")[-1]
     assert kept.endswith("stay the preset's") and "all_gather" in kept and "moe_all_to_all" in kept
     assert "all_reduce" not in kept
+
+
+def _write_nccl_run(path, hostnames: list[str]) -> None:
+    """A 4-rank NCCL sweep on H100s of all_reduce and sendrecv, its ranks on `hostnames` (no topology recorded: a host
+    is a domain, fit_records.host_racks)."""
+    from commbench.results.records import JsonlWriter, Measurement, RunHeader
+
+    world = len(hostnames)
+    with JsonlWriter(path) as writer:
+        writer.write(RunHeader(run_id="hosts", started_at="t", argv=[], commbench_version="0", python_version="3",
+                               torch_version=None, nccl_version="2.27.7", cuda_version=None, cupy_version=None,
+                               backend="nccl", world_size=world, hostnames=hostnames,
+                               devices=["NVIDIA H100 80GB HBM3"] * world, nccl_env={}, launcher="torchrun"))
+        for collective, factor in (("all_reduce", 2 * (world - 1) / world), ("sendrecv", 1.0)):
+            for p in range(16, 25):
+                size = 1 << p
+                time_s = 20e-6 + factor * size / 40e9 * (1 + 0.01 * (p % 3))
+                writer.write(Measurement(run_id="hosts", collective=collective, backend="nccl", size_bytes=size,
+                                         count=size // 4, dtype="float32", op="sum", in_place=False,
+                                         world_size=world, group_size=world, iters=10, warmup_iters=2,
+                                         time_us_median=time_s * 1e6))
+
+
+def test_tune_lines_say_the_tiers_its_fabric_replaced(tmp_path):
+    """A 4-rank H100 sweep on hosts n1,n1,n2,n2 (2 domains): tune's fabric held its fitted scale-out curves, while its
+    lines said they replaced "nothing" and that the preset's scale-out numbers were used "because the sweep ran on 4
+    GPUs, inside one 8-GPU domain" (coverage counted scale-out only when the world exceeded the target's domain; the
+    fit places a curve by the domains its group spans in the results' own headers). Every line now says the tiers
+    and collectives the planned fabric (fabric.json) holds, across hosts and inside one."""
+    from commbench.workflows.tune import planning_fabric
+
+    for hosts, measured_tier, preset_tier in ((["n1", "n1", "n2", "n2"], "scale_out", "scale_up"),
+                                              (["n1"] * 4, "scale_up", "scale_out")):
+        results = tmp_path / f"{measured_tier}.jsonl"
+        _write_nccl_run(results, hosts)
+        fabric, lines, _ = planning_fabric([str(results)], "h100-hgx", 16)
+        fitted = {(c.collective, c.tier) for c in fabric.curves if c.source.startswith("fitted")}
+        assert fitted == {("all_reduce", measured_tier), ("sendrecv", measured_tier)}, fitted
+        replaced = next(x for x in lines if x.startswith("network: measured curves"))
+        assert f"replace preset h100-hgx for all_reduce, sendrecv on {measured_tier}; " in replaced, replaced
+        assert preset_tier not in replaced, replaced
+        kept = replaced.split("; ", 1)[1]
+        assert kept.startswith(f"on {measured_tier} ") and kept.endswith("stay the preset's")
+        held = {c.collective for c in fabric.curves if c.tier == measured_tier} - {"all_reduce", "sendrecv"}
+        assert set(kept[len(f"on {measured_tier} "):-len(" stay the preset's")].split(", ")) == held
+        preset = next(x for x in lines if x.startswith("network: preset"))
+        assert f"used for {preset_tier} (" in preset and measured_tier not in preset.split(" because ")[0], preset
+        assert "inside one 8-GPU domain" not in preset
+        assert ("spanning several scale-up domains" in preset) == (measured_tier == "scale_out"), preset

@@ -287,6 +287,27 @@ def test_report_says_where_its_predicted_lines_are_extrapolated(tmp_path):
     assert "xtrapolated" not in result.output and "Extrapolated" not in (tmp_path / "r2" / "README.md").read_text()
 
 
+def test_report_names_the_group_size_where_only_the_group_is_extrapolated(tmp_path):
+    """report --fabric of a 2-rank all_reduce on a profile fitted on 4 ranks said "15 of 15 size(s) beyond what ...
+    measured (group size(s) 4, 1 KiB..16 MiB)": every size was inside the measured range, only the group size was not
+    (probe EN: A.jsonl on tuneA/fabric-measured.json). It names the dimension extrapolated."""
+    from tests.test_costmodel_cli import _write_sweep
+
+    four, two, fab = tmp_path / "four.jsonl", tmp_path / "two.jsonl", tmp_path / "fab.json"
+    _write_sweep(four, "all_reduce", 4, 200e-6, 2e9)
+    _write_sweep(two, "all_reduce", 2, 200e-6, 2e9)
+    _write(two, [r if r["record_type"] != "measurement" else   # report draws busbw: as the harness records it
+                 dict(r, algbw_gbps=(algbw := r["size_bytes"] / r["time_us_median"] / 1e3), busbw_gbps=algbw)
+                 for r in _records(two)])
+    assert _invoke("fit", str(four), "-O", str(fab)).exit_code == 0
+    result = _invoke("report", str(two), "--fabric", str(fab), "-O", str(tmp_path / "r"))
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert (f"group size 2 beyond what {fab} measured for all_reduce (scale_up) (group size(s) 4, 1 KiB..16 MiB; its "
+            "15 size(s) lie inside that range)") in said, said
+    assert "size(s) beyond what" not in said
+
+
 @pytest.mark.timeout(180)
 def test_a_bench_that_stopped_at_a_failed_point_says_what_it_never_measured(tmp_path, monkeypatch):
     # bench stops at its first failed point (16 KiB here): the file held 1 KiB, 4 KiB and the failed 16 KiB, and

@@ -70,15 +70,25 @@ def test_verify_plan_json_validates_against_its_schema(small_plan):
     assert any("NCCL over NVLink and the NIC" in flag for flag in doc["unmet_assumptions"])   # a preset's plan
 
 
-def plan_on_a_gloo_fitted_profile(tmp_path):
-    """(fabric.json, plan folder): a profile fitted from 2-rank gloo sweeps of every collective, and a TP2 plan
-    made on it with `plan -O`."""
+# a `commbench emulate` run's header field (results/emulated.py), as a 1-rack 2-rank emulation records it
+EMULATED = {"emulated": True, "tool": "commbench emulate", "num_racks": 1, "ranks_per_rack": 2,
+            "scale_out_rate_bits_per_s": 1e9, "scale_up": "loopback inside one network namespace per rack (no rate limit)",
+            "scale_out": "veth per rack with a tbf rate limit (bandwidth only, no added latency)", "tbf_burst_bytes": 250000}
+
+
+def plan_on_a_gloo_fitted_profile(tmp_path, emulated: dict | None = None):
+    """(fabric.json, plan folder): a profile fitted from 2-rank gloo sweeps of every collective (measured on
+    `commbench emulate`'s fabric `emulated`, if given), and a TP2 plan made on it with `plan -O`."""
     from tests.test_costmodel_cli import _write_sweep
 
     fabric, folder = tmp_path / "fabric.json", tmp_path / "plan"
     collectives = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sendrecv")
     for collective in collectives:
-        _write_sweep(tmp_path / f"{collective}.jsonl", collective, 2, 200e-6, 2e9)
+        path = tmp_path / f"{collective}.jsonl"
+        _write_sweep(path, collective, 2, 200e-6, 2e9)
+        if emulated is not None:
+            header, *rest = path.read_text().splitlines()
+            path.write_text("\n".join([json.dumps({**json.loads(header), "emulated": emulated}), *rest]) + "\n")
     fitted = CliRunner().invoke(app, ["fit", *(str(tmp_path / f"{c}.jsonl") for c in collectives), "-O", str(fabric)])
     assert fitted.exit_code == 0, fitted.output
     planned = CliRunner().invoke(app, ["plan", "--model", "llama3-8b", "--system", str(fabric), "--gpu", "gb300",
@@ -166,3 +176,29 @@ def test_plan_items_measure_the_models_expert_capacity(small_plan):
 
     (spec, _), = REGISTRY["moe_all_to_all"].plan_specs({**ep.params, "tokens_per_rank": [ep.params["tokens_per_rank"]]}, 2)
     assert spec.params["capacity_factor"] == 1.25
+
+
+@pytest.mark.timeout(120)
+def test_verify_plan_says_its_predictions_come_from_an_emulated_fabric(tmp_path):
+    """A plan on a profile fitted from `commbench emulate` runs was verified against that profile's predictions with no
+    word that they are the emulator's links (probe EN: planEE2 on fabEE.json), where predict, plan and report --fabric
+    say it: the title, the first unmet assumption and --json's predicted_from_emulated now do."""
+    import jsonschema
+
+    from tests.test_json_output import schema
+
+    _, folder = plan_on_a_gloo_fitted_profile(tmp_path, emulated=EMULATED)
+    verify = ["verify-plan", str(folder / "plan.json"), "--max-bytes", "64K", "--iters", "1"]
+    doc = json.loads(CliRunner().invoke(app, [*verify, "--json"]).stdout)
+    jsonschema.validate(doc, schema("verify-plan"), cls=jsonschema.Draft202012Validator)
+    assert doc["points"] and all(p["predicted_time_us"] for p in doc["points"])
+    assert doc["emulated"] is None   # measured here on no emulated fabric; the prediction's profile was
+    assert doc["predicted_from_emulated"].startswith("emulated fabric: fitted on `commbench emulate`")
+    assert "EMULATED" in doc["unmet_assumptions"][0] and "the emulator's links" in doc["unmet_assumptions"][0]
+    shown = CliRunner().invoke(app, verify, env={"COLUMNS": "400"})
+    assert shown.exit_code == 0, shown.output
+    assert "predicted for " in shown.output and ", an EMULATED fabric" in shown.output.splitlines()[0]
+    plain, _ = plan_on_a_gloo_fitted_profile(tmp_path / "real")
+    doc = json.loads(CliRunner().invoke(app, ["verify-plan", str(tmp_path / "real" / "plan" / "plan.json"),
+                                              "--max-bytes", "64K", "--iters", "1", "--json"]).stdout)
+    assert doc["predicted_from_emulated"] is None and not any("EMULATED" in f for f in doc["unmet_assumptions"])

@@ -148,19 +148,36 @@ def extrapolated(measured: dict | None, sizes: np.ndarray, group: int) -> list[b
     if measured is None:
         return [False] * len(sizes)
     other_group = group not in measured["group_sizes"]
+    return [bool(other_group or not _size_fitted(measured, int(s), group)) for s in sizes]
+
+
+def _size_fitted(measured: dict, size: int, group: int) -> bool:
+    """Whether `size` lies in the fitted sizes, or aligns into them as the sweep would have measured it (extrapolated)."""
     low, high = measured["min_size_bytes"], measured["max_size_bytes"]
+    if low <= size <= high:
+        return True
+    from collectives import REGISTRY
+    from commbench.dtypes import get_dtype
 
-    def fitted(size: int) -> bool:
-        if low <= size <= high:
-            return True
-        from collectives import REGISTRY
-        from commbench.dtypes import get_dtype
+    workload = REGISTRY.get(measured.get("collective", ""))
+    return workload is not None and any(low <= workload.count_for(size, get_dtype(d).itemsize, group)[1] <= high
+                                        for d in measured.get("dtypes", ()))
 
-        workload = REGISTRY.get(measured.get("collective", ""))
-        return workload is not None and any(low <= workload.count_for(size, get_dtype(d).itemsize, group)[1] <= high
-                                            for d in measured.get("dtypes", ()))
 
-    return [bool(other_group or not fitted(int(s))) for s in sizes]
+def beyond_text(measured: dict, sizes, group: int, profile: str) -> str:
+    """Which dimension lies beyond what `profile` measured for the curve (`measured`: fitted_range): the sizes outside
+    the fitted range, the group size never measured, or both, named apart: 'extrapolated' alone hid a group of 2
+    predicted from a curve measured on 4 behind sizes that were all measured."""
+    from commbench.units import format_size
+
+    off = sum(not _size_fitted(measured, int(s), group) for s in sizes)
+    span = f"{format_size(measured['min_size_bytes'])}..{format_size(measured['max_size_bytes'])}"
+    groups = ", ".join(map(str, measured["group_sizes"]))
+    other_group = group not in measured["group_sizes"]
+    what = " and ".join(([f"{off} of {len(sizes)} size(s)"] if off else [])
+                        + ([f"group size {group}"] if other_group else []))
+    inside = f"; its {len(sizes)} size(s) lie inside that range" if other_group and not off else ""
+    return (f"{what} beyond what {profile} measured for {measured['curve']} (group size(s) {groups}, {span}{inside})")
 
 
 @command("predict", help="Predicted sweep of one collective on a preset system or a fitted fabric (no GPU needed).")

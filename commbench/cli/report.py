@@ -19,8 +19,7 @@ def fabric_predictor(path: str, unpredicted: dict[str, str], beyond: dict[str, s
     profile never measured (predict's 'extrapolated'), with what it measured."""
     import numpy as np
 
-    from commbench.cli.predict import extrapolated, fitted_range
-    from commbench.units import format_size
+    from commbench.cli.predict import beyond_text, extrapolated, fitted_range
 
     from commbench.costmodel import collective_time_s, load_fabric
     from commbench.costmodel.fit_records import num_domains_of
@@ -54,9 +53,7 @@ def fabric_predictor(path: str, unpredicted: dict[str, str], beyond: dict[str, s
         if beyond is not None and any(out):
             beyond.setdefault(f"{collective} on {group_size} ranks" + (f" across {domains} domains" if domains > 1
                                                                         else ""),
-                              f"{sum(out)} of {len(out)} size(s) beyond what {path} measured for {measured['curve']} "
-                              f"(group size(s) {', '.join(map(str, measured['group_sizes']))}, "
-                              f"{format_size(measured['min_size_bytes'])}..{format_size(measured['max_size_bytes'])}): "
+                              f"{beyond_text(measured, np.atleast_1d(sizes), int(group_size), path)}: "
                               "the alpha-beta formula gives them, not a measurement")
         return times
 

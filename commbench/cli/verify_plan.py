@@ -171,18 +171,26 @@ def verify_plan(
     unfit = unfit_line(doc.get("predicted", {}))
     if unfit:   # a plan written with --allow-unfit: what is measured here does not make it launchable
         flags.insert(0, f"{DOES_NOT_FIT}: {unfit} (plan.json predicted.fits is false)")
+    # a profile fitted on `commbench emulate` runs (profile.fit_result_files' warning): its predictions are the
+    # emulator's links, as predict's title, plan's network line and report --fabric say
+    predicted_emulated = fabric.emulated_warning if fabric is not None else None
+    if predicted_emulated:
+        flags.insert(0, f"the predictions come from {where}, {predicted_emulated}: 'predicted' and 'plan predicted' "
+                        "are the emulator's links' figures")
     if fabric_check["status"] == "changed":
         flags.insert(0, fabric_check["line"])   # first: every prediction column is empty for it
     if as_json:
         print_json({"format": "commbench-verify-plan", "version": 2, "plan": plan_file,
                     "system": system, "fabric_check": fabric_check, "backend": resolved,
                     "ranks": ranks, "topology": topology.to_dict(), "emulated": emulated,
+                    "predicted_from_emulated": predicted_emulated,
                     "comparable": all(p["comparable"] for p in points), "points": points,
                     "unmet_assumptions": flags})
     else:
         where = " on an EMULATED fabric" if emulated is not None else ""
+        on = ", an EMULATED fabric" if predicted_emulated else ""
         print_table(console, f"verify-plan {plan_file}: {ranks} {resolved} rank(s){where}; measured here vs "
-                             f"predicted for {system}", verify_columns(points), verify_rows(points))
+                             f"predicted for {system}{on}", verify_columns(points), verify_rows(points))
         console.print(escape(topology.describe()), highlight=False)
         for flag in flags:
             console.print(styled("[bold red]{}[/]" if flag.startswith(("MISMATCH", FABRIC_CHANGED, DOES_NOT_FIT))

@@ -220,13 +220,21 @@ PREFERRED_DTYPES = ("bfloat16", "float32")
 PREFERRED_OP = "sum"
 
 
-def one_dtype_op_per_collective(points: list, *,
-                                options: tuple[str, str] = FIT_DTYPE_OP_OPTIONS) -> tuple[list, list[str]]:
+def one_dtype_op_per_collective(points: list, *, options: tuple[str, str] = FIT_DTYPE_OP_OPTIONS,
+                                runs: dict | None = None) -> tuple[list, list[str]]:
     """(points, notes): a collective whose ok points mix data types or reduction ops (nccl-tests -d all / -o all, a
     sweep over dtypes: the shipped ci-small, h100-node, nvl72-rack) keeps one (dtype, op): PREFERRED_DTYPES, then
     PREFERRED_OP, else the one with the most points; the others are left out and named in a note. One curve of
     them all would take the median of sum and avg (or float and half) per size, the time of no real call (an -o all
-    log fitted to avg's 210 GB/s where sum ran 262; found from outside)."""
+    log fitted to avg's 210 GB/s where sum ran 262; found from outside). A tier (by `runs`' headers, as the fit places
+    a group: fit_records.num_domains_of) that only the left-out points measured is named in the note: its curve is
+    not fitted (probe EN: bf16 measured the world across 2 hosts, float32 alone the pairs inside one)."""
+    from commbench.costmodel.fit_records import num_domains_of
+
+    def tiers_of(chosen_points) -> set[str]:
+        return {"scale_out" if num_domains_of(m, (runs or {}).get(m.run_id)) > 1 else "scale_up"
+                for m in chosen_points if m.status == "ok" and m.group_size >= 2}
+
     kinds: dict = {}
     for m in points:
         if m.status == "ok":
@@ -246,9 +254,13 @@ def one_dtype_op_per_collective(points: list, *,
         keep[collective] = chosen
         left = ", ".join(f"{d}{' ' + o if o else ''} ({n} points)" for (d, o), n in sorted(
             held.items(), key=lambda item: (item[0][0], item[0][1] or "")) if (d, o) != chosen)
+        mine = [m for m in points if m.collective == collective]
+        lost = sorted(tiers_of(m for m in mine if (m.dtype, m.op) != chosen)
+                      - tiers_of(m for m in mine if (m.dtype, m.op) == chosen))
         notes.append(f"{collective}: fitted on {chosen[0]}{' ' + chosen[1] if chosen[1] else ''} "
                      f"({held[chosen]} points); left out {left}: a curve is one call's time ({options[0]} / {options[1]} "
-                     "choose)")
+                     "choose)" + (f"; the left-out points held the only {collective} {' and '.join(lost)} measurement, "
+                                  f"so no {collective} {' and '.join(lost)} curve is fitted" if lost else ""))
     return [m for m in points if m.collective not in keep or (m.dtype, m.op) == keep[m.collective]], notes
 
 
@@ -320,10 +332,10 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         points = [m for m in points if m.backend == backend]
     elif len(backends) > 1:
         raise invalid("--backend", None, f"the results mix backends {', '.join(backends)}; choose one")
-    points, mix_notes = one_dtype_op_per_collective(only_dtype_op(points, dtype, op, options=dtype_op_options),
-                                                    options=dtype_op_options)
-    check_no_wrong_data(points, paths, leave_out_wrong)
     runs = {h.run_id: h for h in header_records(records)}
+    points, mix_notes = one_dtype_op_per_collective(only_dtype_op(points, dtype, op, options=dtype_op_options),
+                                                    options=dtype_op_options, runs=runs)
+    check_no_wrong_data(points, paths, leave_out_wrong)
     unknown_notes = check_setup_known(per_file, points, runs, bad_of)
     sources = check_one_fabric(points, runs)
     domain = check_one_domain(points, runs)
