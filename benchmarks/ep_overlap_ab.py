@@ -47,6 +47,8 @@ def pairs() -> list[tuple[str, str, str, int, Layout, tuple[float, float]]]:
 
 
 def main() -> None:
+    import argparse
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     print("EP overlap on vs off, one layout each: predicted step s vs NVIDIA's MEASURED (never fitted)")
     print(f"  {'pair':70s} {'off':>7s} {'meas':>7s} {'on':>7s} {'meas':>7s}  {'off/on':>6s} {'meas':>6s}  {'err%':>6s}")
     errors = []

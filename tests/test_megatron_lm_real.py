@@ -177,7 +177,7 @@ def test_a_pinned_per_layer_graph_is_never_planned_with_full_recompute(monkeypat
     edge = search(SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=64), num_gpus=64, gbs=256,
                                 precision="mxfp8", pins={"cuda_graph": "layer"}, keep=5))
     assert len(edge.layouts) and (edge.layouts.cuda_graph == 1).all() and (edge.layouts.recompute != 2).all()
-    with pytest.raises(CommbenchError, match=r"^no layout of deepseek-v3 fits in memory on 64 GPUs"):
+    with pytest.raises(CommbenchError, match=r"^no layout of deepseek-v3 with cuda_graph=layer fits in memory on 64 GPUs"):
         search(SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=64), num_gpus=64, gbs=256,
                              precision="mxfp8", pins={"cuda_graph": "layer"}, keep=5, headroom_fraction=0.05))
     gpus = 128

@@ -27,7 +27,7 @@ def avg_refusal(backend: str, dtype: DType) -> str | None:
         return None
     return (f"--op=avg with --dtype {dtype.name} is not possible on gloo (torch's gloo averages in floating point and "
             f"cannot store the result as {dtype.name}); NCCL averages integers (the sum, then a truncating division): "
-            "use --backend nccl or cupy-nccl, or a floating-point --dtype")
+            "run it on the nccl or cupy-nccl backend, or use a floating-point --dtype")
 
 
 def reduce_op(name: str, field: str = "--op") -> str:
