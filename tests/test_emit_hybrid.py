@@ -245,3 +245,31 @@ def test_a_hybrid_plan_names_the_layer_spec_pretrain_mamba_builds_with(model):
                   "mamba_layer_specs.py").read_text()
     assert re.search(r"^mamba_stack_spec = ModuleSpec\(", source, re.M)
     assert "--spec" not in megatron_args(Layout.for_world(8, tp=1, pp=1, mbs=1, gbs=64), load_model("llama3-8b"))
+
+
+@pytest.mark.parametrize("release, commit", [("26.02", "b0cc2706ddc6"), ("26.02.01", "55ac7082517c")])
+def test_hybrid_mtp_is_refused_naming_the_release_asked_and_its_megatron_lm(release, commit):
+    """Probe EJ: every release's refusal named core_v0.16.1, whichever was asked. 26.02 and 26.02.01's Megatron-LM
+    (megatron-core 0.16.x) build no MTP in MambaModel: the refusal names that release and its commit."""
+    m = load_model("nemotron-3-super-120b-a12b")
+    lay = _layout(64, dict(tp=1, pp=1, ep=64, etp=1, mbs=1, gbs=512))
+    with pytest.raises(Exception, match=rf"^Megatron-LM {commit} \(release {release}'s, megatron-core 0\.16\.\d\) "
+                                        "cannot build nemotron-3-super-120b-a12b: its MambaModel builds no MTP layers"):
+        megatron_args(lay, m, release=release)
+
+
+@pytest.mark.parametrize("release", ["26.04", "26.04.01", "26.06", "26.06.01", "26.08"])
+@pytest.mark.parametrize("name, depths, repeated", [("nemotron-3-super-120b-a12b", 1, False),
+                                                    ("nemotron-3.5-lightning-30b-a3b", 2, True),
+                                                    ("nemotron-3-ultra-550b-a55b", 2, True)])
+def test_hybrid_mtp_is_emitted_where_the_release_builds_it(release, name, depths, repeated):
+    """Probe EJ: from 26.04 (megatron-core 0.17) Megatron-LM builds MTP in the hybrid model, yet every plan was refused.
+    The plan writes the model's MTP depths and the MTP block's pattern ("*E", its config's mtp_hybrid_override_pattern),
+    and one repeated layer where the depths share one layer's weights (Ultra's and Lightning's recipes)."""
+    m = load_model(name)
+    lay = _layout(64, dict(tp=1, pp=1, ep=64, etp=1, mbs=1, gbs=512))
+    argv = megatron_args(lay, m, release=release)
+    assert argv[argv.index("--mtp-num-layers") + 1] == str(depths)
+    assert argv[argv.index("--mtp-hybrid-override-pattern") + 1] == "*E"
+    assert ("--mtp-use-repeated-layer" in argv) == repeated
+    assert argv[argv.index("--hybrid-override-pattern") + 1] == m.layer_pattern

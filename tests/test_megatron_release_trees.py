@@ -186,3 +186,31 @@ def test_the_25_11_qwen3_next_plan_validates_in_25_11s_tree(tmp_path, tmp_path_f
     tree = release_tree(release_ref("25.11"), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
     (outcome,) = run_cases(tree, [case])
     assert outcome.get("ok"), outcome
+
+
+@pytest.mark.skipif(git_dir() is None, reason=SKIP_REASON)
+@pytest.mark.parametrize("model, release, depths, repeated", [("nemotron-3-super-120b-a12b", "26.08", 1, False),
+                                                              ("nemotron-3.5-lightning-30b-a3b", "26.04", 2, True)])
+def test_a_hybrid_mtp_plan_validates_in_its_releases_tree(model, release, depths, repeated, tmp_path,
+                                                          tmp_path_factory):
+    """Probe EJ: the Nemotron-3 hybrid plans with MTP were refused at every release ("core_v0.16.1 ... its MambaModel
+    builds no MTP layers"), though from 26.04 Megatron-LM builds MTP in the hybrid model. The plan's arguments (the MTP
+    block's --mtp-hybrid-override-pattern, --mtp-num-layers, and --mtp-use-repeated-layer for shared depths) pass the
+    release's parse_args, validate_args and TransformerConfig with the model's MTP depths."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", model, "--system", "gb200-nvl72", "--gpus", "64",
+                                      "--software", release, "-O", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    section = json.loads((tmp_path / "p" / "plan.json").read_text())["megatron"]
+    assert section["launch"], section.get("refused")
+    case = {"argv": section["args"], "world": 64, "env": section["launch_env"],
+            "capability": list(load_preset("gb200-nvl72", num_gpus=64).gpu.compute_capability),
+            "fields": ["mtp_num_layers", "mtp_use_repeated_layer"]}
+    tree = release_tree(release_ref(release), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
+    (outcome,) = run_cases(tree, [case])
+    assert outcome.get("ok"), outcome
+    assert outcome["config"] == {"mtp_num_layers": depths, "mtp_use_repeated_layer": repeated}

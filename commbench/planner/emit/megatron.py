@@ -55,7 +55,8 @@ from commbench.planner.search.graph_recompute import release_graph_pin_refusal
 from commbench.planner.search.wgrad_graph import wgrad_graph_te_note
 from commbench.planner.search.frameworks import (MEGATRON_NO_FULL_GRAPH_MOE, megatron_cannot_launch,
                                                  megatron_dropout_graph_refusal, megatron_fsdp_graph_refusal,
-                                                 megatron_graph_scope_refusal, megatron_hybrid_refusal)
+                                                 megatron_graph_scope_refusal, megatron_hybrid_refusal,
+                                                 megatron_release_name, release_core_at_least)
 
 # Megatron-FSDP as Megatron-LM core_v0.16.1 takes it (arguments.py: --use-megatron-fsdp, ZeRO-3 sharding
 # strategy optim_grads_params, and the fsdp_dtensor checkpoint format validate_args requires with it);
@@ -112,13 +113,33 @@ def needs_release_flags(model: ModelSpec) -> bool:
     return arch is not None and arch.position_embedding == "yarn" and model.attention != "mla"
 
 
+def _later(model: ModelSpec) -> tuple[str, str, str] | None:
+    """(what, its flags, the megatron-core that has them) for the model's arguments a later megatron-core's than the
+    target core_v0.16.1's: YaRN on non-MLA attention (needs_release_flags: 0.19.0's), the hybrid model's MTP pattern
+    (hybrid.hybrid_mtp_args) and --mtp-use-repeated-layer (MTP_REPEATED_LAYER_CORE), 0.17's, which megatron_args
+    writes only for a release that has them; None where there are none."""
+    if needs_release_flags(model):
+        return "YaRN", "--position-embedding-type yarn, --yarn-*", "0.19.0"
+    mtp = ((["--mtp-hybrid-override-pattern"] if model.is_hybrid and model.num_mtp_layers else [])
+           + (["--mtp-use-repeated-layer"] if model.mtp_shared_weights and model.num_mtp_layers > 1 else []))
+    return ("MTP", ", ".join(mtp), "0.17") if mtp else None
+
+
+def later_flags(model: ModelSpec) -> str:
+    """_later as the plan's release note says it ('the YaRN ones (...), megatron-core 0.19.0's'), or ''."""
+    later = _later(model)
+    return f"the {later[0]} ones ({later[1]}), megatron-core {later[2]}'s" if later else ""
+
+
 def megatron_target(model: ModelSpec, release: str | None = None) -> str:
-    """plan.json's Megatron target: the release and the script whose flags the arguments are; for a model whose
-    flags are a later release's (needs_release_flags), the plan's release's Megatron-LM."""
-    if needs_release_flags(model) and release is not None:
+    """plan.json's Megatron target: the release and the script whose flags the arguments are; for a model some of whose
+    flags are a later release's (_later), the plan's release's Megatron-LM."""
+    later = _later(model)
+    if later and release is not None:
         from commbench.planner.search.frameworks import megatron_release_name
         name, _ = megatron_release_name(release)
-        return (f"{name} ({megatron_script(model)} flags: its YaRN flags are megatron-core 0.19.0's, the rest "
+        which = f"its {later[0]} flags are megatron-core {later[2]}'s" + (f" ({later[1]})" if later[0] == "MTP" else "")
+        return (f"{name} ({megatron_script(model)} flags: {which}, the rest "
                 f"{MEGATRON_LM_RELEASE}'s; parse_args, validate_args and TransformerConfig checks)")
     return (f"Megatron-LM {MEGATRON_LM_RELEASE} with megatron-core 0.16.1 ({megatron_script(model)} flags; parse_args, "
             "validate_args and TransformerConfig checks)")
@@ -180,11 +201,17 @@ def model_args(model: ModelSpec, seq_len: int | None = None, release: str | None
                                                         if needs_release_flags(model) else None)
     if reason:
         raise CommbenchError(reason)
-    return _architecture_args(model, seq_len)
+    return _architecture_args(model, seq_len, release)
 
 
-def _architecture_args(model: ModelSpec, seq_len: int | None) -> list[str]:
-    """model_args' flags, for a model whose launch is already checked."""
+# --mtp-use-repeated-layer (TransformerConfig.mtp_use_repeated_layer: the MTP depths run one layer's weights), first in
+# megatron-core 0.17: release 26.04's d7288711 transformer_config.py:68, read by gpt_model.py:737 and
+# mamba_model.py:502; core_v0.16.1 (26.02.01's 55ac7082) has no such field.
+MTP_REPEATED_LAYER_CORE = (0, 17, 0)
+
+
+def _architecture_args(model: ModelSpec, seq_len: int | None, release: str | None = None) -> list[str]:
+    """model_args' flags, for a model whose launch is already checked; `release` as model_args'."""
     s, arch = seq_len or model.seq_len, model.architecture
     out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
            "--num-attention-heads", str(model.num_heads), "--seq-length", str(s),
@@ -196,7 +223,7 @@ def _architecture_args(model: ModelSpec, seq_len: int | None) -> list[str]:
            "--hidden-dropout", str(arch.hidden_dropout if arch else 0.0)]
     out += architecture_args(model, s)
     if model.is_hybrid:
-        out += hybrid_model_args(model)
+        out += hybrid_model_args(model, release)
     out += linear_attention_args(model)
     if not model.tied_embeddings:
         out.append("--untie-embeddings-and-output-weights")
@@ -226,10 +253,13 @@ def _architecture_args(model: ModelSpec, seq_len: int | None) -> list[str]:
         if model.num_dense_layers and not model.is_hybrid:  # a hybrid's pattern places its MoE layers
             out += ["--moe-layer-freq", f"[0]*{model.num_dense_layers}+[1]*{model.num_moe_layers}"]
     if model.num_mtp_layers:
-        if model.mtp_shared_weights and model.num_mtp_layers > 1:
-            raise CommbenchError(f"Megatron-LM {MEGATRON_LM_RELEASE} cannot build {model.name}: its {model.num_mtp_layers} MTP "
-                                 "depths share one layer's weights and that release has no --mtp-use-repeated-layer")
         out += ["--mtp-num-layers", str(model.num_mtp_layers)]
+        if model.mtp_shared_weights and model.num_mtp_layers > 1:
+            if not release_core_at_least(release, MTP_REPEATED_LAYER_CORE):
+                raise CommbenchError(f"{megatron_release_name(release)[0]} cannot build {model.name}: its "
+                                     f"{model.num_mtp_layers} MTP depths share one layer's weights and that release "
+                                     "has no --mtp-use-repeated-layer")
+            out.append("--mtp-use-repeated-layer")
     return out
 
 
@@ -298,7 +328,7 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     a = layout
     check_megatron_layout(a, model, release)
     split = choose_split(model, a.pp, a.vp, split_vocab(model, a.tp, "megatron"))   # as the step model's
-    out = _architecture_args(model, seq_len)   # its launch checked above, once
+    out = _architecture_args(model, seq_len, release)   # its launch checked above, once
     out += ["--tensor-model-parallel-size", str(a.tp), "--pipeline-model-parallel-size", str(a.pp)]
     out += split.megatron_args()
     if model.is_moe:

@@ -19,7 +19,7 @@ from typing import Any
 
 from commbench.errors import CommbenchError, first_line, invalid, read_user_file
 from commbench.planner.emit.megatron import (connections_notes, launch_connections, launch_env, launch_env_text,
-                                             megatron_args, megatron_script, megatron_target, needs_release_flags,
+                                             later_flags, megatron_args, megatron_script, megatron_target,
                                              parse_megatron_args, precision_notes, cross_entropy_note)
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_notes
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
@@ -45,13 +45,13 @@ EMIT_KINDS = ("json", "megatron", "torchtitan")
 
 
 def release_core_note(release: str | None, args: list[str] | None = None, *, asked: bool = True,
-                      later_flags: bool = False, spelled: list[str] | None = None) -> list[str]:
+                      later_flags: str = "", spelled: list[str] | None = None) -> list[str]:
     """Where the release runs another megatron-core than the one the arguments are checked against
     (megatron_target: Megatron-LM core_v0.16.1), a note naming both and the release (given with --software, or the
     default one: `asked`), and each flag of `args` that release's parse_args refuses (release_flags.refused_flags,
     from its own arguments.py: commbench/data/megatron-release-flags.json), saying the line will not parse there.
-    `later_flags`: the arguments hold the release's own YaRN flags (megatron.needs_release_flags: gpt-oss), which
-    core_v0.16.1 has not; `spelled`: the options written in that release's own spelling (release_flags.spellings_used)."""
+    `later_flags`: which of the arguments are the release's own (megatron.later_flags: gpt-oss's YaRN, a hybrid
+    model's MTP pattern), which core_v0.16.1 has not; `spelled`: the options written in that release's own spelling (release_flags.spellings_used)."""
     from commbench.planner.layout.release_flags import TARGET_CORE, refused_flags, release_core
 
     core = release_core(release) if release is not None else None
@@ -60,8 +60,7 @@ def release_core_note(release: str | None, args: list[str] | None = None, *, ask
     ref, version = core
     which = (f"release {release} (--software)" if asked
              else f"release {release} (the default release; --software picks another)")
-    later = (" but the YaRN ones (--position-embedding-type yarn, --yarn-*), megatron-core 0.19.0's, which "
-             f"{MEGATRON_LM_RELEASE} has not" if later_flags else "")
+    later = f" but {later_flags}, which {MEGATRON_LM_RELEASE} has not" if later_flags else ""
     head = (f"the Megatron-LM arguments are {MEGATRON_LM_RELEASE}'s (megatron-core 0.16.1: what they are checked "
             f"against){later}{', but where that release spells an option otherwise' if spelled else ''}; {which} runs "
             f"megatron-core {version} (Megatron-LM {ref[:12]})"
@@ -113,7 +112,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
             "notes": precision_notes(layout, model, release) + connections_notes(layout, gpu_name) + architecture_notes(model)
             + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss, fits=fits)])
             + release_core_note(release, args.get("args"), asked=release_asked,
-                                later_flags=needs_release_flags(model) and "args" in args, spelled=spelled) + (
+                                later_flags=later_flags(model) if "args" in args else "", spelled=spelled) + (
                 [] if model.architecture is not None else [
                 f"{model.name} has no [arch] table: its Megatron arguments carry Llama-style defaults (RMSNorm, "
                 "RoPE, SwiGLU if glu, no biases); give the model's architecture in its [model.NAME.arch] table"])}
