@@ -214,3 +214,27 @@ def test_a_hybrid_mtp_plan_validates_in_its_releases_tree(model, release, depths
     (outcome,) = run_cases(tree, [case])
     assert outcome.get("ok"), outcome
     assert outcome["config"] == {"mtp_num_layers": depths, "mtp_use_repeated_layer": repeated}
+
+
+@pytest.mark.skipif(git_dir() is None, reason=SKIP_REASON)
+@pytest.mark.parametrize("model", ["kimi-k2", "deepseek-v3"])
+def test_the_25_11_mla_plans_on_512_gb200_validate_in_25_11s_tree(model, tmp_path, tmp_path_factory):
+    """Probe EJ: the searched 25.11 Kimi-K2 / DeepSeek-V3 plans on 512 GB200 wrote --recompute-modules mla_up_proj with
+    --cuda-graph-scope attn moe_router moe_preprocess (the recipes' scope), which 25.11's TransformerConfig refuses
+    ("attn cuda graph is not supported with mla_up_proj recompute.", 0d8e0714 transformer_config.py:1593-1596). Their
+    arguments pass 25.11's tree (tests/test_graph_recompute_emitted.py checks the written flags without it)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", model, "--system", "gb200-nvl72", "--gpus", "512",
+                                      "--software", "25.11", "-O", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    section = json.loads((tmp_path / "p" / "plan.json").read_text())["megatron"]
+    assert section["launch"] and section["release"]["refused_flags"] == []
+    case = {"argv": section["args"], "world": 512, "env": section["launch_env"],
+            "capability": list(load_preset("gb200-nvl72", num_gpus=512).gpu.compute_capability)}
+    tree = release_tree(release_ref("25.11"), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
+    (outcome,) = run_cases(tree, [case])
+    assert outcome.get("ok"), outcome

@@ -43,21 +43,31 @@ def test_every_release_whose_core_is_not_0_16_1_is_named_with_its_core(release):
     assert doc["megatron"]["release"]["refused_flags"] == refused_flags(doc["megatron_args"], release)
 
 
-def test_a_25_09_plan_names_each_flag_its_core_refuses_on_the_terminal_and_in_plan_json():
+def test_a_25_09_pin_whose_flags_its_core_refuses_is_refused_in_one_line():
+    """Probe EJ: a pinned per-layer graph over the recipes' three-module scope wrote --cuda-graph-scope attn moe_router
+    moe_preprocess, which 25.09's parse_args takes as one value (core_v0.14.0 arguments.py:1296), and the plan still
+    said launch true. The pin is refused (exit 2, one line naming the field, the flag and the release), as a pin
+    outside the release's recipes is; --cuda-graph-impl and deepep are written in 25.09's spelling and pass."""
     args = ("--software", "25.09", "--layout", "tp=1,pp=1,ep=8,mbs=1,cuda_graph=layer,dispatcher=flex")
     res = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "b300-hgx", "--gpus", "8",
                                    "--precision", "mxfp8", *args], env={"COLUMNS": "2000"})
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert "--layout cuda_graph=layer" in res.output and "release 25.09" in res.output
+    assert "--cuda-graph-scope attn moe_router moe_preprocess (takes one value" in res.output
     doc = json.loads(CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "b300-hgx", "--gpus",
-                                              "8", "--precision", "mxfp8", "--json", *args]).stdout)
-    refused = doc["megatron"]["release"]["refused_flags"]
-    # --cuda-graph-impl and --moe-flex-dispatcher-backend deepep are written as 25.09 spells them
-    # (release_flags.RELEASE_SPELLINGS: tests/test_release_spellings.py); a scope of three modules it has no spelling for
-    assert {f.split()[0] for f in refused} == {"--cuda-graph-scope"}
+                                              "8", "--precision", "mxfp8", "--json", "--software", "25.09", "--layout",
+                                              "tp=1,pp=1,ep=8,mbs=1,cuda_graph=layer,cuda_graph_scope=attn,"
+                                              "dispatcher=flex"]).stdout)
+    assert doc["megatron"]["launch"] and doc["megatron"]["release"]["refused_flags"] == []
     assert "--external-cuda-graph" in doc["megatron_args"] and "--moe-enable-deepep" in doc["megatron_args"]
-    note = _core_notes(doc["megatron"]["notes"])[0]
-    assert "will not parse" in note and all(f in note for f in refused)
-    assert all(f in res.output for f in refused) and "will not parse" in res.output
+
+
+def test_the_note_names_each_flag_a_release_refuses():
+    """What a line that will not parse is called, should one reach the note (release_core_note)."""
+    from commbench.planner.emit.plan import release_core_note
+    args = ["--external-cuda-graph", "--cuda-graph-scope", "attn", "moe_router"]
+    note, = release_core_note("25.09", args)
+    assert "will not parse" in note and all(f in note for f in refused_flags(args, "25.09"))
 
 
 def test_the_default_release_is_named_as_the_default_on_the_terminal_too():
@@ -69,7 +79,8 @@ def test_the_default_release_is_named_as_the_default_on_the_terminal_too():
 
 
 def test_a_pinned_plan_says_it_too():
-    notes = _core_notes(_plan("--software", "25.09", "--layout", "tp=1,pp=1,ep=8,mbs=4,cuda_graph=layer")["assumptions"])
+    notes = _core_notes(_plan("--software", "25.09", "--layout",
+                              "tp=1,pp=1,ep=8,mbs=4,cuda_graph=layer,cuda_graph_scope=attn")["assumptions"])
     assert len(notes) == 1 and "megatron-core 0.14" in notes[0] and "--cuda-graph-impl transformer_engine" in notes[0]
 
 

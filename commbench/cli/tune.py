@@ -85,6 +85,11 @@ def tune(
         check_model_in_release(spec, release, software)
     check_pins_in_release(pins, release, system,
                           precision.lower(), int(load_preset(system, num_gpus=gpus).domain_size))  # before the sweep
+    if check_framework(framework) == "megatron":   # a pin whose flags the release cannot parse, before the sweep
+        from commbench.planner.layout.release_flags import release_pin_flags_refusal
+        refusal = release_pin_flags_refusal(spec, release, pins, int(load_preset(system, num_gpus=gpus).domain_size))
+        if refusal:
+            raise CommbenchError(refusal)
     from commbench.files import check_output_dir
     from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import CALIBRATED

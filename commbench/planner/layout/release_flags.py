@@ -10,8 +10,9 @@ setting under its own spelling (RELEASE_SPELLINGS: 25.09's --moe-enable-deepep f
 deepep, --external-cuda-graph for --cuda-graph-impl transformer_engine), the plan writes that (release_args); a
 feature whose flags it takes in no spelling (25.09: per-layer graph scopes of several modules, the full-iteration
 graph; 25.09 and 25.11: --cpu-offloading-num-layers) the search does not pick for it (release_spelled_features) when
-it plans a launch commbench emits; a published run's search (SearchRequest.target "published": vendor_layouts'
-rows) keeps them, as Megatron-Bridge's Python configs ran them at those releases without these flags.
+it plans a launch commbench emits, and a --layout pin of one is refused in one line (release_pin_flags_refusal: plan,
+tune), not written into a line the plan calls launchable; a published run's search (SearchRequest.target "published":
+vendor_layouts' rows) keeps them, as Megatron-Bridge's Python configs ran them at those releases without these flags.
 
 What a release's Megatron-LM cannot build is refused before the search (check_model_in_release, as a precision its
 megatron-core has no flags for is: recipes.check_precision_in_release), for plan, tune and verify-plan: a hybrid
@@ -144,16 +145,59 @@ def release_spelled_features(has: dict, release: str | None, model, domain_size:
     --cpu-offloading-num-layers)."""
     if release is None:
         return has
+    flags = _feature_flags(model, release, domain_size, scope)
+    drop = {key for key, args in flags.items() if key[1] in has.get(key[0], ()) and not release_takes(args, release)}
+    return {k: frozenset(v for v in values if (k, v) not in drop) for k, values in has.items()}
+
+
+def _feature_flags(model, release: str, domain_size: int | None, scope: str = "",
+                   offload_layers: int = 1) -> dict[tuple[str, object], list[str]]:
+    """(feature field, value) -> the core_v0.16.1 flags the emitter writes for it (emit/megatron.py): per-layer CUDA
+    graphs over `scope` ('' : the recipes' for the model, as the emitter resolves it), the full-iteration graph,
+    activation offloading of `offload_layers` layers, the flex dispatcher with the backend this fabric takes."""
     from commbench.planner.layout.graph_scope import cuda_graph_args
     from commbench.planner.layout.recipes import flex_backend
     flags = {("cuda_graph", "layer"): cuda_graph_args(model, "layer", scope),
              ("cuda_graph", "full"): cuda_graph_args(model, "full"),
-             ("cpu_offload", True): ["--cpu-offloading-num-layers", "1"]}
+             ("cpu_offload", True): ["--cpu-offloading-num-layers", str(offload_layers)]}
     if domain_size is not None:
         flags["dispatcher", "flex"] = ["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend",
                                        flex_backend(int(domain_size), release)]
-    drop = {key for key, args in flags.items() if key[1] in has.get(key[0], ()) and not release_takes(args, release)}
-    return {k: frozenset(v for v in values if (k, v) not in drop) for k, values in has.items()}
+    return flags
+
+
+def release_pin_flags_refusal(model, release: str | None, pins: dict, domain_size: int | None = None) -> str | None:
+    """One line where a --layout pin makes the launch write flags `release`'s Megatron-LM parse_args takes in no
+    spelling (release_takes: what the search leaves out, release_spelled_features, a pin would put back): a per-layer
+    graph over the pinned scope or the recipes' (25.09 takes one module, attn, or the whole layer), the
+    full-iteration graph, cpu_offload_layers > 0 (25.09 and 25.11 have no --cpu-offloading-num-layers), the flex
+    dispatcher's backend. None where the release takes them (or is None: the target's flags)."""
+    if release is None:
+        return None
+    from commbench.planner.layout.graph_scope import default_scope
+    from commbench.planner.layout.recipes import releases
+    scope = str(pins.get("cuda_graph_scope", "") or "")
+    offload = int(pins.get("cpu_offload_layers", 0) or 0)
+    pinned = {("cuda_graph", pins.get("cuda_graph")): "cuda_graph",
+              ("dispatcher", pins.get("dispatcher")): "dispatcher", ("cpu_offload", offload > 0): "cpu_offload_layers"}
+    for key, args in _feature_flags(model, release, domain_size, scope, max(offload, 1)).items():
+        if key not in pinned or release_takes(args, release):
+            continue
+        field = pinned[key]
+        value = offload if field == "cpu_offload_layers" else key[1]
+        recipes_scope = "+".join(default_scope(model)) + ", the recipes'"
+        where = f" (scope {scope or recipes_scope})" if key == ("cuda_graph", "layer") else ""
+        refused = "; ".join(refused_flags(release_args(args, release), release))
+        ref, version = release_core(release)   # in the data: release_takes read it
+        taking = [r for r in releases() if release_takes(args, r)]
+        fix = ("pin a cuda_graph_scope its parse_args takes (attn) or cuda_graph=none"
+               if key == ("cuda_graph", "layer") else f"leave {field} out (the search picks what the release takes)")
+        return (f"--layout {field}={str(value).lower()}{where} is invalid for a Megatron-LM launch at release "
+                f"{release} (--software): its Megatron-LM {ref[:12]} (megatron-core {version}) parse_args refuses "
+                f"{refused} (commbench/data/megatron-release-flags.json, read from its arguments.py), so the line "
+                "would not parse "
+                f"there; {fix}, or plan with a release that takes it ({', '.join(taking) or 'none in the table'})")
+    return None
 
 
 def release_core(release: str) -> tuple[str, str] | None:
@@ -218,5 +262,6 @@ def check_model_in_release(model, release: str, asked: str | None = None, *, fie
 
 
 __all__ = ["TARGET_CORE", "HYBRID_SYMBOLS", "RELEASE_SPELLINGS", "argv_values", "check_model_in_release", "lacking",
-           "refused_flags", "release_args", "release_cannot_build", "release_core", "release_spelled_features",
+           "refused_flags", "release_args", "release_cannot_build", "release_core", "release_pin_flags_refusal",
+           "release_spelled_features",
            "release_takes", "spellings_used"]

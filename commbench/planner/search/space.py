@@ -129,6 +129,11 @@ class SearchRequest:
                           + " (the launch commbench emits, or a published Megatron-Bridge run)")
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins,
                                                               release=self.software, launch=self.target == "launch"))
+        if self.framework == "megatron" and self.target == "launch":   # a pin whose flags the release cannot parse
+            from commbench.planner.layout.release_flags import release_pin_flags_refusal
+            refusal = release_pin_flags_refusal(self.model, self.software, self.pins, self.domain_size)
+            if refusal:
+                raise CommbenchError(refusal)
         check_recompute_layers(self.model, self.pins, self.framework)
         check_precision_runs(self.framework, self.model, self.precision, self.software)
         check_precision_tp(self.framework, self.model, self.precision, self.pins)
