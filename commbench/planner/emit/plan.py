@@ -98,11 +98,15 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
     if "args" in args:
         args["args"] = release_args(args["args"], release)
     core = release_core(release) if release is not None else None
+    unparsed = refused_flags(args.get("args", []), release) if core is not None else []
     release_doc = {} if core is None else {"release": {
         "name": release, "asked": bool(release_asked), "megatron_core": core[1], "megatron_lm": core[0],
-        "refused_flags": refused_flags(args.get("args", []), release)}}
+        "refused_flags": unparsed}}
+    if unparsed and "refused" not in args:   # the line is written for editing by hand, never called a launch
+        args["refused"] = (f"release {release}'s Megatron-LM ({core[0][:12]}) parse_args refuses "
+                           f"{'; '.join(unparsed)}: this line does not launch there")
     return {"target": megatron_target(model, release), "script": megatron_script(model), **args,
-            "launch": "args" in args,   # whether a Megatron-LM launch is emitted; else "refused" says why
+            "launch": "args" in args and not unparsed,   # a Megatron-LM launch its release parses; else "refused" says why
             **release_doc,
             "layer_split": split.summary(stage_weights(model, vocab)),
             "launch_env": env, "launch_env_why": connections_why, "launch_env_file": "launch.env",
