@@ -5,8 +5,8 @@
 TREE: a Megatron-LM tree (megatron/ at a release's commit, `git archive`d by tests/megatron_releases.py); its own
 megatron.core goes ahead of the installed one. Each case ({"argv", "world", "env", "capability"}) goes through
 parse_args -> validate_args -> core_transformer_config_from_args as tests/megatron_lm.py runs them for
-core_v0.16.1 (the plan's GPU capability, Transformer Engine answered as 2.10, or the case's "te_version", with its
-fused kernels present).
+core_v0.16.1 (the plan's GPU capability, Transformer Engine answered as the case's "te_version": the release
+container's, tests/test_megatron_release_trees.py; 2.10 where a case names none, with its fused kernels present).
 Prints one JSON list: per case {"ok": true} or {"ok": false, "stage": "parse"|"validate", "error": the last line}. A
 case with "fields" (config attribute names) also gets "config": each one's value in the built TransformerConfig
 (a function by its __name__, a tuple as a list, an attribute the config has not as "<absent>").

@@ -44,9 +44,13 @@ def release_cases(release: str | None = None) -> list[tuple[str, dict]]:
     """Each case's arguments as the plan for `release` writes them (release_flags.release_args: its own spelling),
     "builds": False where the plan is refused for that release (release_flags.release_cannot_build; a CUDA graph the
     release refuses beside the layout's recompute or delayed wgrad, graph_recompute.release_graph_pin_refusal: then
-    the arguments are the target's, which the emitter refuses to write for the release)."""
+    the arguments are the target's, which the emitter refuses to write for the release). Transformer Engine answers as
+    the release's container's (recipes.json releases transformer_engine; probe EJ: answered as 2.10, every tree from
+    26.04 on refused the plans' per-layer graphs with delayed wgrad, "requires TE version >= 2.12.0")."""
     from commbench.planner.layout.release_flags import release_args, release_cannot_build
     from commbench.planner.search.graph_recompute import release_graph_pin_refusal
+    from commbench.planner.search.wgrad_graph import container_te
+    te = {"te_version": container_te(release)[0]} if release is not None else {}
     out = []
     for name, system, gpus, fields in PINNED + EXTRA:
         model, layout = load_model(name), Layout.for_world(gpus, **fields)
@@ -56,22 +60,19 @@ def release_cases(release: str | None = None) -> list[tuple[str, dict]]:
         argv = release_args(megatron_args(layout, model, release=None if graphs else release), release)
         builds = release is None or (release_cannot_build(model, release) is None and graphs is None)
         out.append((f"{name}-{system}-{gpus}", {"argv": argv, "world": gpus, "env": launch_env(layout, gpu.name),
-                                                 "capability": list(gpu.compute_capability), "builds": builds}))
+                                                 "capability": list(gpu.compute_capability), "builds": builds, **te}))
     return out
 
 
 GRAPH_FIELDS = ("moe_a2a_overlap", "cuda_graph", "cuda_graph_scope", "ep", "dp_overlap", "recompute")
 
 
-# validate_args refusals of these trees the plans do not yet answer (left open, named here so a new one fails):
-# - Transformer Engine: the trees from 26.04 on ask TE >= 2.12 for per-layer graphs with delayed wgrad; the runner
-#   answers 2.10 (tests/megatron_lm.py), and which TE each container ships is not in the table (the plan's note names
-#   2.12 there: search/wgrad_graph.py; the attention-bias refusal in the same block is answered: the last test here).
-# 25.11's refusals of a recomputed module inside a CUDA graph are answered (search/graph_recompute.py: release_cases
-# marks those plans refused, and the tree must refuse them).
-KNOWN = {
-    "requires TE version >= 2.12.0": "container TE version not in the table",
-}
+# validate_args refusals of these trees the plans do not yet answer (left open, named here so a new one fails): none.
+# The trees from 26.04 on ask TE >= 2.12 for per-layer graphs with delayed wgrad: answered, each tree runs with its
+# container's TE (release_cases), which the plan names and checks (search/wgrad_graph.py); the attention-bias refusal
+# in the same block is answered (the gpt-oss test here). 25.11's refusals of a recomputed module inside a CUDA graph are
+# answered (search/graph_recompute.py: release_cases marks those plans refused, and the tree must refuse them).
+KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.skipif(git_dir() is None, reason=SKIP_REASON)

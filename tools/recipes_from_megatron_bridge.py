@@ -13,6 +13,11 @@ submodule pyproject.toml's [tool.uv.sources] installs (megatron/core/package_inf
 v0.1.0rc3 has no submodule and pins a range (pyproject.toml `"megatron-core>=0.14.0a0,<0.15.0"`), whose lower
 bound's MAJOR.MINOR is the version.
 
+Each release names the Transformer Engine its container runs ("transformer_engine": version and source): uv.lock's
+transformer-engine at the tag (the container's environment is that lock: docker/Dockerfile.ci `uv sync --locked`),
+beside docs/releases/software-versions.md at v0.6.0 where it lists the container (25.09 to 26.06; it agrees with the
+lock for each); validate_args and TransformerConfig check it (search/wgrad_graph.py).
+
 Releases: NeMo Framework container -> Megatron-Bridge version, from docs/releases/software-versions.md
 (@v0.6.0: 25.09 -> 0.1.0rc3, 25.11 -> 0.2.0, 26.02 -> 0.3.0, 26.04 -> 0.4.0, 26.06 -> 0.5.0) and, for the
 patch containers, docs/versions1.json at v0.6.0 ("0.4.2 · 26.04.01", "0.5.1 · 26.06.01", "0.6.0 (latest) ·
@@ -488,13 +493,39 @@ def megatron_core(repo: str, tag: str, mlm: str) -> dict[str, str]:
             "source": f"pyproject.toml:{line} {pin.group(0).strip(chr(34))} (no 3rdparty/Megatron-LM submodule)"}
 
 
+TE_PACKAGE = re.compile(r'^\[\[package\]\]\nname = "transformer-engine"\nversion = "([^"]+)"', re.M)
+DOC_RELEASE = re.compile(r"^## NeMo Framework (\S+)$(.*?)(?=^## |\Z)", re.M | re.S)
+DOC_TE = re.compile(r"^\| Transformer Engine \| ([^|]+?) \|$", re.M)
+VERSIONS_DOC, VERSIONS_DOC_TAG = "docs/releases/software-versions.md", "v0.6.0"
+
+
+def transformer_engine(repo: str, release: str, tag: str) -> dict[str, str]:
+    """The Transformer Engine a release's container runs: uv.lock's transformer-engine package at the tag (the
+    container's environment is Megatron-Bridge's locked one: docker/Dockerfile.ci `uv sync --locked --all-extras`;
+    from v0.4.0 docker/common/fw_pyproject.toml leaves transformer-engine to it, "Installed by MBridge"), with the
+    version docs/releases/software-versions.md at v0.6.0 gives that container where it lists it (25.09 to 26.06)."""
+    lock = git(repo, "show", f"{tag}:uv.lock")
+    found = TE_PACKAGE.search(lock)
+    line = lock.count("\n", 0, found.start()) + 3   # the version line, two below [[package]]
+    source = f"uv.lock:{line} transformer-engine {found.group(1)} at {tag}"
+    notes = git(repo, "show", f"{VERSIONS_DOC_TAG}:{VERSIONS_DOC}")
+    doc = {m.group(1): DOC_TE.search(m.group(2)) for m in DOC_RELEASE.finditer(notes)}
+    if doc.get(release):
+        source += (f"; {VERSIONS_DOC} at {VERSIONS_DOC_TAG}, NeMo Framework {release}: "
+                   f"Transformer Engine {doc[release].group(1)}")
+    else:
+        source += f" ({VERSIONS_DOC} at {VERSIONS_DOC_TAG} lists no {release})"
+    return {"version": found.group(1), "source": source}
+
+
 def main(repo: str, mlm: str) -> None:
     releases: dict[str, dict] = {}
     recipes: list[dict] = []
     seen: dict[str, str] = {}
     for release, tag in RELEASES:
         commit = git(repo, "rev-parse", f"{tag}^{{commit}}").strip()
-        releases[release] = {"megatron_bridge": tag, "commit": commit, "megatron_core": megatron_core(repo, tag, mlm)}
+        releases[release] = {"megatron_bridge": tag, "commit": commit, "megatron_core": megatron_core(repo, tag, mlm),
+                             "transformer_engine": transformer_engine(repo, release, tag)}
         if tag in seen:
             releases[release]["same_as"] = seen[tag]
             continue
@@ -511,7 +542,9 @@ def main(repo: str, mlm: str) -> None:
              "https://github.com/NVIDIA-NeMo/Megatron-Bridge/blob/<commit>/<file>, assignment <config>. "
              "A release with same_as reads that release's recipes (same Megatron-Bridge version). megatron_core: the "
              "megatron-core a release runs (version, source), which sets the precisions it can run "
-             "(commbench/planner/layout/recipes.py CORE_PRECISION_FLAGS). later_recipes: "
+             "(commbench/planner/layout/recipes.py CORE_PRECISION_FLAGS). transformer_engine: the Transformer Engine "
+             "its container runs (version, source: the tag's uv.lock, and the release notes where they list it). "
+             "later_recipes: "
              "recipes committed after a release's tag (after_tag) that its published table runs (why); published "
              "rows only, never a release's features.")
     print("{")

@@ -23,7 +23,7 @@ from commbench.planner.search.frameworks import (graph_fallback, megatron_fsdp_r
                                                  runs_fused_grouped_mlp)
 from commbench.planner.search.quant_gap import quant_gap_message
 from commbench.planner.search.graph_recompute import graph_recompute_refused
-from commbench.planner.search.wgrad_graph import wgrad_graph_refused
+from commbench.planner.search.wgrad_graph import wgrad_graph_refused, wgrad_graph_te_short
 
 if TYPE_CHECKING:
     from commbench.planner.search.space import SearchRequest
@@ -249,7 +249,9 @@ def _one_connections_setting(cols: dict[str, np.ndarray], req: SearchRequest) ->
 def _without_refused_graphs(cols: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
     """Rows the release's Megatron-LM refuses for what their per-layer graph captures, in a launch commbench emits:
     an attention with biases beside delayed wgrad (search/wgrad_graph.py: the EP overlap, --overlap-grad-reduce, a
-    graph over attn), a recomputed module inside the graph's scope (search/graph_recompute.py: 25.11's block). Each
+    graph over attn), a graph with delayed wgrad that needs a Transformer Engine newer than the release's container
+    ships (wgrad_graph_te_short), a recomputed module inside the graph's scope (search/graph_recompute.py: 25.11's
+    block). Each
     becomes its allowed twins: one without what the graph clashes with (the EP overlap; the recompute: its rows without
     recompute are enumerated already), one without the graph and one whose graph leaves the clashing module out (the
     scope's other modules), and the step model chooses; a pinned field keeps its value (all pinned are refused in
@@ -259,6 +261,9 @@ def _without_refused_graphs(cols: dict[str, np.ndarray], req: SearchRequest) -> 
     wgrad = wgrad_graph_refused(req.model, req.software, cols["cuda_graph"], cols["cuda_graph_scope"],
                                 cols["moe_a2a_overlap"], cols["ep"], cols["dp_overlap"])
     cols = _with_allowed_twins(cols, req, wgrad, np.full(len(wgrad), BIT["attn"]), "moe_a2a_overlap")
+    short, drop = wgrad_graph_te_short(req.model, req.software, cols["cuda_graph"], cols["cuda_graph_scope"],
+                                       cols["moe_a2a_overlap"], cols["ep"], cols["dp_overlap"])
+    cols = _with_allowed_twins(cols, req, short, drop, "moe_a2a_overlap")
     recomputed, drop = graph_recompute_refused(req.model, req.software, cols["cuda_graph"], cols["cuda_graph_scope"],
                                                cols["recompute"])
     return _with_allowed_twins(cols, req, recomputed, drop, None)
