@@ -67,7 +67,8 @@ def main(argv=None) -> None:
     parser.add_argument("--cells", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    print(f"{'statistic':>9} {'n':>4} {'phi':>4} {'factor':>6}  {'before':>6}  {'after':>6}   (share of cells with a rule)")
+    print(f"{'statistic':>9} {'n':>4} {'phi':>4} {'factor':>6}  {'before':>6}  {'after':>6}"
+          "   (share of cells with a rule)")
     for statistic, n, phi, factor in SCENARIOS:
         before = rule_rate(within_run_sd, statistic, n, phi, factor, args.cells, args.seed)
         after = rule_rate(tuner_point_sd, statistic, n, phi, factor, args.cells, args.seed)
