@@ -19,9 +19,10 @@ SIZES = [2 ** k for k in range(16, 23)]
 
 
 def write_runs(path, seed: int, runs: list[tuple[TuningCombo, int, float]], *, devices="NVIDIA H100 80GB HBM3",
-               hosts=("n1",) * 8, topology: dict | None = None, sort_samples=True, keep_samples=True) -> str:
-    """One 8-rank run per (combination, -n, true time in us): all_reduce at SIZES, n samples of N(time, 5%)
-    (probe O's tm.py: samples kept sorted, as it wrote them)."""
+               hosts=("n1",) * 8, topology: dict | None = None, sort_samples=False, keep_samples=True) -> str:
+    """One 8-rank run per (combination, -n, true time in us): all_reduce at SIZES, n samples of N(time, 5%), in
+    draw order as a run records them (probe O's tm.py kept them sorted: nccl-tuner now reads sorted samples as a
+    drift, lag-1 correlation ~1, no independent samples and so no rule; results.nccl_tuner_noise)."""
     rng = random.Random(seed)
     world = len(hosts)
     with JsonlWriter(str(path)) as writer:

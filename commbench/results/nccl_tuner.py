@@ -473,12 +473,13 @@ MIN_ITERS_FOR_NOISE = 6
 
 def record_noise_rel(record, statistic: str = "median") -> float:
     """Relative noise of a point's statistic: the half-width of its 95% interval from the record's
-    per-iteration samples, widened for their autocorrelation (noise.within_run_sd, as the compare gate
-    uses it: median, mean, min), over the statistic; without samples (older files) the spread from the
+    per-iteration samples (nccl_tuner_noise.tuner_point_sd: median, mean, min; stricter than the compare
+    gate's noise.within_run_sd for autocorrelated samples and for the min), over the statistic; without samples (older files) the spread from the
     median to the p99 (or max) over the median, conservatively. Unknown -- fewer than MIN_ITERS_FOR_NOISE
     iterations (-n 1: its max is its median; 3 equal ones: a (min, max) of zero width), or neither samples
     nor a p99 or max -- is infinite: such a point never makes a rule."""
-    from commbench.results.noise import Z95, within_run_sd
+    from commbench.results.nccl_tuner_noise import tuner_point_sd
+    from commbench.results.noise import Z95
 
     value = record_time_us(record, statistic)
     samples = getattr(record, "iter_times_us", None) or []
@@ -487,9 +488,9 @@ def record_noise_rel(record, statistic: str = "median") -> float:
     if value and len(samples) >= 2 and statistic in ("median", "mean", "min", *LOOP_STATISTICS):
         # nccl-tests' time is a mean over the timed iterations (its loop time / iterations): its noise is the mean's
         # of the same iterations' samples (each the slowest rank's; an average over ranks varies no more)
-        sd = within_run_sd(samples, "mean" if statistic in LOOP_STATISTICS else statistic)
+        sd = tuner_point_sd(samples, "mean" if statistic in LOOP_STATISTICS else statistic)
         if sd is not None:
-            return math.expm1(Z95 * sd)
+            return math.expm1(Z95 * sd)  # inf where too few effective samples
     median = value if statistic in LOOP_STATISTICS else record.time_us_median
     tail = record.time_us_p99 if record.time_us_p99 is not None else getattr(record, "time_us_max", None)
     if not median or tail is None:
