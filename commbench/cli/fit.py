@@ -13,6 +13,7 @@ from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
 from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, POOR_FIT, bandwidth_undetermined
 from commbench.costmodel.fabric import PROFILE_FORMAT
+from commbench.costmodel.plausibility import ABOVE_HARDWARE
 from commbench.costmodel.profile import check_usable_curve, fit_result_files
 from commbench.files import claim_output, refuse_being_written, write_output
 from commbench.results.tables import Col, print_table
@@ -96,7 +97,9 @@ def fit(
         if note.startswith("NCCL ") and "learned from" in note:  # fit_nccl: forced NCCL_ALGO sweeps
             console.print(f"learned: {note}", highlight=False)
     for warning in fabric.warnings:
-        if not any(warning.endswith(w) for f in fits for w in f.warnings):
+        if warning.startswith(ABOVE_HARDWARE):   # says WARNING itself
+            console.print(styled("[bold yellow]{}[/]", warning), highlight=False)
+        elif not any(warning.endswith(w) for f in fits for w in f.warnings):
             console.print(styled("[yellow]warning:[/] {}", warning), highlight=False)
     if out:
         _write_fabric(fabric, out, force)

@@ -143,6 +143,8 @@ def verify_plan(
     elif fabric_check["status"] == "unchecked":
         flags.append(fabric_check["line"])
     flags.extend(prediction_flags(doc, ctx, fabric))
+    from commbench.costmodel.plausibility import above_hardware_lines
+    flags.extend(f"the plan's fabric {where}: {line}" for line in above_hardware_lines(fabric))
     described = _fabric_backends(doc, fabric)
     emulated = _emulated()
     job = VerifyJob(items=tuple(items), flags=tuple(item_flags), backend=resolved, doc=doc, max_bytes=most_bytes,

@@ -375,6 +375,13 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
 
         fabric = dataclasses.replace(fabric, warnings=(f"{EMULATED_FIT} ({emulated[0]}), not on a real network",)
                                      + fabric.warnings)
+    from commbench.costmodel.plausibility import above_hardware_warning, header_peaks, preset_peaks
+
+    peaks = preset_peaks(base, base.name) if base is not None else \
+        header_peaks([d for r in {m.run_id for m in points} if r in runs for d in runs[r].devices])
+    too_fast = above_hardware_warning(fabric.curves, peaks)
+    if too_fast:   # first: it is the warning that most changes what a plan on this profile is worth
+        fabric = dataclasses.replace(fabric, warnings=(too_fast,) + fabric.warnings)
     return fabric, fits, notes
 
 

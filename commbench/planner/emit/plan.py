@@ -460,6 +460,9 @@ def fabric_lines(fabric) -> list[str]:
              + (f"; from the preset: {', '.join(borrowed)}" if borrowed else ""),
              f"network: beyond group size(s) {groups} and messages of {largest} the measured curves are extrapolated "
              "(alpha-beta formula, not measured)"]
+    from commbench.costmodel.plausibility import above_hardware_lines
+
+    lines += above_hardware_lines(fabric)   # in full, whatever else the profile warns of
     if fabric.warnings:
         lines.append(f"network: {len(fabric.warnings)} fit warning(s) in the profile, first: {fabric.warnings[0]}")
     return lines
