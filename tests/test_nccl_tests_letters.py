@@ -91,6 +91,7 @@ def test_G_banner_reads_iterations_and_launches_as_nccl_tests(tmp_path, monkeypa
 
     monkeypatch.setattr(bench_cli, "resolve_backend", lambda name: name)  # no CuPy here
     monkeypatch.setattr(bench_cli, "_run", fake_run)
+    monkeypatch.setattr(bench_cli, "check_job", lambda **kwargs: 1)  # the launch checks ask CuPy for GPUs
     result = runner.invoke(app, ["bench", "all_reduce", "--backend", "cupy-nccl", "-n", "4", "-G", "5",
                                  "--format", "nccl-tests", "-J", str(tmp_path / "g.jsonl")])
     assert result.exit_code == 0, result.output
