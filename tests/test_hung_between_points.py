@@ -50,8 +50,8 @@ def test_hung_rank_0_is_named_at_the_point_of_its_record(tmp_path, monkeypatch, 
         assert [(r["size_bytes"], r["status"], r["error"]) for r in records] == [(65536, "ok", None)]
     else:
         assert [(r["size_bytes"], r["status"]) for r in records] == [(65536, "failed")]
-        assert records[0]["error"].startswith("point 64 KiB not recorded by rank 0 before it was stopped: point 256 KiB "
-                                              "failed: rank(s) 0 hung"), records[0]["error"]
+        assert records[0]["error"].startswith("point 64 KiB not recorded by rank 0 before it was stopped: "
+                                              "point 256 KiB failed: rank(s) 0 hung"), records[0]["error"]
         assert records[0]["error"].endswith("(rank 1: timed out waiting for rank 0)"), records[0]["error"]
     assert line.startswith("point 256 KiB failed: rank(s) 0 hung"), line
     assert "; rank 1 stopped ahead of rank 0 (rank 0 was still at 64 KiB)" in line, line

@@ -223,7 +223,8 @@ def test_statistic_option_changes_the_choice(tmp_path):
         writer.write(_header("a", ["h"] * 2))
         # 100 iterations: p99 is recorded from 100 on (test_p99_held_for_fewer_than_100_iterations_is_refused)
         writer.write(dataclasses.replace(_record("a", 1024, DEFAULT, 10.0, p99=11.0, world=2), iters=100))
-        writer.write(dataclasses.replace(_record("a", 1024, RING_LL, 9.0, p99=30.0, world=2), iters=100))  # faster median, far worse tail
+        # faster median, far worse tail
+        writer.write(dataclasses.replace(_record("a", 1024, RING_LL, 9.0, p99=30.0, world=2), iters=100))
     conf = tmp_path / "c.conf"
     assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)]).exit_code == 0
     assert reproduced_plugin_load(conf.read_text())[0] == []  # 11% < its own 233% spread: noise
