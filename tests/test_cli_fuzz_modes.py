@@ -45,10 +45,11 @@ def test_nccl_tuner_refuses_measured_options_beside_a_system(tmp_path, extra, mu
 
 def test_nccl_tuner_options_of_each_mode_still_work(tmp_path):
     path, _ = _results_file(tmp_path)
-    measured = runner.invoke(app, ["nccl-tuner", str(path), "-O", str(tmp_path / "m.conf"), "--statistic", "p99",
+    # mean, not p99: these points ran 20 iterations, and p99 is refused below 100 (test_nccl_tuner)
+    measured = runner.invoke(app, ["nccl-tuner", str(path), "-O", str(tmp_path / "m.conf"), "--statistic", "mean",
                                    "--min-gain", "0.05"])
     assert measured.exit_code == 0, measured.output
-    assert "p99 beats NCCL's default by more than the noise and 5%" in (tmp_path / "m.conf").read_text()
+    assert "mean beats NCCL's default by more than the noise and 5%" in (tmp_path / "m.conf").read_text()
     predicted = runner.invoke(app, [*PREDICTED, "-O", str(tmp_path / "p.conf"), "-b", "4K", "-e", "1M",
                                     "--channels", "8", "--nodes", "2"])
     assert predicted.exit_code == 0, predicted.output

@@ -221,8 +221,10 @@ def test_statistic_option_changes_the_choice(tmp_path):
     path = tmp_path / "r.jsonl"
     with JsonlWriter(path) as writer:
         writer.write(_header("a", ["h"] * 2))
-        writer.write(_record("a", 1024, DEFAULT, 10.0, p99=11.0, world=2))
-        writer.write(_record("a", 1024, RING_LL, 9.0, p99=30.0, world=2))  # faster median, far worse tail
+        # 100 iterations: p99 is recorded from 100 on (test_p99_held_for_fewer_than_100_iterations_is_refused)
+        writer.write(dataclasses.replace(_record("a", 1024, DEFAULT, 10.0, p99=11.0, world=2), iters=100))
+        # faster median, far worse tail
+        writer.write(dataclasses.replace(_record("a", 1024, RING_LL, 9.0, p99=30.0, world=2), iters=100))
     conf = tmp_path / "c.conf"
     assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)]).exit_code == 0
     assert reproduced_plugin_load(conf.read_text())[0] == []  # 11% < its own 233% spread: noise
@@ -813,6 +815,49 @@ def test_p99_on_results_of_fewer_than_100_iterations_names_the_iterations_needed
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
     assert "p99 is recorded from 100 iterations on" in result.output and "-n 20" in result.output
     assert "-n 100 or more" in result.output
+
+
+def _sampled(record, n: int):
+    """`record` with n per-iteration samples 0.1% apart from its median up, and the summary they give (no p99)."""
+    samples = [record.time_us_median * (1 + i / 1000) for i in range(n)]
+    return dataclasses.replace(record, iters=n, iter_times_us=samples, time_us_min=samples[0],
+                               time_us_median=(samples[(n - 1) // 2] + samples[n // 2]) / 2,
+                               time_us_mean=sum(samples) / n, time_us_max=samples[-1], time_us_p99=None)
+
+
+def test_p99_held_for_fewer_than_100_iterations_is_refused(tmp_path):
+    """A p99 a file holds for 50 iterations (hand-edited, another tool's: commbench records none below 100) is the max
+    of those 50, not a p99: ranking by it wrote rules (probe EQ). Refused in one line, as compare refuses a statistic
+    some points lack, naming the iterations and what to pass instead."""
+    path = tmp_path / "short.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for combo, median in ((DEFAULT, 20.0), (RING_LL, 10.0)):
+            writer.write(dataclasses.replace(_sampled(_record("a", 1024, combo, median), 50), time_us_p99=median * 1.1))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf), "--statistic", "p99"])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "--statistic=p99" in result.output and "-n 50" in result.output, result.output
+    assert "-n 100 or more" in result.output and "--statistic (median, mean, min, max)" in result.output
+    assert not conf.exists()
+    assert CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf), "--statistic", "max"]).exit_code == 0
+
+
+def test_a_size_0_record_is_left_out_with_a_note(tmp_path):
+    """A record of 0 bytes (hand-edited) moved nothing: no rule can stand on it. It wrote 'allreduce,0,0,...' (probe
+    EQ); it is left out, as fit leaves out points that moved no bytes, and said."""
+    path = tmp_path / "size0.jsonl"
+    with JsonlWriter(path) as writer:
+        writer.write(_header("a", ["h"] * 4))
+        for size in (0, 1024):
+            for combo, median in ((DEFAULT, 20.0), (RING_LL, 10.0)):
+                writer.write(_record("a", size, combo, median))
+    conf = tmp_path / "c.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", str(path), "-O", str(conf)])
+    assert result.exit_code == 0, result.output
+    rules = reproduced_plugin_load(conf.read_text())[0]
+    assert rules and all(rule["min"] > 0 for rule in rules), rules
+    assert "left out 2 points of size 0" in " ".join(result.output.split())
 
 
 def test_a_gain_smaller_than_the_defaults_run_to_run_spread_is_warned(tmp_path):

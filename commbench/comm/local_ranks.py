@@ -161,15 +161,20 @@ def _kill(ranks: list[_Rank]) -> None:
 
 
 def _hung_message(ranks: list[_Rank], hung: list[_Rank], grace_s: float, output_path: str) -> tuple[str, bool]:
-    """One line naming the point and the hung ranks; writes rank 0's pending record if it could not."""
+    """One line naming the point and the hung ranks; writes rank 0's pending record if it could not. The point is the
+    one the record is for, as for a rank that died (_point_lost): the stopped rank's own label goes stale the same way
+    once rank 0 has moved on, or names a point rank 0 never reached."""
     writer = ranks[0]
     stopped = [r for r in ranks if r not in hung]
-    point = next((r.label for r in stopped if r.reason), "") or writer.label or "start-up"
+    stopper = next((r for r in stopped if r.reason), None)
+    point, note, unrecorded = _point_lost(stopper, writer) if stopper else (writer.label, "", False)
     reasons = "; ".join(f"rank {r.rank}: {r.reason}" for r in stopped if r.reason)
     names = ", ".join(str(r.rank) for r in hung)
-    line = (f"point {point} failed: rank(s) {names} hung (no progress {grace_s:g} s after rank(s) "
-            f"{', '.join(str(r.rank) for r in stopped)} stopped) and were killed")
-    return line, _record_for_writer(writer, line + (f" ({reasons})" if reasons else ""), output_path, cause=line)
+    line = (f"point {point or 'start-up'} failed: rank(s) {names} hung (no progress {grace_s:g} s after rank(s) "
+            f"{', '.join(str(r.rank) for r in stopped)} stopped) and were killed"
+            + (f"; rank {stopper.rank} stopped {note}" if note else ""))
+    error = f"point {writer.label} not recorded by rank 0 before it was stopped: {line}" if unrecorded else line
+    return line, _record_for_writer(writer, error + (f" ({reasons})" if reasons else ""), output_path, cause=line)
 
 
 def _where_lost(dead: _Rank, writer: _Rank, what: str) -> tuple[str, str]:
@@ -182,16 +187,21 @@ def _where_lost(dead: _Rank, writer: _Rank, what: str) -> tuple[str, str]:
     the point actually lost (found from outside: kill -9 of rank 2 between points wrote '... at 64 KiB' on the failed
     256 KiB record, next to a good 64 KiB one). A rank ahead of rank 0 (rank 0 still writing the point they agreed
     on) died on its own point, which rank 0 never reached: the record rank 0 leaves is then the one it was writing."""
+    point, note, unrecorded = _point_lost(dead, writer)
+    line = what + (f" at {point}" if point else "") + (f", {note}" if note else "")
+    return line, f"point {writer.label} not recorded by rank 0 before it was stopped: {line}" if unrecorded else line
+
+
+def _point_lost(dead: _Rank, writer: _Rank) -> tuple[str, str, bool]:
+    """(the point to name for `dead`, a rank that died or stopped, what to add of where it was, whether rank 0's
+    failed record, of its own current point, is another point than the one named: _where_lost)."""
     if dead is writer or dead.step == writer.step or writer.step < 0:
-        line = what + (f" at {dead.label}" if dead.label else "")
-        return line, line
+        return dead.label, "", False
     if dead.step < writer.step:
         before = (f"after {dead.label}, which rank 0 recorded" if dead.step in writer.recorded_steps
                   else f"its last point announced: {dead.label}" if dead.label else "before its first point")
-        line = f"{what} at {writer.label}, between points ({before}; it had not begun {writer.label})"
-        return line, line
-    line = f"{what} at {dead.label}, ahead of rank 0 (rank 0 was still at {writer.label})"
-    return line, f"point {writer.label} not recorded by rank 0 before it was stopped: {line}"
+        return writer.label, f"between points ({before}; it had not begun {writer.label})", False
+    return dead.label, f"ahead of rank 0 (rank 0 was still at {writer.label})", True
 
 
 def _record_for_writer(writer: _Rank, error: str, output_path: str, *, cause: str | None = None) -> bool:

@@ -596,6 +596,26 @@ def with_failed_defaults(cells: list[Cell], failed: set[tuple[str, int, int, int
             and (c.collective, c.nodes, c.ranks, c.size_bytes) in failed else c for c in cells]
 
 
+def check_p99_estimable(records: list) -> None:
+    """--statistic p99 only where every point it would rank ran MIN_ITERS_FOR_P99 iterations or more: commbench
+    records a p99 from 100 on (records.py), below that the 99th percentile is (nearly) the max, so a p99 a file holds
+    for fewer (hand-edited, another tool's) is not one. Refused in one line, as compare refuses a --statistic some
+    points lack (compare.check_present), rather than rules from some cells and silence on the others."""
+    from commbench.results.records import MIN_ITERS_FOR_P99
+
+    def samples(r) -> int:
+        return len(r.iter_times_us) if r.iter_times_us else (r.iters or 0)
+
+    short = [r for r in records if samples(r) < MIN_ITERS_FOR_P99]
+    if short:
+        first = short[0]
+        raise CommbenchError(
+            f"--statistic=p99 is invalid for these results: {len(short)} point(s) ran fewer than {MIN_ITERS_FOR_P99} "
+            f"iterations (first {first.collective} {first.size_bytes} B of run {first.run_id}: -n {samples(first)}), "
+            f"and p99 is recorded from {MIN_ITERS_FOR_P99} iterations on (below that it is the max); measure with "
+            f"-n {MIN_ITERS_FOR_P99} or more, or rank by another --statistic (median, mean, min, max)")
+
+
 def points_from_records(records: list, statistic: str = "median") -> tuple[list[TunedPoint], list[str]]:
     """TunedPoints from the ok whole-world records (no wrong data) of plugin-supported collectives, with notes on
     what was left out. nodes = nNodes as NCCL counts it (results.nccl_nodes: NVLink domains on multi-node
@@ -608,7 +628,7 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
     out too: NCCL ran another pair (ring, NCCL 2.18-2.23) or failed, whatever the record names."""
     from commbench.results.nccl_nodes import header_node_count, unknown_node_count
     from commbench.results.nccl_tuner_samples import equal_sample_counts
-    from commbench.results.records import MIN_ITERS_FOR_P99, TIME_STATISTICS, Measurement, RunHeader
+    from commbench.results.records import TIME_STATISTICS, Measurement, RunHeader
 
     counted = {r.run_id: header_node_count(r) for r in records if isinstance(r, RunHeader)}
     unknown_nodes = {r.run_id: why for r in records if isinstance(r, RunHeader) and (why := unknown_node_count(r))}
@@ -638,6 +658,8 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             why = f"{r.collective}: not a collective the plugin tunes"
         elif r.status != "ok":
             why = f"{r.status} points"
+        elif r.size_bytes <= 0:   # a hand-edited line wrote the rule 'allreduce,0,0,...' (probe EQ)
+            why = "points of size 0 (no bytes moved, which fit leaves out too): no rule can stand on them"
         elif r.num_wrong:
             why = "points with wrong data (#wrong > 0)"
         elif not nccl_has(r.collective, (combo := record_combo(r)).algo, combo.proto):
@@ -675,6 +697,8 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
             left_out[why] = left_out.get(why, 0) + 1
         else:
             eligible.append(r)
+    if statistic == "p99":
+        check_p99_estimable(eligible)
     # min/max/p99 over as many iterations within each cell (the min of 500 beats the min of 20 by chance alone)
     eligible, sample_notes = equal_sample_counts(eligible, statistic, lambda r: (
         PLUGIN_COLLECTIVES[r.collective], nodes_of[r.run_id], r.group_size, r.size_bytes))
@@ -682,11 +706,7 @@ def points_from_records(records: list, statistic: str = "median") -> tuple[list[
         time_us = record_time_us(r, statistic)
         if not time_us:
             why = f"points without a {statistic} time"
-            if statistic == "p99" and (r.iters or 0) < MIN_ITERS_FOR_P99:   # records.py: p99 from 100 iterations on
-                why = (f"points without a p99 time: p99 is recorded from {MIN_ITERS_FOR_P99} iterations on, these "
-                       f"ran fewer (-n {r.iters}); measure with -n {MIN_ITERS_FOR_P99} or more, or rank by another "
-                       "--statistic (median, mean, min, max)")
-            elif (held := [h for h in held_statistics(r) if h in LOOP_STATISTICS]):   # an nccl-tests import
+            if (held := [h for h in held_statistics(r) if h in LOOP_STATISTICS]):   # an nccl-tests import
                 why = (f"points without a {statistic} time: they hold nccl-tests' time only "
                        f"({TIME_STATISTICS[held[0]].split(': ', 1)[-1]}; loop_time_us, as an nccl-tests import does): "
                        f"rank them by --statistic {held[0]}")
