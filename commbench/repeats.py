@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Hashable, Iterable, TypeVar
 
+from commbench.errors import invalid
+
 T = TypeVar("T", bound=Hashable)
 
 
@@ -36,3 +38,15 @@ def repeat_note(option: str, values: Iterable[T]) -> str | None:
         return None
     return (f"{option} lists {', '.join(map(str, again))} more than once: each point is measured once (the "
             "repeats were dropped)")
+
+
+def comma_entries(option: str, text: str, example: str) -> list[str]:
+    """A comma-list option's entries as given (stripped; repeats kept for repeat_note). An empty entry ('a,,b', 'a,')
+    is refused in one line, never dropped: a value lost in typing would shrink the job unsaid; '' alone is []."""
+    parts = [part.strip() for part in str(text).split(",")]
+    if parts == [""]:
+        return []
+    if "" in parts:
+        raise invalid(option, text, f"an empty entry (entry {parts.index('') + 1}); allowed: a comma-separated list, "
+                                    f"e.g. {example}")
+    return parts

@@ -100,6 +100,14 @@ def test_single_rank_runs_in_process_and_nccl_tests_format(tmp_path):
     # an empty entry was dropped: 16,,8 measured 16 and 8 with nothing said
     (["bench", "moe_all_to_all", "--tokens", "16,,8"], "--tokens='16,,8' is invalid: an empty entry (entry 2)"),
     (["bench", "moe_all_to_all", "--tokens", "16,"], "an empty entry"),
+    # the other comma lists dropped an empty entry too (commbench.repeats.comma_entries refuses it for all)
+    (["bench", "grad_reduce_scatter", "--algorithm", "flat,,hierarchical"], "--algorithm='flat,,hierarchical' is "
+                                                                             "invalid: an empty entry (entry 2)"),
+    (["bench", "all_reduce", "--group-sizes", "2", "--group-layout", "contiguous,"], "--group-layout='contiguous,' is "
+                                                                                     "invalid: an empty entry"),
+    (["bench", "all_reduce", "--nccl-algo", "ring,,tree"], "--nccl-algo='ring,,tree' is invalid: an empty entry"),
+    (["bench", "all_reduce", "--compare-backends", "gloo,,nccl"], "--compare-backends='gloo,,nccl' is invalid: an "
+                                                                   "empty entry"),
     (["bench", "moe_all_to_all", "-d", "float32"], "--dispatch-dtype"),
     (["bench", "all_reduce", "--algorithm", "flat"], "no named algorithms"),
     (["bench", "grad_reduce_scatter", "--algorithm", "tree"], "--algorithm"),

@@ -163,7 +163,11 @@ def combo_from_params(params: dict) -> TuningCombo:
 def _items(option: str, value: str | list | None) -> list[str]:
     if value is None:
         return []
-    items = value if isinstance(value, list) else str(value).split(",")
+    if isinstance(value, list):
+        items = value
+    else:
+        from commbench.repeats import comma_entries
+        items = comma_entries(option, str(value), "ring,tree or default,ll")
     out = [str(v).strip().lower() for v in items if str(v).strip()]
     if not out:
         raise CommbenchError(f"{option}={value!r} is invalid: give a comma list")

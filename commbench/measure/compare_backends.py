@@ -40,7 +40,8 @@ def parse_compare_backends(text: str) -> tuple[str, ...]:
     """'torch-nccl,cupy-nccl' -> ('nccl', 'cupy-nccl'), refusing what one launch cannot hold."""
     from commbench.comm.backends import BACKEND_NAMES, backend_status
 
-    names = tuple(BACKEND_ALIASES.get(n.strip(), n.strip()) for n in text.split(",") if n.strip())
+    from commbench.repeats import comma_entries
+    names = tuple(BACKEND_ALIASES.get(n, n) for n in comma_entries("--compare-backends", text, "torch-nccl,cupy-nccl"))
     if len(names) < 2 or len(set(names)) != len(names):
         raise CommbenchError(f"--compare-backends={text!r} is invalid: name two or more different backends, "
                              f"e.g. torch-nccl,cupy-nccl")

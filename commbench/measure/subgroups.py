@@ -93,7 +93,11 @@ def parse_group_sizes(text: str | Sequence[int] | None) -> tuple[int, ...] | Non
 
 def parse_layouts(text: str | Sequence[str]) -> tuple[str, ...]:
     """'contiguous,strided' (or, from a sweep file, a list of names)."""
-    parts = text.split(",") if isinstance(text, str) else text
+    if isinstance(text, str):
+        from commbench.repeats import comma_entries
+        parts = comma_entries("--group-layout", text, "contiguous,strided")
+    else:
+        parts = text
     if not isinstance(parts, (list, tuple)) or not all(isinstance(p, str) for p in parts) or \
             (not isinstance(text, str) and not all(p.strip() for p in parts)):   # a list's "" names no layout
         raise invalid("--group-layout", text, f"allowed: {', '.join(LAYOUTS)} (comma-separated or a list)")
@@ -125,7 +129,8 @@ def split_algorithms(text: str) -> list[str]:
 
 def given_algorithms(text: str) -> list[str]:
     """The algorithm names as given, repeats included (for the note that names them)."""
-    return [a.strip() for a in str(text).split(",") if a.strip()]
+    from commbench.repeats import comma_entries
+    return comma_entries("--algorithm", text, "flat,hierarchical")
 
 
 def check_bench_options(config, collective, world_size: int) -> None:

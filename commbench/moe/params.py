@@ -199,12 +199,10 @@ def parse_tokens(text: str) -> list[int]:
     """`--tokens 128,1024,4096` -> [128, 1024, 4096]. An empty entry ('16,,8', '16,') is refused, not dropped: a
     value lost in typing would shrink the sweep unsaid. A value given twice is kept here and measured once
     (sweep_params), named in the run's notes (commbench.repeats), as --algorithm and --group-sizes repeats are."""
-    parts = text.replace(" ", "").split(",")
-    if "" in parts and parts != [""]:
-        raise invalid("--tokens", text, f"an empty entry (entry {parts.index('') + 1}); allowed: a comma-separated "
-                                        "list of tokens per rank, e.g. 128,1024,4096")
+    from commbench.repeats import comma_entries
+    parts = comma_entries("--tokens", text.replace(" ", ""), "128,1024,4096 (tokens per rank)")
     try:
-        values = [int(part) for part in parts if part]
+        values = [int(part) for part in parts]
     except ValueError:
         values = []
     if not values:
