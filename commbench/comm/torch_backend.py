@@ -200,8 +200,8 @@ class TorchBackend:
     def check_op(self, op: str, dtype: DType) -> None:
         if op not in REDUCE_OPS:
             raise CommbenchError(f"--op={op!r} is invalid: allowed {', '.join(REDUCE_OPS)}")
-        if op == "avg" and avg_refusal(self.name, dtype):
-            raise CommbenchError(avg_refusal(self.name, dtype))
+        if op == "avg" and (refusal := avg_refusal(self.name, dtype)):
+            raise CommbenchError(refusal)
 
     def notes(self, collective: str) -> list[str]:
         if self.name == "gloo" and collective == "reduce_scatter":

@@ -85,8 +85,8 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
             reduce_op(config.op)  # an unknown op: one line naming it and the allowed ones
             raise CommbenchError(f"op={config.op!r} is invalid here: pass {reduce_op(config.op)!r} "
                                  "(commbench.comm.backend.reduce_op)")
-        if config.op == "avg" and avg_refusal(config.backend, dtype):
-            raise CommbenchError(avg_refusal(config.backend, dtype))
+        if config.op == "avg" and (refusal := avg_refusal(config.backend, dtype)):
+            raise CommbenchError(refusal)
     if config.in_place and collective.in_place_mode == "never":
         raise CommbenchError(f"--in-place is not possible for {collective.name}: it has no in-place form")
     if config.in_place and config.out_of_place:
@@ -114,8 +114,8 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
         from collectives.patterns import integer_avg_check_problem
 
         for group_size in measured_group_sizes(config, world_size):
-            if integer_avg_check_problem(dtype, group_size):
-                raise CommbenchError(f"--check: {integer_avg_check_problem(dtype, group_size)}; measure it with -c 0, "
+            if problem := integer_avg_check_problem(dtype, group_size):
+                raise CommbenchError(f"--check: {problem}; measure it with -c 0, "
                                      "or check a wider --dtype (int32, int64)")
     collective.check_params(dict(config.params), config.backend)
     if config.sizes_bytes and config.backend != "cupy-nccl":
