@@ -150,6 +150,12 @@ class TorchBackend:
                 torch.cuda.set_device(device_index)
             dist.init_process_group(name, init_method=method, rank=rank, world_size=world_size,
                                     timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+            if name == "gloo":
+                # gloo's full-mesh connect returns on a rank once its own pairs are up, and torch 2.13 adds no
+                # barrier after init (distributed_c10d.py _is_barrier_after_init: only with TORCH_DIST_INIT_BARRIER=1):
+                # a peer that got through and left at once (nothing to exchange, or an error) closed sockets a
+                # starved rank was still connecting on ("Gloo connectFullMesh failed ... Connection closed by peer").
+                dist.barrier()
 
         if method.startswith("file://"):  # commbench's own ranks: a local file, the launcher watches them
             try:
