@@ -1,7 +1,8 @@
 """Joining a gloo job returns on a rank only once every rank has joined.
 
-The README's test run beside CPU hogs failed once in test_bench_pow2_on_three_ranks_notes_the_left_out_size_in_its_header:
-"rendezvous at env:// as rank 0 of 3 failed: Gloo connectFullMesh ... Connection closed by peer". gloo's full-mesh
+The README's test run beside CPU hogs failed once in
+test_bench_pow2_on_three_ranks_notes_the_left_out_size_in_its_header: "rendezvous at env:// as rank 0 of 3
+failed: Gloo connectFullMesh ... Connection closed by peer". gloo's full-mesh
 connect returns on a rank once its own pairs are up and torch 2.13 adds no barrier after init_process_group (unless
 TORCH_DIST_INIT_BARRIER=1), so a peer with nothing to exchange left at once and closed sockets a starved rank was still
 connecting on (gloo tcp/pair.cc: EOF on a pair read while the rank waits for its pairs). Here the slow rank stays in
