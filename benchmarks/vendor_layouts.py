@@ -97,6 +97,22 @@ Candidates checked, none a missing sourced term or launch constraint:
   itself later halved pp (DeepSeek-V3 GB200 pp8 -> pp4, B200 / B300 pp16 -> pp8) it measured +10..+21%.
 So the model's preference for shallower pipelines is what its sourced terms give and what NVIDIA's later releases
 moved towards; the rank of these rows is a tie inside the band, not a physics term the hardware would refute.
+Checked again (session 42, fix-FC; STEP_MODEL 2026-12-06.14). Megatron-Bridge 9c9dd84 (26.02.01): scripts/performance/
+configs/llama/llama3_workload_base_configs.py LLAMA3_70B_PRETRAIN_CONFIG_GB200_{FP8_MX,NVFP4}_V2 = tp2 pp4 vp5;
+recipes/llama/llama3.py llama3_70b_pretrain_config sets no account_for_* split flag (llama31_405b's do) and
+llama3_llm_pretrain.py set_llama3_common_configs grad_reduce_in_fp32=False (bf16 gradients, as charged). pp4 vp5 and
+pp2 vp10 run the same 160 four-layer chunk passes and send/recvs a rank per step; the step differs by the loss stage's
+pace, the bubble and DP. benchmarks/pipeline_replay.py replays megatron-core's order: bubble and pace within 1.1% of the
+model's. The sourced corrections found all move the published pp4 further down: the rows are charged best_split's
+custom layout (t*5 | t*3L, 1.035) not the recipe's even split (1.042; pp2 1.011 -> 1.014); the bf16 output layer is
+about 1.5 (MXFP8) / 1.9 (NVFP4) decoder layers in time at the model's own rates, not its 1.14 in FLOPs (fix-BG); each
+chunk's gradient sync starts after its last micro-batch's backward (megatron-core 0.16.1 schedules.py
+backward_step_helper_postprocess), so the later chunks' cool-down backwards hide it and chunk 0's (1.76B parameters at
+both) is what is left, where 0.7 of the whole reduce-scatter and all-gather is charged (+32 ms at pp2).
+Row 7 (DeepSeek-V3): the 0.23 s extra p2p of pp4 is 0.7 of every send/recv; the replay's critical path holds 2 (pp vp
+- 1) of them (38 vs 18 ms), but charging only those ranks the table worse (pipeline_replay.py docstring). The pp2
+outrankers of rows 0 / 1 are predicted at 91-98% of the 197.6 GB (pub 76-77%); on GB300 the search itself picks pp4
+vp10 / vp20 at tp1 (newer rows, ranks 3 and 6): whether tp2 pp2 runs on GB200 is not measured.
 """
 
 from __future__ import annotations
