@@ -49,7 +49,7 @@ def test_medians_that_rise_by_noise_determine_no_bandwidth(tmp_path):
     refused = CliRunner().invoke(app, ["fit", str(path), "-O", str(tmp_path / "f.json")])
     assert refused.exit_code == 2, refused.output
     assert "bandwidth undetermined: time does not grow with size (1 KiB..64 KiB) beyond its noise: the fastest " \
-           "iteration went 109.6 -> 205.5 us, a rise within the 261.0 us" in " ".join(refused.output.split())
+           "iteration went 109.6 -> 205.5 us at 64 KiB, a rise within the 261.0 us" in " ".join(refused.output.split())
     assert not (tmp_path / "f.json").exists()
 
 
@@ -62,6 +62,14 @@ def test_a_noisy_curve_that_grows_still_fits(tmp_path):
     (curve,) = json.loads(fitted.output)["curves"]
     assert curve["for_prediction"] and all(0.1 < bw < 10 for bw in curve["busbw_gbps"])   # gloo loopback: ~1 GB/s
     assert not any("undetermined" in w for w in curve["warnings"])
+
+
+def test_growth_is_read_at_a_smaller_size_where_load_hit_the_largest():
+    """16 MiB's loop stalled (median 3x its fastest iteration): 4 MiB still resolves the growth."""
+    key = CurveKey(collective="all_reduce", backend="gloo", group_size=2, layout="world", num_domains=1)
+    stalled = [*GROWING[:-1], (16777216, 15334.0, 46002.0, 46500.0, 60000.0)]
+    fit = fit_curve(key, [(s, median * 1e-6, s, fastest * 1e-6) for s, fastest, median, _, _ in stalled])
+    assert fit.key.for_prediction and fit.growth.resolved and fit.growth.judged_bytes == 4194304
 
 
 def test_a_gpu_like_curve_with_tiny_noise_fits_and_its_growth_is_read_from_the_fastest_iterations():

@@ -95,8 +95,8 @@ class CurveFit:
     # (run id, the measurement records the fitted files held of that run) per run of `runs`: a run that holds more
     # later was written to after the fit (profile.profile_age)
     run_records: tuple[tuple[str, int], ...] = ()
-    # its smallest and largest size's fitted and fastest times (None: a point without a fastest iteration), the noise
-    # bandwidth_undetermined judges its growth against
+    # its smallest size's and the judged size's fitted and fastest times (None: no fastest iteration to judge by): the
+    # noise bandwidth_undetermined judges its growth against
     growth: TimeGrowth | None = None
 
     @property
@@ -411,7 +411,7 @@ def _uncovered_regimes(sizes: np.ndarray) -> list[str]:
 
 def bandwidth_undetermined(fit: PiecewiseFit, growth: TimeGrowth | None) -> bool:
     """True where the measured times do not grow with size, so the points determine no bandwidth: their growth from
-    the smallest size to the largest is within the noise their iterations show (`growth`, time_growth.TimeGrowth:
+    the smallest size to every larger one is within the noise their iterations show (`growth`, time_growth:
     medians that rise by noise fitted 0.2-2 GB/s on gloo at 1 KiB..64 KiB where the next run of the same command
     was refused), or some piece's bus bandwidth is beyond any link's (MAX_PLAUSIBLE_BUSBW: times that fall or stay
     flat; the only test for points without a fastest iteration, growth None). `fit` keeps such a curve from
@@ -447,8 +447,8 @@ def fit_curve(key: CurveKey, points: list[CurvePoint] | list[tuple[float, float,
         from commbench.units import format_size
         within = "" if growth is None or growth.resolved else (
             f" beyond its noise: the fastest iteration went {growth.smallest_fastest_s * 1e6:,.1f} -> "
-            f"{growth.largest_fastest_s * 1e6:,.1f} us, a rise within the {growth.noise_s * 1e6:,.1f} us the two ends' "
-            "times lie above their fastest")
+            f"{growth.judged_fastest_s * 1e6:,.1f} us at {format_size(growth.judged_bytes)}, a rise within the "
+            f"{growth.noise_s * 1e6:,.1f} us the two sizes' times lie above their fastest (nor does any size's)")
         warnings.append(f"bandwidth undetermined: time does not grow with size ({format_size(int(sizes[0]))}.."
                         f"{format_size(int(sizes[-1]))}){within}; reported, not used to predict")
     bandwidth_s = float(x[-1]) / fit.busbw_bytes_per_s[-1]
