@@ -271,9 +271,9 @@ def _bus_bytes(record: Measurement) -> float | None:
 def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader],
                    runs_of: dict[CurveKey, set[str]] | None = None, dtypes_of: dict[CurveKey, set[str]] | None = None
                    ) -> tuple[dict[CurveKey, list[CurvePoint]], list[str]]:
-    """(curve -> [(bus bytes, seconds, size_bytes, fastest iteration's seconds or None)], reasons points were
-    skipped); `runs_of` and `dtypes_of`, when
-    given, get each curve's run ids and its points' data types (the alignment their sizes were measured under)."""
+    """(curve -> [CurvePoint: bus bytes, seconds, size_bytes, the fastest iteration's seconds or None], reasons points
+    were skipped); `runs_of` and `dtypes_of`, when given, get each curve's run ids and its points' data types (the
+    alignment their sizes were measured under)."""
     points_of: dict[CurveKey, list[CurvePoint]] = {}
     skipped: dict[str, int] = {}
     runs_of = {} if runs_of is None else runs_of

@@ -75,7 +75,7 @@ def time_growth(points: list[CurvePoint]) -> TimeGrowth | None:
     import statistics
 
     by_size: dict[int, list[CurvePoint]] = {}
-    for point in map(lambda p: CurvePoint(*p), points):
+    for point in (CurvePoint(*p) for p in points):
         by_size.setdefault(point.size_bytes, []).append(point)
     ends: dict[int, tuple[float, float]] = {}
     for size, repeats in by_size.items():
