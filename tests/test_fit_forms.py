@@ -36,8 +36,8 @@ def test_a_point_measured_in_both_forms_is_fitted_in_place():
     points, notes = collect_points(measured, headers)
     (curve,) = points.values()
     assert len(curve) == len(SIZES)
-    for (_, seconds, size) in curve:
-        assert seconds == pytest.approx((10 + size / 50e9 * 1e6) * 1e-6, rel=1e-3)   # the in-place times
+    for point in curve:
+        assert point.time_s == pytest.approx((10 + point.size_bytes / 50e9 * 1e6) * 1e-6, rel=1e-3)   # in place
     assert any(f"{len(SIZES)} point(s) skipped: out of place where the same point was also measured in place" in n
                for n in notes)
     alone, alone_notes = collect_points([r for r in measured if not r.in_place], headers)   # one form: kept

@@ -81,7 +81,7 @@ def fit(
         rows.append([escape(f.key.label), *([escape(f.hosts_text)] if per_curve else []), str(f.num_points),
                      f"{format_size(f.min_size_bytes)}..{format_size(f.max_size_bytes)}",
                      f"{f.fit.latency_s * 1e6:.2f}",
-                     "-" if bandwidth_undetermined(f.fit)   # its warning says so
+                     "-" if bandwidth_undetermined(f.fit, f.growth)   # its warning says so
                      else " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s),
                      err_text, per_regime, escape("; ".join(f.warnings)) or "-"])
     print_table(console, f"fitted curves ({len(fits)}{'' if per_curve else ', measured on ' + hosts[0]}); "

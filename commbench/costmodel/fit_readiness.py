@@ -3,7 +3,8 @@
 A curve whose times do not grow with size determines no bandwidth: `fit` keeps it from prediction and refuses a
 profile of such curves alone (profile.check_usable_curve). Measuring 1 KiB..64 KiB on gloo and learning it only at
 `fit` cost a user a second measurement; the measuring command says it instead, from the points it measured, fitted
-as `fit` fits them (fit_records.fit_all) and judged by the same test (fit_records.bandwidth_undetermined).
+as `fit` fits them (fit_records.fit_all) and judged by the same test (fit_records.bandwidth_undetermined: growth within
+the noise of the points' own iterations, or no growth at all).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def undetermined_bandwidth_notes(path: str, *, larger: str, skip_runs: frozenset
     for (dtype, op), group in sorted(by_dtype_op.items(), key=lambda kv: tuple(map(str, kv[0]))):
         fits, _ = fit_all(group, runs)
         for fit in fits:
-            if not bandwidth_undetermined(fit.fit):
+            if not bandwidth_undetermined(fit.fit, fit.growth):
                 continue
             kind = f" {dtype}" + (f" {op}" if op and op != "sum" else "") if len(by_dtype_op) > 1 else ""
             sizes = f"{format_size(fit.min_size_bytes)}..{format_size(fit.max_size_bytes)}"

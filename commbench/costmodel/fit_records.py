@@ -36,6 +36,7 @@ from commbench.costmodel.accuracy import REGIMES
 from commbench.costmodel.formulas import COLLECTIVES, bus_factor
 from commbench.costmodel.nccl_tables import NCCL_ALGO_NAMES
 from commbench.costmodel.stages import STAGE_MAPS, stage_points
+from commbench.costmodel.time_growth import CurvePoint, TimeGrowth, time_growth
 from commbench.results.records import Measurement, RunHeader, headline_time
 
 MIN_HELDOUT_BYTES = 64 * 1024
@@ -50,7 +51,8 @@ POOR_FIT = 0.10  # median held-out relative error above which a fit is called po
 RUN_SPREAD_WARN = 0.25
 # A fitted bus bandwidth beyond 100 TB/s per rank is no link's (NVLink 5: 0.9 TB/s a direction; HBM3e: 8 TB/s): the
 # times did not grow with size (noise, or a loaded CPU host) and the fit's slope is ~0; 1e21 GB/s was stored and
-# `predict` printed 2,566 GB/s for 8 GiB on gloo from it
+# `predict` printed 2,566 GB/s for 8 GiB on gloo from it. Points that record their fastest iteration are judged against
+# their own noise as well (time_growth): a median that rises by noise fits a bandwidth well under this bound
 MAX_PLAUSIBLE_BUSBW = 1e14
 _DOMAIN_KEYS = ("ranks_per_rack", "domain_size", "ranks_per_domain", "ranks_per_node", "gpus_per_node")
 MAX_HOSTS_SHOWN = 3  # a curve's hosts in one line; the fit report lists them all
@@ -93,6 +95,9 @@ class CurveFit:
     # (run id, the measurement records the fitted files held of that run) per run of `runs`: a run that holds more
     # later was written to after the fit (profile.profile_age)
     run_records: tuple[tuple[str, int], ...] = ()
+    # its smallest size's and the judged size's fitted and fastest times (None: no fastest iteration to judge by): the
+    # noise bandwidth_undetermined judges its growth against
+    growth: TimeGrowth | None = None
 
     @property
     def tier(self) -> str:
@@ -114,9 +119,11 @@ class CurveFit:
             "num_domains": self.key.num_domains, "tier": self.tier, "num_points": self.num_points,
             "min_size_bytes": self.min_size_bytes, "max_size_bytes": self.max_size_bytes,
             "latency_us": self.fit.latency_s * 1e6,
-            # null where the piece's bandwidth is undetermined (time did not grow with size, MAX_PLAUSIBLE_BUSBW):
-            # its warning says so, as `fit`'s table prints "-"; the raw slope (~1e21 GB/s) is no number to read
-            "busbw_gbps": [bw / 1e9 if bw <= MAX_PLAUSIBLE_BUSBW else None for bw in self.fit.busbw_bytes_per_s],
+            # null where the bandwidth is undetermined (time did not grow with size beyond its noise, or a piece's
+            # slope is ~0: bandwidth_undetermined): its warning says so, as `fit`'s table prints "-"; the raw slope
+            # (~1e21 GB/s, or 0.2 GB/s fitted to noise) is no number to read
+            "busbw_gbps": [bw / 1e9 if bw <= MAX_PLAUSIBLE_BUSBW and (self.growth is None or self.growth.resolved)
+                           else None for bw in self.fit.busbw_bytes_per_s],
             "knots_bus_bytes": list(self.fit.knots_bytes),
             "heldout_median_rel_error": self.heldout_median_rel_error,
             "heldout_num_points": self.heldout_num_points, "warnings": list(self.warnings),
@@ -263,10 +270,11 @@ def _bus_bytes(record: Measurement) -> float | None:
 
 def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader],
                    runs_of: dict[CurveKey, set[str]] | None = None, dtypes_of: dict[CurveKey, set[str]] | None = None
-                   ) -> tuple[dict[CurveKey, list[tuple[float, float, int]]], list[str]]:
-    """(curve -> [(bus bytes, seconds, size_bytes)], reasons points were skipped); `runs_of` and `dtypes_of`, when
-    given, get each curve's run ids and its points' data types (the alignment their sizes were measured under)."""
-    points_of: dict[CurveKey, list[tuple[float, float, int]]] = {}
+                   ) -> tuple[dict[CurveKey, list[CurvePoint]], list[str]]:
+    """(curve -> [CurvePoint: bus bytes, seconds, size_bytes, the fastest iteration's seconds or None], reasons points
+    were skipped); `runs_of` and `dtypes_of`, when given, get each curve's run ids and its points' data types (the
+    alignment their sizes were measured under)."""
+    points_of: dict[CurveKey, list[CurvePoint]] = {}
     skipped: dict[str, int] = {}
     runs_of = {} if runs_of is None else runs_of
     dtypes_of = {} if dtypes_of is None else dtypes_of
@@ -274,7 +282,7 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
     def skip(reason: str) -> None:
         skipped[reason] = skipped.get(reason, 0) + 1
 
-    def add(key: CurveKey, point: tuple[float, float, int], record: Measurement) -> None:
+    def add(key: CurveKey, point: CurvePoint, record: Measurement) -> None:
         points_of.setdefault(key, []).append(point)
         runs_of.setdefault(key, set()).add(record.run_id)
         dtypes_of.setdefault(key, set()).add(record.dtype)
@@ -313,7 +321,7 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             key = CurveKey(collective=point.collective, algorithm=point.algorithm, group_size=point.group_size,
                            num_domains=point.num_domains, stage=stage, source=record.collective, **common)
             x = float(bus_factor(point.collective, point.group_size)) * point.size_bytes
-            add(key, (x, time_s, int(point.size_bytes)), record)
+            add(key, CurvePoint(x, time_s, int(point.size_bytes)), record)
         x = _bus_bytes(record)
         if x is None or x <= 0:
             skip("no bytes moved")
@@ -331,12 +339,13 @@ def collect_points(records: Iterable[Measurement], headers: dict[str, RunHeader]
             key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
                            stage="total" if whole else None, algorithm=forced,
                            for_prediction=record.collective in COLLECTIVES and not mapped and not whole, **common)
-            add(key, (x, time_us * 1e-6, record.size_bytes), record)
+            fastest_s = record.time_us_min * 1e-6 if record.time_us_min else None   # of the same iterations
+            add(key, CurvePoint(x, time_us * 1e-6, record.size_bytes, fastest_s), record)
         for stage, stage_us in (record.stages_us_median or {}).items():
             if stage not in mapped and stage_us and stage_us > 0:
                 key = CurveKey(collective=record.collective, group_size=record.group_size, num_domains=num_domains,
                                stage=stage, for_prediction=False, **common)
-                add(key, (x, stage_us * 1e-6, record.size_bytes), record)
+                add(key, CurvePoint(x, stage_us * 1e-6, record.size_bytes), record)
     notes = [f"{count} point(s) skipped: {reason}" for reason, count in skipped.items()]
     if unplaced:
         notes.append(f"{unplaced} point(s) of runs whose racks are not consecutive rank ranges could not be placed "
@@ -354,10 +363,10 @@ def _form_key(record: Measurement) -> tuple:
             record.group_size, record.group_layout, record.num_groups, repr(sorted(record.params.items())))
 
 
-def _median_by_size(points: list[tuple[float, float, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _median_by_size(points: list[CurvePoint]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Repeated sizes (several runs) become their median time (their spread is warned: repeat_spread_warning)."""
     by_size: dict[int, list[tuple[float, float]]] = {}
-    for x, t, size in points:
+    for x, t, size, *_ in points:
         by_size.setdefault(size, []).append((x, t))
     sizes = np.array(sorted(by_size), dtype=np.float64)
     x = np.array([np.median([p[0] for p in by_size[s]]) for s in sorted(by_size)])
@@ -365,13 +374,13 @@ def _median_by_size(points: list[tuple[float, float, int]]) -> tuple[np.ndarray,
     return x, t, sizes
 
 
-def repeat_spread_warning(points: list[tuple[float, float, int]]) -> str | None:
+def repeat_spread_warning(points: list[CurvePoint]) -> str | None:
     """One warning where sizes measured more than once (several runs, -N cycles) disagree by more than
     RUN_SPREAD_WARN (largest time / smallest - 1), naming how many sizes and the worst one; None where they agree."""
     from commbench.units import format_size
 
     by_size: dict[int, list[float]] = {}
-    for _, t, size in points:
+    for _, t, size, *_ in points:
         by_size.setdefault(size, []).append(t)
     repeated = {size: (min(ts), max(ts)) for size, ts in by_size.items() if len(ts) > 1 and min(ts) > 0}
     apart = {size: hi / lo - 1 for size, (lo, hi) in repeated.items() if hi / lo - 1 > RUN_SPREAD_WARN}
@@ -400,15 +409,19 @@ def _uncovered_regimes(sizes: np.ndarray) -> list[str]:
     return out
 
 
-def bandwidth_undetermined(fit: PiecewiseFit) -> bool:
-    """True where the fitted times do not grow with size: some piece's bus bandwidth is beyond any link's
-    (MAX_PLAUSIBLE_BUSBW), so the points determine no bandwidth. `fit` keeps such a curve from prediction, and
-    `bench`/`sweep` say so at their end (costmodel/fit_readiness.py) by this same test."""
-    return max(fit.busbw_bytes_per_s) > MAX_PLAUSIBLE_BUSBW
+def bandwidth_undetermined(fit: PiecewiseFit, growth: TimeGrowth | None) -> bool:
+    """True where the measured times do not grow with size, so the points determine no bandwidth: their growth from
+    the smallest size to every larger one is within the noise their iterations show (`growth`, time_growth:
+    medians that rise by noise fitted 0.2-2 GB/s on gloo at 1 KiB..64 KiB where the next run of the same command
+    was refused), or some piece's bus bandwidth is beyond any link's (MAX_PLAUSIBLE_BUSBW: times that fall or stay
+    flat; the only test for points without a fastest iteration, growth None). `fit` keeps such a curve from
+    prediction, and `bench`/`sweep` say so at their end (costmodel/fit_readiness.py) by this same test."""
+    return max(fit.busbw_bytes_per_s) > MAX_PLAUSIBLE_BUSBW or (growth is not None and not growth.resolved)
 
 
-def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
+def fit_curve(key: CurveKey, points: list[CurvePoint] | list[tuple[float, float, int]], *,
               min_heldout_bytes: int = MIN_HELDOUT_BYTES) -> CurveFit | None:
+    points = [CurvePoint(*p) for p in points]
     x, t, sizes = _median_by_size(points)
     if len(x) < 2:
         return None
@@ -428,11 +441,16 @@ def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
     elif heldout > POOR_FIT:
         warnings.append(f"poor fit: median held-out error {heldout:.0%} (> {POOR_FIT:.0%}); "
                         "predictions from this curve are unreliable")
-    if bandwidth_undetermined(fit):
+    growth = time_growth(points)
+    if bandwidth_undetermined(fit, growth):
         key = dataclasses.replace(key, for_prediction=False)
         from commbench.units import format_size
+        within = "" if growth is None or growth.resolved else (
+            f" beyond its noise: the fastest iteration went {growth.smallest_fastest_s * 1e6:,.1f} -> "
+            f"{growth.judged_fastest_s * 1e6:,.1f} us at {format_size(growth.judged_bytes)}, a rise within the "
+            f"{growth.noise_s * 1e6:,.1f} us the two sizes' times lie above their fastest (nor does any size's)")
         warnings.append(f"bandwidth undetermined: time does not grow with size ({format_size(int(sizes[0]))}.."
-                        f"{format_size(int(sizes[-1]))}); reported, not used to predict")
+                        f"{format_size(int(sizes[-1]))}){within}; reported, not used to predict")
     bandwidth_s = float(x[-1]) / fit.busbw_bytes_per_s[-1]
     if bandwidth_s < fit.latency_s:
         warnings.append("largest size is latency-bound: bandwidth is poorly determined (measure larger sizes)")
@@ -443,7 +461,8 @@ def fit_curve(key: CurveKey, points: list[tuple[float, float, int]], *,
         warnings.append(spread)
     return CurveFit(key=key, fit=fit, num_points=len(x), min_size_bytes=int(sizes[0]),
                     max_size_bytes=int(sizes[-1]), heldout_median_rel_error=heldout,
-                    heldout_num_points=int(np.sum(big)), warnings=tuple(warnings), heldout_by_regime=by_regime)
+                    heldout_num_points=int(np.sum(big)), warnings=tuple(warnings), heldout_by_regime=by_regime,
+                    growth=growth)
 
 
 def fit_all(records: Iterable[Measurement], headers: dict[str, RunHeader], *,

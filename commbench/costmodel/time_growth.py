@@ -1,0 +1,91 @@
+"""Does a curve's time grow with size by more than its points' own noise?
+
+A fit always finds some slope: medians that merely wobble upward (gloo at 1 KiB..64 KiB on a loaded 2-core host:
+141, 350, 435 us, each size's iterations spread over 110..7,157 us) gave busbw 0.2-2 GB/s that `fit` stored, while
+the next run of the same command fell or stayed flat and was refused: one data-generating process, two verdicts.
+So growth is judged against the spread each point's own iterations show, not against a fixed bound.
+
+On a host, timing noise only adds time (preemption, interrupts, cache and frequency effects never make an iteration
+faster than its work), so the fastest iteration is the estimate least disturbed by it (Chen & Revels, "Robust
+benchmarking in noisy environments", arXiv:1608.04295, 2016; the BenchmarkTools.jl manual, "Which estimator should I
+use?": "the minimum is a robust estimator for the location parameter of the time distribution", noise being
+positive), and how far the time the fit uses (the median, or nccl-tests' loop time) lies above it is how much noise
+that point carries. A size resolves growth over the smallest size where its fastest iteration rose by more than the
+two points' noise together:
+
+    (fastest_size - fastest_smallest) > (time_size - fastest_size) + (time_smallest - fastest_smallest)
+
+i.e. the intervals [fastest, time + (time - fastest)] (the fitted time give or take its distance to the fastest
+iteration) of the two sizes do not overlap. A load burst that lifts one size's whole loop lifts its median further
+than its fastest iteration, so it widens that size's interval as much as it moves it (64 KiB: fastest 389 us, median
+3,614 us, beside 1 KiB's 106 / 140 us). The curve's bandwidth is determined where some larger size resolves growth
+(the largest first: its bandwidth term is the largest; another where load hit the largest one). A growing curve
+passes by far (gloo 1 KiB..16 MiB on the same loaded host: fastest 95 us -> 15.3 ms, median 28.5 ms; GPU curves,
+whose iterations agree within a few %). Points without a fastest iteration (nccl-tests text logs, stage times) carry
+no noise to judge by: the curve is then judged by the plausibility bound alone (fit_records.bandwidth_undetermined).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class CurvePoint(NamedTuple):
+    """One measured point of a curve: bus bytes, the time fitted (s), its size, and its fastest iteration (s; None
+    where the record has none)."""
+
+    x_bytes: float
+    time_s: float
+    size_bytes: int
+    fastest_s: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimeGrowth:
+    """A curve's smallest size and the size judged against it (the largest that resolves growth, else the largest):
+    the time fitted at each (median over runs) and its fastest iteration (over runs)."""
+
+    smallest_bytes: int
+    judged_bytes: int
+    smallest_s: float
+    smallest_fastest_s: float
+    judged_s: float
+    judged_fastest_s: float
+
+    @property
+    def rise_s(self) -> float:
+        """How much the fastest iteration grew from the smallest size to the judged one."""
+        return self.judged_fastest_s - self.smallest_fastest_s
+
+    @property
+    def noise_s(self) -> float:
+        """How far the two sizes' fitted times lie above their fastest iterations, together."""
+        return max(self.judged_s - self.judged_fastest_s, 0.0) + max(self.smallest_s - self.smallest_fastest_s, 0.0)
+
+    @property
+    def resolved(self) -> bool:
+        return self.rise_s > self.noise_s
+
+
+def time_growth(points: list[CurvePoint]) -> TimeGrowth | None:
+    """The growth from a curve's smallest size to the largest size that resolves it (else to the largest), or None
+    where the smallest size lacks a fastest iteration, no larger size has one, or there is one size. Repeated sizes
+    (several runs, -N cycles): the median of their times (as the fit takes), the fastest of their iterations."""
+    import statistics
+
+    by_size: dict[int, list[CurvePoint]] = {}
+    for point in (CurvePoint(*p) for p in points):
+        by_size.setdefault(point.size_bytes, []).append(point)
+    ends: dict[int, tuple[float, float]] = {}
+    for size, repeats in by_size.items():
+        fastest = [p.fastest_s for p in repeats if p.fastest_s is not None and p.fastest_s > 0]
+        if fastest:
+            ends[size] = (statistics.median(p.time_s for p in repeats), min(fastest))
+    smallest = min(by_size)
+    if smallest not in ends or len(ends) < 2:
+        return None
+    judged = [TimeGrowth(smallest_bytes=smallest, judged_bytes=size, smallest_s=ends[smallest][0],
+                         smallest_fastest_s=ends[smallest][1], judged_s=ends[size][0], judged_fastest_s=ends[size][1])
+              for size in sorted(ends, reverse=True) if size != smallest]
+    return next((growth for growth in judged if growth.resolved), judged[0])

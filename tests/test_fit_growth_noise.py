@@ -1,0 +1,97 @@
+"""`bench all_reduce --nproc 2 -b 1K -e 64K -f 8` on gloo, then `fit`: on a loaded 2-core host 2 of 5 fits refused the
+curve ("bandwidth undetermined") and 3 fitted 0.2-2 GB/s from medians that merely rose by noise, and that profile then
+planned. Growth is now judged against the spread of each end's own iterations (costmodel/time_growth.py), by the one
+test `fit` and bench's closing note share (fit_records.bandwidth_undetermined)."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+from commbench.costmodel.fit_readiness import undetermined_bandwidth_notes
+from commbench.costmodel.fit_records import CurveKey, fit_all, fit_curve
+from commbench.results.records import JsonlWriter, Measurement, RunHeader
+
+# (size, min, median, mean, max) us, as measured on this host (2 cores, other jobs running): latency alone, the
+# medians rising 141 -> 435 us by load while each size's iterations spread over hundreds of us to ms
+LATENCY_ONLY = ((1024, 109.6, 141.3, 160.4, 283.9), (8192, 171.2, 350.0, 891.5, 3740.8),
+                (65536, 205.5, 434.8, 1709.2, 7156.7))
+# gloo 1 KiB..16 MiB in the same conditions: as noisy, but 16 MiB's fastest iteration is 160x 1 KiB's
+GROWING = ((1024, 95.1, 122.7, 721.4, 10486.1), (4096, 105.4, 209.8, 1835.8, 10602.2),
+           (16384, 107.7, 2029.2, 2195.1, 7566.0), (65536, 218.1, 2094.8, 2121.3, 4655.8),
+           (262144, 300.8, 2976.6, 3124.1, 8075.4), (1048576, 670.5, 948.0, 2864.5, 8614.7),
+           (4194304, 2697.0, 3801.9, 4764.8, 9916.0), (16777216, 15334.0, 28504.9, 29286.2, 48571.6))
+
+
+def _write(path, run_id: str, rows) -> None:
+    with JsonlWriter(path) as writer:
+        writer.write(RunHeader(run_id=run_id, started_at="t", argv=[], commbench_version="0", python_version="3",
+                               torch_version="2", nccl_version=None, cuda_version=None, cupy_version=None,
+                               backend="gloo", world_size=2, hostnames=["h", "h"], devices=["cpu", "cpu"],
+                               nccl_env={}, launcher="local"))
+        for size, fastest, median, mean, slowest in rows:
+            writer.write(Measurement(run_id=run_id, collective="all_reduce", backend="gloo", size_bytes=size,
+                                     count=size // 4, dtype="float32", op="sum", in_place=True, world_size=2,
+                                     group_size=2, group_layout="world", iters=20, warmup_iters=5,
+                                     time_us_min=fastest, time_us_median=median, time_us_mean=mean,
+                                     time_us_max=slowest))
+
+
+def test_medians_that_rise_by_noise_determine_no_bandwidth(tmp_path):
+    """Fails on main: fitted 0.22 GB/s, used to predict, no note from bench and a profile written by fit."""
+    path = tmp_path / "latency.jsonl"
+    _write(path, "lat", LATENCY_ONLY)
+    assert undetermined_bandwidth_notes(str(path), larger="-e 16M") == [
+        "all_reduce gloo n=2 world (1 domain) 1 KiB..64 KiB: time does not grow with size, so `fit` cannot tell its "
+        "bandwidth from these points; measure up to 16 MiB (-e 16M)"]
+    refused = CliRunner().invoke(app, ["fit", str(path), "-O", str(tmp_path / "f.json")])
+    assert refused.exit_code == 2, refused.output
+    assert "bandwidth undetermined: time does not grow with size (1 KiB..64 KiB) beyond its noise: the fastest " \
+           "iteration went 109.6 -> 205.5 us at 64 KiB, a rise within the 261.0 us" in " ".join(refused.output.split())
+    assert not (tmp_path / "f.json").exists()
+
+
+def test_a_noisy_curve_that_grows_still_fits(tmp_path):
+    path = tmp_path / "growing.jsonl"
+    _write(path, "grow", GROWING)
+    assert undetermined_bandwidth_notes(str(path), larger="-e 16M") == []
+    fitted = CliRunner().invoke(app, ["fit", str(path), "-O", str(tmp_path / "g.json"), "--json"])
+    assert fitted.exit_code == 0, fitted.output
+    (curve,) = json.loads(fitted.output)["curves"]
+    assert curve["for_prediction"] and all(0.1 < bw < 10 for bw in curve["busbw_gbps"])   # gloo loopback: ~1 GB/s
+    assert not any("undetermined" in w for w in curve["warnings"])
+
+
+def test_growth_is_read_at_a_smaller_size_where_load_hit_the_largest():
+    """16 MiB's loop stalled (median 3x its fastest iteration): 4 MiB still resolves the growth."""
+    key = CurveKey(collective="all_reduce", backend="gloo", group_size=2, layout="world", num_domains=1)
+    stalled = [*GROWING[:-1], (16777216, 15334.0, 46002.0, 46500.0, 60000.0)]
+    fit = fit_curve(key, [(s, median * 1e-6, s, fastest * 1e-6) for s, fastest, median, _, _ in stalled])
+    assert fit.key.for_prediction and fit.growth.resolved and fit.growth.judged_bytes == 4194304
+
+
+def test_a_gpu_like_curve_with_tiny_noise_fits_and_its_growth_is_read_from_the_fastest_iterations():
+    """NCCL-like: 10 us + bytes / 400 GB/s, 8 B..1 GiB, iterations within 2% of each other."""
+    from commbench.costmodel.time_growth import CurvePoint
+    key = CurveKey(collective="all_reduce", backend="nccl", group_size=8, layout="world", num_domains=1)
+    sizes = [8 << (2 * k) for k in range(14)]
+    points = [CurvePoint(s * 1.75, (10e-6 + s * 1.75 / 400e9) * 1.02, s, 10e-6 + s * 1.75 / 400e9) for s in sizes]
+    fit = fit_curve(key, points)
+    assert fit.key.for_prediction and fit.growth.resolved and not any("undetermined" in w for w in fit.warnings)
+    assert 300e9 < fit.fit.busbw_bytes_per_s[-1] < 500e9
+
+
+def test_points_without_a_fastest_iteration_keep_the_plausibility_bound_alone():
+    """nccl-tests text logs carry no per-iteration spread: a wobble is not judged (nothing to judge it by), a flat or
+    falling curve still is (MAX_PLAUSIBLE_BUSBW)."""
+    key = CurveKey(collective="all_reduce", backend="gloo", group_size=2, layout="world", num_domains=1)
+    rising = fit_curve(key, [(s, median * 1e-6, s) for s, _, median, _, _ in LATENCY_ONLY])
+    assert rising.growth is None and rising.key.for_prediction
+    records_without_min = [Measurement(run_id="r", collective="all_reduce", backend="gloo", size_bytes=s, count=s // 4,
+                                       dtype="float32", op="sum", in_place=True, world_size=2, group_size=2, iters=20,
+                                       warmup_iters=5, time_us_median=100.0 - i)
+                           for i, s in enumerate((1024, 8192, 65536))]
+    (flat,), _ = fit_all(records_without_min, {})
+    assert flat.growth is None and not flat.key.for_prediction
