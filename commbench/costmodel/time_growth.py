@@ -23,6 +23,13 @@ than its fastest iteration, so it widens that size's interval as much as it move
 passes by far (gloo 1 KiB..16 MiB on the same loaded host: fastest 95 us -> 15.3 ms, median 28.5 ms; GPU curves,
 whose iterations agree within a few %). Points without a fastest iteration (nccl-tests text logs, stage times) carry
 no noise to judge by: the curve is then judged by the plausibility bound alone (fit_records.bandwidth_undetermined).
+
+The fastest iteration is least disturbed, not undisturbed: where every iteration of a size was lifted (gloo
+sendrecv at 1 KiB..4 MiB on the loaded host: fastest 161, 3,747, 3,072, 65, 3,741, 759, 3,275 us), a smaller size's
+fastest lies above a larger one's. If time grew with size, the smaller size's true time would be at most the larger
+one's, so its fastest was lifted by at least the difference: the curve's own inversions (the most any size's
+fastest exceeds a larger size's) are a lower bound on how far noise lifts a fastest iteration, and a rise must
+clear that as well (`inversion_s`). A growing curve on a quiet device has none.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ class TimeGrowth:
     smallest_fastest_s: float
     judged_s: float
     judged_fastest_s: float
+    inversion_s: float = 0.0
 
     @property
     def rise_s(self) -> float:
@@ -60,8 +68,10 @@ class TimeGrowth:
 
     @property
     def noise_s(self) -> float:
-        """How far the two sizes' fitted times lie above their fastest iterations, together."""
-        return max(self.judged_s - self.judged_fastest_s, 0.0) + max(self.smallest_s - self.smallest_fastest_s, 0.0)
+        """How far the two sizes' fitted times lie above their fastest iterations, together, plus the most noise the
+        curve shows lifting a fastest iteration (`inversion_s`)."""
+        return (max(self.judged_s - self.judged_fastest_s, 0.0) + max(self.smallest_s - self.smallest_fastest_s, 0.0)
+                + self.inversion_s)
 
     @property
     def resolved(self) -> bool:
@@ -85,7 +95,11 @@ def time_growth(points: list[CurvePoint]) -> TimeGrowth | None:
     smallest = min(by_size)
     if smallest not in ends or len(ends) < 2:
         return None
+    fastest_by_size = [ends[size][1] for size in sorted(ends)]
+    inversion = max((fastest_by_size[i] - min(fastest_by_size[i + 1:]) for i in range(len(fastest_by_size) - 1)),
+                    default=0.0)
     judged = [TimeGrowth(smallest_bytes=smallest, judged_bytes=size, smallest_s=ends[smallest][0],
-                         smallest_fastest_s=ends[smallest][1], judged_s=ends[size][0], judged_fastest_s=ends[size][1])
+                         smallest_fastest_s=ends[smallest][1], judged_s=ends[size][0], judged_fastest_s=ends[size][1],
+                         inversion_s=max(inversion, 0.0))
               for size in sorted(ends, reverse=True) if size != smallest]
     return next((growth for growth in judged if growth.resolved), judged[0])
