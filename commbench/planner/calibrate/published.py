@@ -333,13 +333,13 @@ def run_label(model: Any, num_gpus: Any, gpu: Any, precision: Any, release: Any)
 
 def row_identity(row: dict[str, Any]) -> dict[str, Any]:
     """The fields that say which run a row is, spelled one way (run_label; an optional size a table leaves out, 1; its
-    Megatron-FSDP from the "fsdp" field or the notes, None where neither states it): two rows equal here and in
-    their other fields are one run."""
+    Megatron-FSDP from the "fsdp" field or the notes, 0 for none, as FSDP=0 reads): two rows equal here and in their
+    other fields are one run."""
     row = read_row(row)
     return {"run": run_label(row.get("model"), row.get("num_gpus"), row.get("gpu"), row.get("precision"),
                              row.get("release")),
             **{k: row.get(k) or 1 for k in OPTIONAL_SIZES},
-            "fsdp": fsdp_of(row) if fsdp_stated(row) else None}
+            "fsdp": fsdp_of(row)}
 
 
 IDENTITY_FIELDS = ("model", "num_gpus", "gpu", "precision", "release", "cp", "vp", "ep", "etp", "fsdp")
