@@ -340,7 +340,8 @@ def test_a_pinned_capture_scope_plans_the_per_layer_graph_it_is_for(tmp_path, mo
     for graph in ("full", "none"):
         bad = CliRunner().invoke(app, base + ["--layout", f"cuda_graph_scope=attn,cuda_graph={graph}"], env={"COLUMNS": "200"})
         assert bad.exit_code == 2 and len(bad.output.strip().splitlines()) == 1, bad.output
-        assert bad.output.startswith(f"error: cuda_graph_scope='attn' is invalid: no scope with cuda_graph={graph}")
+        assert bad.output.startswith(f"error: --layout cuda_graph_scope='attn' is invalid: no scope with "
+                                     f"cuda_graph={graph}")
 
 
 def test_a_llama_rope_scaling_factor_pretrain_gpt_does_not_build_is_said_in_the_plan():

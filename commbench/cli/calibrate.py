@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Annotated, Optional
 
 import numpy as np
@@ -20,7 +21,9 @@ from commbench.results.tables import Col, print_table
 CALIBRATE_FORMAT, CALIBRATE_VERSION = "commbench-calibrate", 1
 RUNS_HELP = ("JSON lists shaped like commbench/data/calibration-runs.json (recipe fields optional: recompute, "
              "dispatcher, moe_a2a_overlap, cuda_graph, fp8_attention, fused_moe, ...; missing ones default to "
-             "selective recompute, TP/DP overlap on, EP overlap off, no CUDA graphs, flex dispatcher on NVL72), "
+             "selective recompute, TP/DP overlap on, EP overlap off, no CUDA graphs, flex dispatcher on NVL72; "
+             "Megatron-FSDP as \"fsdp\": N, the DP ranks it shards over, dividing num_gpus/(tp*pp*cp), 0 none, or "
+             "FSDP=N in \"notes\" as the published tables write it), "
              "Megatron-LM training logs or TorchTitan training logs")
 
 
@@ -145,17 +148,20 @@ def _notes_read(row: dict) -> tuple:
     counted twice)."""
     import re
 
-    from commbench.planner.calibrate.published import _fsdp, run_framework
+    from commbench.planner.calibrate.published import run_framework
     notes = row.get("notes") if isinstance(row.get("notes"), str) else ""
-    ga = re.search(r"GA=(\d+)", notes)
-    return (_fsdp(notes), ga.group(1) if ga else None, "w/o mtp" in notes.lower(), run_framework(row))
+    ga = re.search(r"GA=(\d+)", notes)   # FSDP=N: in published.row_identity, with the "fsdp" field
+    return (ga.group(1) if ga else None, "w/o mtp" in notes.lower(), run_framework(row))
 
 
 def _check_not_repeated(row: dict, where: str, seen: dict[str, str]) -> None:
     """A row equal to an earlier one in every field but its source (its measured figure too) is the same run again, not a repeat
-    measurement: refused in one line naming both. `seen`: each earlier row's canonical JSON -> its place."""
-    key = json.dumps({**{k: v for k, v in row.items() if k not in ("source", "notes")},
-                      "notes read": _notes_read(row)}, sort_keys=True, default=repr)
+    measurement: refused in one line naming both. `seen`: each earlier row's canonical JSON -> its place. The fields
+    that say which run it is are compared as read (published.row_identity: 'H100' and 'h100-hgx', 'FP8' and 'fp8',
+    an alias of the model, ep null and 1, FSDP=8 in the notes and "fsdp": 8 are the same)."""
+    from commbench.planner.calibrate.published import IDENTITY_FIELDS, row_identity
+    key = json.dumps({**{k: v for k, v in row.items() if k not in ("source", "notes", *IDENTITY_FIELDS)},
+                      **row_identity(row), "notes read": _notes_read(row)}, sort_keys=True, default=repr)
     if key in seen:   # a log's row names its file (source): a copy of the log with a line more is the same run
         raise CommbenchError(f"{where} is {seen[key]} again (every field but its source and the notes calibrate does not "
                              "read, the measured figure too): "
@@ -280,10 +286,37 @@ def run_key(r, label: str | None = None) -> str:
             f"seq{int(r.row['seq_len'])}: {float(r.row['tokens_per_s_per_gpu']):.6g} tokens/s/GPU")
 
 
+# A run_key as written: 'MODEL Nx GPU PRECISION [RELEASE] tp..' (files written before: 'MODEL GPUxN ...'); a
+# precision of '?' is a row without one
+LISTED_RUN = re.compile(r"(?P<model>\S+) (?:(?P<num>\d+)x (?P<gpu>\S+)|(?P<old_gpu>\S+)x(?P<old_num>\d+)) "
+                        r"(?P<precision>\S+)(?: (?P<release>(?!tp\d)\S+))? (?P<rest>tp\d+\b.*)")
+
+
+def run_identity(text: str) -> str:
+    """A listed run (run_key) with its label as the run is read (published.run_label: model alias, GPU, precision
+    and release spelled one way), so one run written 'Llama3-70B 64x H100 FP8' and 'llama3.1-70b 64x h100 fp8' is
+    one; a text of no such shape (a model or GPU name with a space) as it is."""
+    from commbench.planner.calibrate.published import run_label
+    match = LISTED_RUN.fullmatch(text)
+    if not match:
+        return text
+    g = match.groupdict()
+    precision = None if g["precision"] == "?" else g["precision"]
+    label = run_label(g["model"], g["num"] or g["old_num"], g["gpu"] or g["old_gpu"], precision, g["release"])
+    return f"{label} {g['rest']}"
+
+
+@functools.lru_cache(maxsize=8)
+def _identities(keys: frozenset) -> frozenset:
+    return frozenset(map(run_identity, keys))
+
+
 def listed_in(r, keys: frozenset) -> bool:
-    """Whether a calibration file's run list holds `r`, under its key or the key files written before the label
-    spelled the GPU count as the table does ('gb300-nvl72x256', now '256x gb300-nvl72') gave it."""
-    return run_key(r) in keys or run_key(r, r.legacy_label) in keys
+    """Whether a calibration file's run list holds `r`: the same run however either spells its model, GPU, precision
+    and release (run_identity), also as files written before the label spelled the GPU count as the table does
+    ('gb300-nvl72x256', now '256x gb300-nvl72') list it."""
+    return (run_key(r) in keys or run_key(r, r.legacy_label) in keys
+            or run_identity(run_key(r, r.identity)) in _identities(keys))
 
 
 def shipped_fitted_on() -> frozenset:
@@ -363,8 +396,8 @@ def _file_frameworks(calibration: str | None) -> list[str]:
 def _layout_text(r: dict) -> str:
     """The layout column: the parallel sizes and batch, and "fsdpN" for a run modelled as Megatron-FSDP over N DP
     ranks (its notes' FSDP=N), which otherwise shows as the same sizes as a DDP run."""
-    from commbench.planner.calibrate.published import _fsdp
-    fsdp = _fsdp(str(r.get("notes") or ""))
+    from commbench.planner.calibrate.published import fsdp_of
+    fsdp = fsdp_of(r)
     return (f"tp{r['tp']} pp{r['pp']} vp{r.get('vp') or 1} ep{r.get('ep') or 1} cp{r.get('cp') or 1} "
             f"mbs{r['mbs']} gbs{r['gbs']}" + (f" fsdp{fsdp}" if fsdp else ""))
 

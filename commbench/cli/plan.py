@@ -89,7 +89,7 @@ def resolve_precision(precision: str | None, pins: dict, gpu, *, model=None, fra
     `framework` trains `model` in whole (layout/precision.default_precision: TorchTitan 0.3.0 cannot train gpt-oss's
     experts in MXFP8, so its Blackwell default is fp8), said in one note where the GPU's best is passed over."""
     if "precision" in pins:
-        pinned = check_precision(str(pins.pop("precision")), gpu, "precision")
+        pinned = check_precision(str(pins.pop("precision")), gpu, "--layout precision")
         if precision is not None and precision.lower() != pinned:
             raise invalid("--precision", precision, f"must equal the pinned precision={pinned} (or leave one out)")
         return pinned

@@ -58,6 +58,7 @@ from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import Layout, LayoutArrays
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.zoo import load_model
+from commbench.planner.layout.recipe_model import recipe_model
 
 MODEL_NAMES = {"deepseek-v3-671b": "deepseek-v3", "deepseekv3": "deepseek-v3", "qwen3-235b-a22b": "qwen3-235b-a22b",
                "qwen3-30b-a3b": "qwen3-30b-a3b", "gpt-oss-120b": "gpt-oss-120b", "llama3-70b": "llama3.1-70b",
@@ -287,6 +288,14 @@ class PublishedRun:
         return f"{r['model']} {r['num_gpus']}x {r['gpu']} {r.get('precision') or '?'} {r.get('release') or ''}".rstrip()
 
     @property
+    def identity(self) -> str:
+        """The label as every check compares runs (run_label): the zoo model, system preset, the step model's
+        precision and the release as read, whatever their spelling ('Llama3-70B 64x H100 FP8' and 'llama3.1-70b 64x
+        h100 fp8' are one run)."""
+        r = self.row
+        return run_label(r["model"], r["num_gpus"], r["gpu"], r.get("precision"), r.get("release"))
+
+    @property
     def modelled_row(self) -> dict[str, Any]:
         """The row with the sizes it is modelled with: `row` as published but for a parallel size its release
         contradicts (recipe_size_if_release_contradicts) or an mbs it contradicts itself on
@@ -302,6 +311,38 @@ class PublishedRun:
         """The label as calibration files written before the table's spelling list their runs ('GPUxN')."""
         r = self.row
         return f"{r['model']} {r['gpu']}x{r['num_gpus']} {r.get('precision') or '?'} {r.get('release') or ''}".rstrip()
+
+
+def run_label(model: Any, num_gpus: Any, gpu: Any, precision: Any, release: Any) -> str:
+    """'MODEL Nx SYSTEM PRECISION RELEASE' with each part as the run is read: the zoo name (_zoo_name: an alias such as
+    Llama3-70B is llama3.1-70b), the system preset (_preset_name: H100 is h100-hgx), the step model's precision
+    (precision_of: FP8-CS is fp8; none, a 25.09 row, is fp8) and the release as the table names it
+    (normalised_release); a part none of them reads stays as given, lower case. One identity for a run however a row
+    spells it: the repeat check, in-sample and a calibration file's own runs compare this (cli/calibrate.py)."""
+    from commbench.planner.layout.recipes import normalised_release
+    text = str(model).strip()
+    name = _zoo_name(text) or text.lower()
+    system = _preset_name(str(gpu)) or str(gpu).strip().lower()
+    try:
+        number_format = precision_of(precision)
+    except ValueError:
+        number_format = str(precision).strip().lower()
+    read = normalised_release(release) if isinstance(release, str) else ""
+    return f"{name} {num_gpus}x {system} {number_format} {read}".rstrip()
+
+
+def row_identity(row: dict[str, Any]) -> dict[str, Any]:
+    """The fields that say which run a row is, spelled one way (run_label; an optional size a table leaves out, 1; its
+    Megatron-FSDP from the "fsdp" field or the notes, 0 for none, as FSDP=0 reads): two rows equal here and in their
+    other fields are one run."""
+    row = read_row(row)
+    return {"run": run_label(row.get("model"), row.get("num_gpus"), row.get("gpu"), row.get("precision"),
+                             row.get("release")),
+            **{k: row.get(k) or 1 for k in OPTIONAL_SIZES},
+            "fsdp": fsdp_of(row)}
+
+
+IDENTITY_FIELDS = ("model", "num_gpus", "gpu", "precision", "release", "cp", "vp", "ep", "etp", "fsdp")
 
 
 def _zoo_name(model: str) -> str | None:
@@ -334,7 +375,7 @@ MAX_SIZE = 1 << 31   # any integer of a run (gbs, seq_len, recompute_layers, ...
 # key, or a read key in another case, is a typo whose value would otherwise be dropped: check_row refuses it,
 # naming the key it resembles.
 READ_KEYS = frozenset((*REQUIRED_FIELDS, "cp", "vp", "ep", "etp", "precision", "release", "tokens_per_s_per_gpu",
-                       "tflops_per_gpu", "notes", "source", "recipe", "framework", *RECIPE_FIELDS))
+                       "tflops_per_gpu", "notes", "source", "recipe", "framework", "fsdp", *RECIPE_FIELDS))
 
 
 def _near_miss(keys, known, where: str, what: str) -> None:
@@ -422,12 +463,14 @@ def check_row(row: dict[str, Any], where: str) -> None:
     parallel = row["tp"] * row["pp"] * (row.get("cp") or 1)
     if parallel > row["num_gpus"]:  # dp would be 0
         raise CommbenchError(f"{where}: field 'num_gpus' = {row['num_gpus']!r}; allowed: at least tp*pp*cp = {parallel}")
+    _check_fsdp(row, where)
     release = row.get("release")
     if release not in (None, "", "user") and not (isinstance(release, str) and RELEASE_NAME.fullmatch(
             normalised_release(release))):
         # a typo read no recipe at all, silently: the run was modelled with other flags than its release's
         raise CommbenchError(f"{where}: field 'release' = {release!r}; allowed: a NeMo release as a string, "
-                             "\"YY.MM\" or \"YY.MM.NN\", MM a month 01 to 12 (e.g. \"26.02.01\"), or \"user\"")
+                             "\"YY.MM\" or \"YY.MM.NN\", MM a month 01 to 12, NN two digits (e.g. \"26.02.01\"), "
+                             "or \"user\"")
     if row.get("tokens_per_s_per_gpu") is not None and (
             not isinstance(row["tokens_per_s_per_gpu"], (int, float)) or row["tokens_per_s_per_gpu"] <= 0):
         raise CommbenchError(f"{where}: field 'tokens_per_s_per_gpu' = {row['tokens_per_s_per_gpu']!r}; "
@@ -454,10 +497,42 @@ def check_row(row: dict[str, Any], where: str) -> None:
         raise CommbenchError(f"{where}: {exc}") from None
 
 
+def _check_fsdp(row: dict[str, Any], where: str) -> None:
+    """The "fsdp" field: the DP ranks Megatron-FSDP shards over (as the notes' FSDP=N), a whole number of them per
+    replica (dp/N HSDP replicas, megatron-core's num_distributed_optimizer_instances, which must divide dp); 0 states
+    no Megatron-FSDP (the release recipe's is then not read); one that the notes' FSDP=N contradicts is refused."""
+    from commbench.errors import CommbenchError
+    value = row.get("fsdp")
+    if value is None:
+        return
+    dp = _dp_of(row) if sizes_fit(row) else None
+    allowed = (f"0 (no Megatron-FSDP) or the DP ranks it shards over, a divisor of dp = num_gpus/(tp*pp*cp) = {dp} "
+               "(dp/N HSDP replicas)" if dp else "0 (no Megatron-FSDP) or the DP ranks it shards over, N >= 1")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or (dp and value and dp % value):
+        raise CommbenchError(f"{where}: field 'fsdp' = {value!r}; allowed: {allowed}")
+    if _fsdp_published(row.get("notes") or "") and _fsdp(row["notes"]) != value:
+        raise CommbenchError(f"{where}: field 'fsdp' = {value!r} but its notes say FSDP={_fsdp(row['notes'])}; "
+                             "allowed: one of them, or both the same")
+
+
 def _fsdp(notes: str) -> int:
     """N of "FSDP=N" in a row's notes (any case, "FSDP: N" too); 0 when none."""
     match = re.search(r"\bFSDP\s*[=:]\s*(\d+)", notes or "", re.IGNORECASE)
     return int(match.group(1)) if match else 0
+
+
+def fsdp_of(row: dict[str, Any]) -> int:
+    """The DP ranks Megatron-FSDP shards over in a run: its "fsdp" field (check_row has checked it), else N of its
+    notes' "FSDP=N" (the published tables' form); 0 for none."""
+    value = row.get("fsdp")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return _fsdp(row.get("notes") or "")
+
+
+def fsdp_stated(row: dict[str, Any]) -> bool:
+    """Whether a run states its Megatron-FSDP at all (an "fsdp" field, or FSDP=N in its notes, 0 included)."""
+    return row.get("fsdp") is not None or _fsdp_published(row.get("notes") or "")
 
 
 def _fsdp_published(notes: str) -> bool:
@@ -473,7 +548,7 @@ def recipe_fsdp(row: dict[str, Any], preset: str, model_name: str) -> dict[str, 
     Nemotron-3-Ultra recipes: HSDP over 64-GPU NVLink domains, 4 distributed-optimizer instances, outer sharding
     "optim", perf_recipes/nemotronh/common.py _apply_nemotron_3_ultra_fsdp_hsdp). None otherwise, a row the recipe
     table has no state for, or a replica count that does not divide the row's DP."""
-    if _fsdp_published(row.get("notes", "")) or isinstance(row.get("recipe"), dict) or not sizes_fit(row):
+    if fsdp_stated(row) or isinstance(row.get("recipe"), dict) or not sizes_fit(row):
         return None
     recipe = release_recipe(row, preset, model_name)
     if recipe is None or not recipe["sizes_match"] or not recipe["megatron_fsdp"] or recipe.get("release_note"):
@@ -555,7 +630,7 @@ def recipe_size_if_release_contradicts(row: dict[str, Any], preset: str, model_n
         return None
     own = _sizes_of(row)
     differ = [k for k in recipe["sizes"] if recipe["sizes"][k] != own[k]]
-    fsdp = bool(_fsdp(row.get("notes", "")))
+    fsdp = bool(fsdp_of(row))
     if len(differ) != 1 or differ[0] not in LAYOUT_SIZES or recipe["megatron_fsdp"] != fsdp:
         return None
     size, value = differ[0], int(recipe["sizes"][differ[0]])
@@ -626,8 +701,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
             reason = f"model not in the zoo: field 'model' = {r['model']!r} (`commbench plan --help` lists the zoo)"
         elif preset is None:
             reason = f"GPU has no preset: field 'gpu' = {r['gpu']!r} (known: {', '.join(sorted(PRESETS))})"
-        elif sizes_fit(r) and _fsdp(r.get("notes", "")) and _dp_of(r) % _fsdp(r.get("notes", "")):
-            reason = (f"Megatron-FSDP over {_fsdp(r.get('notes', ''))} of {_dp_of(r)} DP ranks (not a divisor: "
+        elif sizes_fit(r) and fsdp_of(r) and _dp_of(r) % fsdp_of(r):
+            reason = (f"Megatron-FSDP over {fsdp_of(r)} of {_dp_of(r)} DP ranks (not a divisor: "
                       "no whole number of HSDP replicas)")
         elif lacking := unmodelled_precision(r.get("precision")):
             reason = lacking
@@ -638,20 +713,23 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
                                     where=places[i]))
             continue
         model = load_model(name)
+        # whose Megatron-Bridge recipes the run reads: its own, or (hf:PATH) the zoo model whose network it is, as
+        # `plan` reads them (layout/recipe_model.py); before "w/o MTP" drops a layer no recipe model lacks
+        recipes_of = recipe_model(model)
         if "w/o mtp" in (r.get("notes") or "").lower():
             model = dataclasses.replace(model, num_mtp_layers=0)
         tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r.get("cp") or 1)
-        resized = recipe_size_if_release_contradicts(r, preset, name, rows)
+        resized = recipe_size_if_release_contradicts(r, preset, recipes_of, rows)
         published = r
         if resized:   # modelled at its release recipe's size: the row as read from here on, PublishedRun.row stays
             r = dict(r, **{resized[0]: resized[1]})
-        flags = recipe_flags(r, preset, name)
-        if _fsdp(r.get("notes", "")) and sizes_fit(r):  # Megatron-FSDP over all of DP, or part of it as HSDP
+        flags = recipe_flags(r, preset, recipes_of)
+        if fsdp_of(r) and sizes_fit(r):  # Megatron-FSDP over all of DP, or part of it as HSDP
             # (step/fsdp.py); sizes that do not fit the GPUs: the layout rules (world, expert_fold) name them
-            flags.update(fsdp=True, distributed_optimizer=True, fsdp_replicas=_dp_of(r) // _fsdp(r["notes"]))
-        elif fsdp_of_recipe := recipe_fsdp(r, preset, name):   # no FSDP field: the release recipe's, sizes alike
+            flags.update(fsdp=True, distributed_optimizer=True, fsdp_replicas=_dp_of(r) // fsdp_of(r))
+        elif fsdp_of_recipe := recipe_fsdp(r, preset, recipes_of):   # no FSDP field: the release recipe's, sizes alike
             flags.update(fsdp_of_recipe)
-        fixed = recipe_mbs_if_row_contradicts(r, preset, name)
+        fixed = recipe_mbs_if_row_contradicts(r, preset, recipes_of)
         layout = Layout(tp=tp, pp=pp, vp=int(r.get("vp") or 1), ep=int(r.get("ep") or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
                         dp=int(r["num_gpus"]) // (tp * pp * cp), mbs=fixed[0] if fixed else int(r["mbs"]),
@@ -662,11 +740,13 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
             out.append(PublishedRun(index=i, row=published, model=None, preset=preset, layout=None, skip_reason=broken,
                                     where=places[i]))
             continue
-        stood_in = _release_note(r, preset, name, layout.precision)
-        assumed = flags_assumed(r, preset, name, layout.mbs)
-        if stood_in and release_recipe(r, preset, name) is None:   # it says the default recipe's flags stood in
+        stood_in = _release_note(r, preset, recipes_of, layout.precision)
+        assumed = flags_assumed(r, preset, recipes_of, layout.mbs)
+        if stood_in and release_recipe(r, preset, recipes_of) is None:   # it says the default recipe's flags stood in
             assumed = ""
-        notes = (resized[2] if resized else "", fixed[1] if fixed else "", stood_in, assumed)
+        same = (f"{name} has {recipes_of}'s architecture: {recipes_of}'s recipes are read, as plan reads them"
+                if recipes_of != model.name else "")
+        notes = (same, resized[2] if resized else "", fixed[1] if fixed else "", stood_in, assumed)
         out.append(PublishedRun(index=i, row=published, model=model, preset=preset, layout=layout,
                                 layout_note="; ".join(n for n in notes if n), where=places[i]))
     return out
@@ -693,7 +773,7 @@ def flags_assumed(row: dict[str, Any], preset: str, model_name: str, mbs: int | 
              "ep": row.get("ep") or 1, "mbs": row.get("mbs") if mbs is None else mbs, "gbs": row.get("gbs")}
     differ = [f"{k} {recipe['sizes'][k]} vs the row's {given[k]}" for k in recipe["sizes"]
               if given.get(k) is not None and int(given[k]) != recipe["sizes"][k]]
-    fsdp = _fsdp(row.get("notes", ""))
+    fsdp = fsdp_of(row)
     if bool(fsdp) != recipe["megatron_fsdp"] and not recipe_fsdp(row, preset, model_name):
         differ.append(f"Megatron-FSDP {'on' if recipe['megatron_fsdp'] else 'off'} vs the row's "
                       f"{f'FSDP={fsdp}' if fsdp else 'none'}")

@@ -64,8 +64,9 @@ def newest_release() -> str:
 
 
 # NeMo Framework container tags: YY.MM[.NN], MM a month (01 to 12: 26.13 and 26.00 are no release)
-RELEASE_NAME = re.compile(r"\d{2}\.(0[1-9]|1[0-2])(\.\d{1,2})?")
-RELEASE_FORM = "YY.MM[.NN], MM a month 01 to 12"
+# NN two digits, as the container tags spell them (26.02.01): 26.02.1 was read as 26.02.01 without a word
+RELEASE_NAME = re.compile(r"\d{2}\.(0[1-9]|1[0-2])(\.\d{2})?")
+RELEASE_FORM = "YY.MM[.NN], MM a month 01 to 12, NN two digits"
 
 
 def normalised_release(text: str) -> str:

@@ -368,7 +368,8 @@ def structure_key(arr: LayoutArrays, i: int) -> tuple:
 
 
 def parse_pins(text: str | None) -> dict[str, object]:
-    """--layout 'ep=32,pp=2' -> {'ep': 32, 'pp': 2}; keys and values as parse_layout takes them."""
+    """--layout 'ep=32,pp=2' -> {'ep': 32, 'pp': 2}; keys and values as parse_layout takes them. A bad value is
+    refused naming --layout and its key ('--layout tp='x' is invalid: ...')."""
     names = set(INT_FIELDS) | set(BOOL_FIELDS) | set(CODE_FIELDS) | set(COUNT_FIELDS) | {"cuda_graph_scope"}
     out: dict[str, object] = {}
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
@@ -382,25 +383,25 @@ def parse_pins(text: str | None) -> dict[str, object]:
             out[key] = scope_text(scope_mask(raw))
         elif key in COUNT_FIELDS:
             if not raw.isdecimal() or int(raw) > MAX_LAYOUT_INT:
-                raise invalid(key, raw, f"a non-negative integer up to {MAX_LAYOUT_INT:,}")
+                raise invalid(f"--layout {key}", raw, f"a non-negative integer up to {MAX_LAYOUT_INT:,}")
             out[key] = int(raw)
         elif key in INT_FIELDS:
             if not raw.isdecimal() or not 1 <= int(raw) <= MAX_LAYOUT_INT:
-                raise invalid(key, raw, f"a positive integer up to {MAX_LAYOUT_INT:,}")
+                raise invalid(f"--layout {key}", raw, f"a positive integer up to {MAX_LAYOUT_INT:,}")
             out[key] = int(raw)
         elif key in BOOL_FIELDS:
             if raw not in ("1", "0", "true", "false", "on", "off", "yes", "no"):
-                raise invalid(key, raw, "true/false (or on/off, 1/0)")
+                raise invalid(f"--layout {key}", raw, "true/false (or on/off, 1/0)")
             out[key] = raw in ("1", "true", "on", "yes")
         else:
             if raw not in CODE_FIELDS[key]:
-                raise invalid(key, raw, f"one of {', '.join(CODE_FIELDS[key])}")
+                raise invalid(f"--layout {key}", raw, f"one of {', '.join(CODE_FIELDS[key])}")
             out[key] = raw
     scope = out.get("cuda_graph_scope")
     if scope:   # what a per-layer graph captures: alone it was kept beside a searched cuda_graph=none/full, unused
         if out.setdefault("cuda_graph", "layer") != "layer":
-            raise invalid("cuda_graph_scope", scope, f"no scope with cuda_graph={out['cuda_graph']} (a capture scope is "
-                          "the per-layer graph's: pin cuda_graph=layer, or leave the scope out)")
+            raise invalid("--layout cuda_graph_scope", scope, f"no scope with cuda_graph={out['cuda_graph']} (a capture "
+                          "scope is the per-layer graph's: pin cuda_graph=layer, or leave the scope out)")
     return out
 
 

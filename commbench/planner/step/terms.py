@@ -299,6 +299,11 @@ from dataclasses import asdict, dataclass, fields, replace
 HOPPER = ("h100", "h200", "h800")
 
 
+# Terms that are fractions of a peak or a share (efficiencies, ratios, residuals): each in (0, 1]
+FRACTION_TERMS = ("gemm_efficiency_hopper", "gemm_efficiency_blackwell", "fp4_gemm_ratio", "grouped_gemm_efficiency",
+                  "grouped_gemm_8bit_efficiency", "attention_efficiency", "hbm_efficiency", "all_to_all_efficiency",
+                  "overlap_efficiency", "ep_overlap_efficiency", "graph_layer_residual")
+
 @dataclass(frozen=True, kw_only=True)
 class Calibration:
     # Defaults = `python benchmarks/planner_calibration.py --fit` from FIT_START (98 published rows, each
@@ -383,16 +388,14 @@ class Calibration:
     graph_full_fraction: float = 0.1       # full-iteration graph pool, as a fraction of activations, assumed
 
     def __post_init__(self) -> None:
+        # one check per term, stating its whole range: -0.5 was told ">= 0", and 0 then "must be in (0, 1]"
         for f in fields(self):
             value = getattr(self, f.name)
-            if value < 0:
+            if f.name in FRACTION_TERMS:
+                if not 0 < value <= 1:
+                    raise ValueError(f"calibration {f.name}={value} must be in (0, 1]")
+            elif value < 0:
                 raise ValueError(f"calibration {f.name}={value} must be >= 0")
-        for name in ("gemm_efficiency_hopper", "gemm_efficiency_blackwell", "fp4_gemm_ratio", "grouped_gemm_efficiency",
-                     "grouped_gemm_8bit_efficiency",
-                     "attention_efficiency", "hbm_efficiency", "all_to_all_efficiency", "overlap_efficiency",
-                     "ep_overlap_efficiency", "graph_layer_residual"):
-            if not 0 < getattr(self, name) <= 1:
-                raise ValueError(f"calibration {name}={getattr(self, name)} must be in (0, 1]")
 
     def gemm_efficiency(self, gpu_name: str) -> float:
         return self.gemm_efficiency_hopper if gpu_name.lower() in HOPPER else self.gemm_efficiency_blackwell
