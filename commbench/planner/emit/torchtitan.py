@@ -49,6 +49,8 @@ from commbench.planner.emit.torchtitan_dense import dense_base, dense_function, 
 from commbench.planner.emit.megatron_arch import window_notes
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal, mxfp8_experts_refusal)
+from commbench.planner.emit.torchtitan_v02 import (TITAN_COMPILE_02, TITAN_COMPILE_NOTE_02, compile_refusal_02,
+                                                   data_note_02, linear_filter_note_02, linear_quantize_02)
 
 TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
 # TorchTitan 0.3.0 components/quantization/float8.py: Float8LinearConverter.Config.recipe_name is
@@ -448,6 +450,8 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
         return titan, f"{mxfp8_experts_refusal(model)}: plan it with --precision fp8 or bf16"
     if version == "0.2" and layout.precision == "nvfp4":
         return titan, f"TorchTitan {full} has no nvfp4 converter"
+    if version == "0.2" and compile_refusal_02(layout.precision, layout.tp):
+        return titan, compile_refusal_02(layout.precision, layout.tp)
     if model.is_moe and version == "0.3" and layout.etp != titan_etp(layout.tp, layout.ep):
         return titan, (f"{TITAN_ETP}: with tp = {layout.tp} and ep = {layout.ep} it runs etp = "
                        f"{titan_etp(layout.tp, layout.ep)}, the layout has etp = {layout.etp}")
@@ -593,8 +597,17 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
             notes.append(f"TorchTitan 0.2 has no {layout.recompute} activation checkpointing (its modes: none, "
                          "selective, full, memory_budget): op-level selective AC stands in; the prediction assumed "
                          f"recompute={layout.recompute}")
+        sections["compile"] = dict(TITAN_COMPILE_02)
+        notes.append(TITAN_COMPILE_NOTE_02)
         sections |= quantize_02(layout.precision, model)
+        filtered = linear_filter_note_02(layout.precision, model.is_moe)
+        notes += [filtered] if filtered else []
         notes += titan_architecture_notes(titan, model, version)
+        # an hf: model's folder holding its tokenizer is the launch's hf_assets_path, as with 0.3 (torchtitan_assets.py)
+        folder = tokenizer_folder(model)
+        if folder:
+            sections["model"]["hf_assets_path"] = folder
+        notes.append(data_note_02(model.name, bool(folder)))
         doc |= {"sections": sections}
     return doc | {"notes": notes}
 
@@ -671,11 +684,13 @@ def converters_02(precision: str, model: ModelSpec) -> list[str]:
 
 
 def quantize_02(precision: str, model: ModelSpec) -> dict[str, Any]:
-    """[quantize.*] tables for TorchTitan 0.2: the grouped-GEMM converters act on the listed MoE modules."""
+    """[quantize.*] tables for TorchTitan 0.2: the Linear converters' filter_fqns (torchtitan_v02.py: the head and the
+    router gate kept BF16 as the prediction prices them) and the grouped-GEMM converters' MoE modules."""
     kind = {"fp8": "float8", "mxfp8": "mx"}.get(precision)
-    if kind is None or not model.is_moe:
+    if kind is None:
         return {}
-    return {f"quantize.grouped_mm.{kind}": {"fqns": ["experts"]}}
+    linear = linear_quantize_02(precision, model.is_moe)
+    return linear | ({f"quantize.grouped_mm.{kind}": {"fqns": ["experts"]}} if model.is_moe else {})
 
 
 def torchtitan_args(doc: dict[str, Any]) -> list[str]:
