@@ -14,6 +14,7 @@ capability answered as the plan's GB200 (10.0) since torch here is a CPU build, 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 import types
@@ -273,3 +274,21 @@ def test_hybrid_mtp_is_emitted_where_the_release_builds_it(release, name, depths
     assert argv[argv.index("--mtp-hybrid-override-pattern") + 1] == "*E"
     assert ("--mtp-use-repeated-layer" in argv) == repeated
     assert argv[argv.index("--hybrid-override-pattern") + 1] == m.layer_pattern
+
+
+def test_a_hybrid_mtp_plan_at_26_02_says_on_the_terminal_it_is_not_launchable_and_the_way_out(tmp_path):
+    """Probe PB: `plan --software 26.02` for Nemotron-3 Super wrote plan.json with megatron.refused and no
+    megatron_args.txt, exit 0, and the terminal line named neither that nothing launchable was written nor the way
+    out without a newer release (a model without its MTP layers, which 26.02 does build)."""
+    from typer.testing import CliRunner
+    from commbench.cli.app import app
+    out = tmp_path / "p"
+    result = CliRunner().invoke(app, ["plan", "--model", "nemotron-3-super-120b-a12b", "--system", "h100-hgx",
+                                      "--gpus", "64", "--software", "26.02", "-O", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "plan.json").exists() and not (out / "megatron_args.txt").exists()
+    text = " ".join(result.output.split())
+    assert re.search(r"Megatron-LM: Megatron-LM b0cc2706ddc6 \(release 26\.02's.*cannot build "
+                     r"nemotron-3-super-120b-a12b: its MambaModel builds no MTP layers \(the model has 1\), so the "
+                     r"plan is not launchable there and writes no Megatron-LM launch \(no megatron_args\.txt.*"
+                     r"--software 26\.04 or newer.*mtp_layers = 0", text), text[-1500:]

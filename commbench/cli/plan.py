@@ -247,6 +247,7 @@ def plan(
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
                         moe_capacity_factor=moe_capacity_factor,
                         pins=pins, calibration=cal, framework=framework, software=software)
+    spec = req.model   # as the release's Megatron-LM splits it (release_flags.release_model)
     if not complete:
         from commbench.cli.search_view import run_plan_search
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,

@@ -81,8 +81,11 @@ def tune(
     framework_pins(check_framework(framework), spec, pins, release=release)  # refuse before the sweep, not after it
     check_precision_in_release(precision, release, software)   # before the sweep
     if check_framework(framework) == "megatron":   # what the release's Megatron-LM cannot build, before the sweep
-        from commbench.planner.layout.release_flags import check_model_in_release
+        from commbench.planner.layout.release_flags import check_model_in_release, hybrid_pp_refusal
         check_model_in_release(spec, release, software)
+        refusal = hybrid_pp_refusal(spec, release, int(pins.get("pp", 1) or 1))   # an uneven hybrid split, before
+        if refusal:
+            raise CommbenchError(refusal)
     check_pins_in_release(pins, release, system,
                           precision.lower(), int(load_preset(system, num_gpus=gpus).domain_size))  # before the sweep
     if check_framework(framework) == "megatron":   # a pin whose flags the release cannot parse, before the sweep

@@ -55,8 +55,10 @@ def hybrid_mtp_args(model: ModelSpec, release: str | None = None) -> list[str]:
     if not release_core_at_least(release, HYBRID_MTP_CORE):
         name, _ = megatron_release_name(release)
         raise CommbenchError(f"{name} cannot build {model.name}: its MambaModel builds no MTP layers (the model has "
-                             f"{model.num_mtp_layers}); the prediction includes them; releases from 26.04 (megatron-core "
-                             "0.17) build them")
+                             f"{model.num_mtp_layers}), so the plan is not launchable there and writes no Megatron-LM "
+                             "launch (no megatron_args.txt; its predicted figures include the MTP layers); plan with "
+                             "--software 26.04 or newer (megatron-core 0.17 builds hybrid MTP), or without MTP (a "
+                             f"--model-file copy of {model.name} with mtp_layers = 0)")
     return ["--mtp-hybrid-override-pattern", mtp_layer_pattern(model)]
 
 

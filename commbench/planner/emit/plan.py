@@ -235,6 +235,7 @@ def layout_dict(layout: Layout) -> dict[str, Any]:
 def model_dict(model: ModelSpec) -> dict[str, Any]:
     out = asdict(model)
     out.pop("extra", None)
+    out.pop("hybrid_uneven_split", None)   # the release's build, not the model: plan_model sets it from inputs.software
     return out
 
 
@@ -402,11 +403,28 @@ def plan_model(doc: dict[str, Any]) -> ModelSpec:
         fields = check_fields(ModelSpec, inputs["model_spec"], "inputs.model_spec")
         if fields.get("architecture") is not None:
             fields["architecture"] = architecture_from_json(fields["architecture"])
-        return ModelSpec(**fields)
+        fields.pop("hybrid_uneven_split", None)
+        model = ModelSpec(**fields)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CommbenchError):
             raise
         raise CommbenchError(f"plan file has no usable model_spec: {first_line(exc)}") from None
+    return _plan_release_model(doc, model)
+
+
+def _plan_release_model(doc: dict[str, Any], model: ModelSpec) -> ModelSpec:
+    """`model` as the plan's release's Megatron-LM splits it (release_flags.release_model, as SearchRequest sets it);
+    as it is for a TorchTitan plan or one whose release is missing or unreadable (verify-plan flags that)."""
+    from commbench.planner.layout.recipes import check_release
+    from commbench.planner.layout.release_flags import release_model
+    framework = doc.get("framework")
+    software = doc["inputs"].get("software")
+    if (isinstance(framework, dict) and framework.get("name", "megatron") != "megatron") or not isinstance(software, str):
+        return model
+    try:
+        return release_model(model, check_release(software))
+    except CommbenchError:
+        return model
 
 
 def fabric_summary(fabric) -> dict[str, Any]:

@@ -220,6 +220,51 @@ HYBRID_SYMBOLS = {
 }
 
 
+# The table releases whose Megatron-LM builds a hybrid (Mamba) stack evenly whatever --decoder-first/last-pipeline-
+# num-layers say: MambaStack._select_layers_for_pipeline_parallel takes num_layers // pp layers per rank from offset
+# rank x that (validate_args and TransformerConfig accept the flags, and the attention layers' offsets read them), so an
+# uneven split drops layers or builds another split than planned; without the flags validate_args asserts num_layers %
+# pp == 0 ("Number of layers should be divisible by the pipeline-model-parallel size"). 26.02.01's 55ac7082
+# (mamba_block.py:172-215) and core_v0.16.1 (:181-215) honour the counts, as 26.04 and 26.04.01
+# (ssm/mamba_hybrid_layer_allocation.py:314-440 select_pipeline_segment) and 26.06 to 26.08
+# (models/hybrid/hybrid_layer_allocation.py:330-460) do. tests/test_megatron_release_trees.py reads each tree.
+HYBRID_EVEN_SPLIT_ONLY = {
+    "25.09": "core_v0.14.0 megatron/core/ssm/mamba_block.py:214-225, arguments.py:521-534",
+    "25.11": "0d8e0714cd29 megatron/core/ssm/mamba_block.py:215-226, arguments.py:613-626",
+    "26.02": "b0cc2706ddc6 megatron/core/ssm/mamba_block.py:172-183, arguments.py:558-571",
+}
+
+
+def hybrid_even_split_only(release: str | None) -> str | None:
+    """The source where `release`'s Megatron-LM builds hybrid stacks only evenly (HYBRID_EVEN_SPLIT_ONLY), or None."""
+    return HYBRID_EVEN_SPLIT_ONLY.get(release) if release is not None else None
+
+
+def release_model(model, release: str | None):
+    """`model` as `release`'s Megatron-LM splits it over pipeline ranks: a hybrid model at a release of
+    HYBRID_EVEN_SPLIT_ONLY with hybrid_uneven_split False (layout/split.py offers it even splits only); else `model`."""
+    import dataclasses
+    uneven = not (getattr(model, "is_hybrid", False) and hybrid_even_split_only(release))
+    return model if model.hybrid_uneven_split == uneven else dataclasses.replace(model, hybrid_uneven_split=uneven)
+
+
+def hybrid_pp_refusal(model, release: str | None, pp: int, field: str = "--layout pp") -> str | None:
+    """One line where a pinned `pp` needs an uneven split of hybrid `model` that `release`'s Megatron-LM does not build
+    (num_layers % pp != 0 at a release of HYBRID_EVEN_SPLIT_ONLY), or None."""
+    where = hybrid_even_split_only(release) if getattr(model, "is_hybrid", False) else None
+    if where is None or pp <= 1 or model.num_layers % pp == 0:
+        return None
+    from commbench.planner.layout.recipes import releases
+    even = [p for p in range(2, min(model.num_layers, 64) + 1) if model.num_layers % p == 0]
+    later = [r for r in releases() if hybrid_even_split_only(r) is None and release_cannot_build(model, r) is None]
+    later = [r for r in later if r > release] or later
+    return (f"{field}={pp} is invalid for {model.name} at release {release} (--software): its Megatron-LM builds a "
+            f"hybrid stack only evenly, num_layers // pp layers per rank ({where}), and {model.num_layers} layers do "
+            f"not divide by {pp} (--decoder-first/last-pipeline-num-layers would be ignored and layers dropped); pin a "
+            f"pp dividing {model.num_layers} ({', '.join(map(str, even)) or 'none'}) or plan with --software "
+            f"{later[0] if later else 'a later release'} or newer, whose Megatron-LM builds uneven hybrid splits")
+
+
 def release_cannot_build(model, release: str) -> str | None:
     """Why the Megatron-LM `release` runs cannot build `model` (a ModelSpec), or None (also where the data has no
     such release): Gated DeltaNet layers where its parse_args has no --linear-attention-freq (25.09's core_v0.14.0 has
@@ -261,7 +306,8 @@ def check_model_in_release(model, release: str, asked: str | None = None, *, fie
                   + (", ".join(building) + " (or newer)" if building else "none in the table"))
 
 
-__all__ = ["TARGET_CORE", "HYBRID_SYMBOLS", "RELEASE_SPELLINGS", "argv_values", "check_model_in_release", "lacking",
+__all__ = ["TARGET_CORE", "HYBRID_EVEN_SPLIT_ONLY", "HYBRID_SYMBOLS", "hybrid_even_split_only", "hybrid_pp_refusal",
+           "release_model", "RELEASE_SPELLINGS", "argv_values", "check_model_in_release", "lacking",
            "refused_flags", "release_args", "release_cannot_build", "release_core", "release_pin_flags_refusal",
            "release_spelled_features",
            "release_takes", "spellings_used"]

@@ -15,8 +15,10 @@ pipeline_parallel_layer_layout.py; megatron-core 0.16) builds a split in one of 
   layers in one stage, after every decoder, in the last virtual stage of its rank.
 Without a layout the MTP layers run on the last stage (post-process of the last pipeline rank).
 Stages are in Megatron's order: virtual stage s is model chunk s // pp of pipeline rank s % pp.
-Hybrid models (Mamba/attention/MLP/MoE pattern) split as megatron-core 0.16's MambaStack builds
-them: even or first/last-stage counts, vp = 1; each layer costs its own kind (StageWeights.layer_costs).
+Hybrid models (Mamba/attention/MLP/MoE pattern) split as megatron-core 0.16.1's MambaStack builds
+them: even or first/last-stage counts, vp = 1; each layer costs its own kind (StageWeights.layer_costs). At a release
+whose MambaStack ignores the first/last counts (ModelSpec.hybrid_uneven_split False: release_flags.release_model),
+even only.
 The first/last-stage counts searched are every pair TransformerConfig accepts (uneven_pairs), weighed at once
 (_uneven: one prefix sum over the layers' costs, vectorised over the pairs).
 
@@ -370,9 +372,12 @@ def split_options(model: ModelSpec, pp: int, vp: int, vocab: float | None = None
     if model.is_hybrid:
         # MambaStack (megatron-core 0.16 ssm/mamba_block.py) slices its pattern num_layers // pp per
         # rank, or first/last-stage counts with even middle ranks; no interleaving, no layout string.
+        # A release whose MambaStack takes num_layers // pp per rank whatever the flags say (hybrid_uneven_split
+        # False: release_flags.release_model) builds the even split only.
         if vp > 1:
             return []
-        found = [s for s in _even_like(model, pp, vp) if s.method == "even"] + _uneven(model, pp, vp, vocab)
+        found = [s for s in _even_like(model, pp, vp) if s.method == "even"] + \
+            (_uneven(model, pp, vp, vocab) if model.hybrid_uneven_split else [])
     else:
         found = _even_like(model, pp, vp) + _uneven(model, pp, vp, vocab) + _custom_layouts(model, pp, vp, vocab)
     return [s for s in found if all(s.stages)]
@@ -402,6 +407,9 @@ def choose_split(model: ModelSpec, pp: int, vp: int, vocab: float | None = None)
         why = "vp>1 needs pp>1" if pp == 1 and vp > 1 else \
             "hybrid models: Megatron's MambaStack has no virtual pipeline stages, vp must be 1" \
             if model.is_hybrid and vp > 1 else \
+            (f"this release's Megatron-LM builds a hybrid stack only evenly, num_layers // pp layers per rank, and "
+             f"{model.num_layers} layers do not divide by {pp}: release_flags.HYBRID_EVEN_SPLIT_ONLY") \
+            if model.is_hybrid and not model.hybrid_uneven_split else \
             (f"Megatron's MambaStack gives each of the {pp} pipeline ranks at least one of the {model.num_layers} "
              "layers: an even split, or --decoder-first/last-pipeline-num-layers > 0 with the middle ranks' share "
              "non-zero, megatron-core 0.16.1 ssm/mamba_block.py and TransformerConfig") if model.is_hybrid else \

@@ -84,6 +84,10 @@ class ModelSpec:
     published_params_active_b: float | None = None
     published_flops_per_token_gflop: float | None = None
     architecture: Architecture | None = None  # None: a user model file without an [arch] table
+    # Not the network: whether the Megatron-LM that builds it takes uneven first/last-stage layer counts for a hybrid
+    # stack (False where its MambaStack slices num_layers // pp per rank: release_flags.release_model sets it per
+    # release; layout/split.py then offers even splits only). Not written into plan.json's model_spec.
+    hybrid_uneven_split: bool = field(default=True, repr=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

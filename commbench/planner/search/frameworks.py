@@ -164,7 +164,8 @@ TITAN_DP_WITHOUT_PP = ("TorchTitan 0.3.0 runs FSDP2 at every layout and, without
 TORCHTITAN_MLA_RECOMPUTE = "selective"
 
 SIZE_FIELDS_IGNORED = ("name", "seq_len", "published_params_total_b", "published_params_active_b",
-                      "published_flops_per_token_gflop", "architecture", "extra")
+                      "published_flops_per_token_gflop", "architecture", "extra",
+                      "hybrid_uneven_split")
 
 
 def titan_zoo_name(model) -> str | None:
