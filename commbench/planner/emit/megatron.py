@@ -155,7 +155,8 @@ MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELE
 def cross_entropy_args(release: str | None = None) -> list[str]:
     """The loss flags: the fused cross entropy in the implementation the launch for `release` runs (step/loss_memory.py
     megatron_launch_loss: the recipes' te where the release's validate_args takes it, else megatron-core's native
-    fusions/fused_cross_entropy.py, which every release of the recipe table takes: tests/test_megatron_release_trees.py)."""
+    fusions/fused_cross_entropy.py, which every release of the recipe table takes:
+    tests/test_megatron_release_trees.py)."""
     from commbench.planner.step.loss_memory import megatron_launch_loss
     return ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", megatron_launch_loss(release)]
 

@@ -115,7 +115,8 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
                                                domain_size=domain_size, script=megatron_script(model),
                                                connections_why=connections_why),
             "notes": precision_notes(layout, model, release) + connections_notes(layout, gpu_name) + architecture_notes(model)
-            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss, fits=fits, release=release)])
+            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss, fits=fits,
+                                                                release=release)])
             + release_core_note(release, args.get("args"), asked=release_asked,
                                 later_flags=later_flags(model) if "args" in args else "", spelled=spelled) + (
                 [] if model.architecture is not None else [

@@ -332,8 +332,8 @@ def dispatch_limits(release: str, gpu: str | None, precision: str | None, model:
     """What of the release's recipes' MoE dispatch features a fabric with `domain_size` GPUs per scale-up domain
     cannot run, field -> why ("dispatcher": the flex dispatcher, "moe_a2a_overlap": the EP all-to-all overlap):
     - flex, where the backend this fabric takes (flex_backend) is one the release does not offer on the GPU
-      (release_flex_backends: what its own recipes set): 25.09's recipes set only DeepEP (v0.1.0rc3 run_script.py: DeepSeek-V3 on H100), so a 25.09 plan on an
-      NVL72 rack, where HybridEP stands, has no flex dispatcher;
+      (release_flex_backends: what its own recipes set): 25.09's recipes set only DeepEP (v0.1.0rc3 run_script.py:
+      DeepSeek-V3 on H100), so a 25.09 plan on an NVL72 rack, where HybridEP stands, has no flex dispatcher;
     - the EP overlap, where every recipe release_features reads that runs it pairs it with a flex backend that
       does not run here (25.09 runs it only with DeepEP on H100, which NVL72 racks do not run: Megatron-Bridge
       training/flex_dispatcher_backend.py); a recipe pairing it with alltoall or HybridEP (which runs on Hopper and
@@ -345,8 +345,8 @@ def dispatch_limits(release: str, gpu: str | None, precision: str | None, model:
     if backend not in have and any(e["dispatcher"] == "flex" for e in entries):
         first = first_release_with_backend(backend, gpu)
         where = f" on {gpu_key(gpu).upper()}" if gpu is not None else ""
-        out["dispatcher"] = (f"this fabric takes {BACKEND_NAMES[backend]}, which no recipe of "
-                             f"release {release} sets{where}" + (f"; its recipes first set it in {first}" if first else ""))
+        out["dispatcher"] = (f"this fabric takes {BACKEND_NAMES[backend]}, which no recipe of release {release} "
+                             f"sets{where}" + (f"; its recipes first set it in {first}" if first else ""))
     overlap = [e for e in entries if e["moe_a2a_overlap"]]
     usable = [e for e in overlap if e["dispatcher"] == "alltoall" or e.get("flex_backend") == "hybridep"
               or (e.get("flex_backend") == "deepep" and _deepep_runs(domain_size, release, gpu))]

@@ -255,8 +255,9 @@ def caveats(result: SearchResult) -> list[str]:
         why = ("" if backend == flex_backend(int(req.fabric.domain_size)) else
                f": the NeMo {req.software} container has no DeepEP (Megatron-Bridge known issues)"
                if normalised_release(req.software) in CONTAINERS_WITHOUT_DEEPEP else
-               f": the Megatron-Bridge {req.software} recipes read for {req.gpu_name} ({feature_gpu(req.gpu_name).upper()}'s "
-               "where it has flex ones, else every GPU's) set HybridEP, none DeepEP")
+               f": the Megatron-Bridge {req.software} recipes read for {req.gpu_name} "
+               f"({feature_gpu(req.gpu_name).upper()}'s where it has flex ones, else every GPU's) set HybridEP, none "
+               "DeepEP")
         out.append(f"The flex dispatcher ({'HybridEP' if backend == 'hybridep' else 'DeepEP'}, "
                    f"--moe-flex-dispatcher-backend {backend}{why}) is assumed installed; pin "
                    "dispatcher=alltoall otherwise.")
