@@ -1,6 +1,7 @@
 """The loss stage's memory charges the cross entropy the run runs (step/loss_memory.py): a Megatron-LM plan's launch
-runs megatron-core's native fused cross entropy (4 B per logit: its fp32 softmax kept for backward), the published
-runs and Megatron-Bridge's recipes ran Transformer Engine's (2 B per logit). The search's fit, a pinned layout's fit,
+runs Transformer Engine's (2 B per logit), as the published runs and Megatron-Bridge's recipes ran it, where the
+release's Megatron-LM takes it (before 26.06.01), else megatron-core's native fused cross entropy (4 B per logit: its
+fp32 softmax kept for backward). The search's fit, a pinned layout's fit,
 plan.json and verify-plan's re-prediction charge the launch's; calibration and the benchmarks the runs'."""
 
 from __future__ import annotations
@@ -133,3 +134,32 @@ def test_plan_json_records_the_loss_and_verify_plan_repredicts_with_it(tmp_path)
     older["inputs"]["loss"] = "fp8"
     with pytest.raises(CommbenchError, match=r"plan field 'inputs.loss' is invalid: loss='fp8' is invalid"):
         plan_context(older)
+
+
+def test_a_release_whose_megatron_lm_takes_te_launches_te_and_its_memory_charges_te(tmp_path):
+    """probe PA: plans at 25.09, 25.11 and 26.04 wrote --cross-entropy-fusion-impl native and charged native's 4 B per
+    logit, though those releases' recipes run te (Megatron-Bridge bf71eba llama3_8b_llm_pretrain.yaml:17, 0fbfe7d
+    overrides.py:66) and their Megatron-LM takes it (core_v0.14.0 arguments.py:1957): the refusal of te is 26.06.01's
+    (Megatron-LM 458c8d0 arguments.py:1529, megatron-core 0.18.2), but native was written for every release."""
+    from commbench.planner import Layout
+    from commbench.planner.emit.megatron import megatron_args
+    from commbench.planner.layout.recipes import releases
+    model = load_model("qwen3-30b-a3b")
+    layout = Layout.for_world(8, tp=1, pp=1, ep=8, etp=1, mbs=1, gbs=256)
+    impl = {}
+    for release in releases():
+        argv = megatron_args(layout, model, release=release)
+        impl[release] = argv[argv.index("--cross-entropy-fusion-impl") + 1]
+    assert impl == {r: "native" if r in ("26.06.01", "26.08") else "te" for r in releases()}
+    assert [loss_memory.launch_loss("megatron", r) for r in ("25.09", "26.06", "26.06.01")] == ["te", "te", "native"]
+    assert loss_memory.launch_loss("megatron") == "native"   # no release named: the one every tree takes
+    for release, loss in (("26.04", "te"), ("26.08", "native")):
+        result = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "16",
+                                          "--precision", "fp8", "--software", release, "--top", "1", "--json"])
+        assert result.exit_code == 0, result.output
+        doc = json.loads(result.output)
+        args = doc["megatron"]["args"]
+        assert doc["inputs"]["loss"] == loss and args[args.index("--cross-entropy-fusion-impl") + 1] == loss
+        (note,) = [n for n in doc["megatron"]["notes"] if n.startswith(f"loss: --cross-entropy-fusion-impl {loss}")]
+        assert "the plan's predicted memory charges it" in note
+        assert ("step time prices its kernel" in note) == (loss == "te")

@@ -57,3 +57,40 @@ def test_a_flex_pin_the_release_cannot_run_here_is_one_line():
     assert result.exit_code != 0
     line = result.output.strip()
     assert line.startswith("error: --layout dispatcher=flex") and "HybridEP" in line and "\n" not in line
+
+
+def test_a_release_offers_the_flex_backends_its_own_recipes_set_on_the_gpu():
+    """probe PA: `plan --software 26.04` on H100 wrote --moe-flex-dispatcher-backend deepep (26.04.01, 26.06, 26.08
+    too), though no H100 recipe sets DeepEP from 26.04 on (Megatron-Bridge v0.4.0 qwen3_workload_base_configs.py:
+    422-430: hybridep for Qwen3-30B-A3B on H100 at FP8): the backends were those of the release and every older one,
+    so 25.09's DeepEP stayed offered for ever. A release offers what its own recipes set on the GPU (its stand-in's)."""
+    from commbench.planner.layout.recipes import flex_backend, release_flex_backends, releases
+    from commbench.planner.layout.release_flags import release_takes
+    assert release_flex_backends("26.04", "h100") == {"hybridep"}
+    assert release_flex_backends("26.08", "h200") == {"hybridep"}              # H200 reads H100's recipes
+    assert release_flex_backends("26.02.01", "h100") == {"deepep", "hybridep"}
+    assert release_flex_backends("26.02", "h100") == {"hybridep"}               # its container has no DeepEP
+    assert release_flex_backends("26.04.01", "b200") == {"deepep", "hybridep"}
+    assert [flex_backend(8, r, "h100") for r in ("25.09", "25.11", "26.02", "26.02.01", "26.04", "26.08")] == \
+        ["deepep", "deepep", "hybridep", "deepep", "hybridep", "hybridep"]
+    assert flex_backend(72, "26.08", "gb300") == "hybridep"
+    rows = [r for r in recipes_json()["recipes"] if not r.get("unresolved") and r.get("flex_backend")]
+    for release in releases():   # every backend a recipe sets is offered (but DeepEP in 26.02), and each offered parses
+        for row in (r for r in rows if r["release"] == release and (release, r["flex_backend"]) != ("26.02", "deepep")):
+            assert row["flex_backend"] in release_flex_backends(release, row["gpu"]), (release, row["config"])
+        for gpu in ("h100", "b200", "b300", "gb200", "gb300", "h800"):
+            for backend in release_flex_backends(release, gpu):
+                assert release_takes(["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend",
+                                      backend], release), (release, gpu, backend)
+
+
+def test_plan_26_04_on_h100_writes_the_hybridep_its_recipes_set_and_says_why():
+    result = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "16",
+                                      "--precision", "fp8", "--software", "26.04", "--top", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    args = doc["megatron"]["args"]
+    assert args[args.index("--moe-token-dispatcher-type") + 1] == "flex"
+    assert args[args.index("--moe-flex-dispatcher-backend") + 1] == "hybridep"
+    assert any("--moe-flex-dispatcher-backend hybridep: the Megatron-Bridge 26.04 recipes read for" in line
+               and "set HybridEP, none DeepEP" in line for line in doc["explanation"] + doc.get("assumptions", []))

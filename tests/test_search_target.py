@@ -1,7 +1,8 @@
 """One switch says what a search plans (SearchRequest.target): "launch", the Megatron-LM / TorchTitan launch commbench
 emits (plan, tune), or "published", a published NVIDIA run or Megatron-Bridge recipe (benchmarks/vendor_layouts.py's
 and calibration's rows). Both of its consequences follow from it:
-- the cross entropy the memory charges (step/loss_memory.py): the launch's (megatron-core's native one for Megatron-LM)
+- the cross entropy the memory charges (step/loss_memory.py): the launch's (for Megatron-LM the recipes' te where the
+  release's Megatron-LM takes it, else megatron-core's native one: 26.06.01 on)
   or the one the published runs ran (Transformer Engine's: every Megatron-Bridge performance recipe sets it);
 - what the release's Megatron-LM parse_args takes in no spelling (layout/release_flags.release_spelled_features:
   25.09's multi-module per-layer graph scopes and full-iteration graph, 25.09/25.11's activation offloading) is left
@@ -36,6 +37,7 @@ def test_the_loss_follows_the_target():
     # a request re-targeted by dataclasses.replace charges the new target's loss, not the old one's
     assert dataclasses.replace(launch, target="published").loss == "te"
     assert dataclasses.replace(published, target="launch").loss == "native"
+    assert _req(software="26.04").loss == "te"   # its Megatron-LM takes te
     for target in ("launch", "published"):   # TorchTitan runs its own cross entropy either way
         assert _req(framework="torchtitan", target=target).loss == "torchtitan"
 

@@ -25,7 +25,7 @@ from commbench.results.tables import Col, print_table
 def flex_backend_for(fabric, release: str | None = None) -> str:
     """Megatron's --moe-flex-dispatcher-backend on this fabric in this release's container (recipes.flex_backend)."""
     from commbench.planner.layout.recipes import flex_backend
-    return flex_backend(int(fabric.domain_size), release)
+    return flex_backend(int(fabric.domain_size), release, fabric.gpu.name)
 
 
 TOP_COLUMNS = (Col(name="#"), Col(name="layout", numeric=False), Col(name="tok/s/GPU"), Col(name="MFU (%)", keep=7),

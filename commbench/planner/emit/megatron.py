@@ -22,13 +22,13 @@ megatron-core 0.16):
   buffers, as the recipes' grad_reduce_in_fp32 = False; Megatron-LM's default under --bf16 is fp32); fp8 also gathers its
   params in fp8 (`--fp8-param-gather` with the distributed optimizer, as bf16_with_fp8_current_scaling_mixed);
   the step model's memory counts fp8 weights for both (step/memory.py);
-- the fused cross entropy as megatron-core's own kernels run it (`--cross-entropy-loss-fusion
-  --cross-entropy-fusion-impl native`): Megatron-LM's validate_args refuses impl te from core_v0.18.2 on
-  (168cb15d70, "Disable TE cross entropy loss fusion (#5115)": "Transformer Engine cross entropy loss fusion is
-  disabled due to stability issues"), so a `te` line failed in 26.06.01's and 26.08's containers. The step time
-  still prices Transformer Engine's kernel, as the calibrated Megatron-Bridge runs ran it (their recipes set te and
-  do not go through validate_args); the memory charges native's fp32 softmax (step/loss_memory.py), and the plan
-  says so (cross_entropy_note).
+- the fused cross entropy as the release's recipes run it (`--cross-entropy-loss-fusion --cross-entropy-fusion-impl
+  te`, Transformer Engine's, which the calibrated Megatron-Bridge runs ran and the step time prices) where its
+  Megatron-LM takes it, else megatron-core's own kernels (`native`): validate_args refuses impl te from core_v0.18.2
+  on (168cb15d70, "Disable TE cross entropy loss fusion (#5115)": "Transformer Engine cross entropy loss fusion is
+  disabled due to stability issues"), so 26.06.01 and 26.08 (and a launch for no release) write native
+  (step/loss_memory.py megatron_launch_loss). The memory charges the kernel written (native's fp32 softmax, te's
+  in-place bf16 gradient), and the plan says so (cross_entropy_note).
 Launch environment: CUDA_DEVICE_MAX_CONNECTIONS as Megatron's rules set it (layout/connections.py, which cites
 them): 1 on Hopper and earlier with TP/CP > 1 and neither EP overlap nor Megatron-FSDP (validate_args asserts
 it); above 1 with Megatron-FSDP (asserted), with EP all-to-all overlap (megatron-core's MoE README; on Hopper
@@ -152,14 +152,17 @@ MEGATRON_NO_FP8_ATTENTION = (f"fp8_attention=true: Megatron-LM {MEGATRON_LM_RELE
                              "argument there), so pretrain_gpt.py / pretrain_mamba.py cannot run FP8 attention; set it in "
                              "the model provider (e.g. Megatron-Bridge) or plan with fp8_attention=false")
 
-# The loss: megatron-core's fused cross entropy (fusions/fused_cross_entropy.py), the implementation every Megatron-LM
-# release of the recipe table takes (tests/test_megatron_release_trees.py); "te" is refused by validate_args from
-# core_v0.18.2 on (arguments.py: "Transformer Engine cross entropy loss fusion is disabled due to stability issues").
-CROSS_ENTROPY_ARGS = ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", "native"]
+def cross_entropy_args(release: str | None = None) -> list[str]:
+    """The loss flags: the fused cross entropy in the implementation the launch for `release` runs (step/loss_memory.py
+    megatron_launch_loss: the recipes' te where the release's validate_args takes it, else megatron-core's native
+    fusions/fused_cross_entropy.py, which every release of the recipe table takes:
+    tests/test_megatron_release_trees.py)."""
+    from commbench.planner.step.loss_memory import megatron_launch_loss
+    return ["--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl", megatron_launch_loss(release)]
 
 
-def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = None, charged: str = "native", *,
-                       fits: bool = True) -> str:
+def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = None, charged: str | None = None, *,
+                       fits: bool = True, release: str | None = None) -> str:
     """What the launch's loss holds and what the plan's memory charges for it (plan.json megatron.notes). megatron-core's
     native fused cross entropy (core_v0.16.1 fusions/fused_cross_entropy.py, tensor_parallel/cross_entropy.py) casts
     the logits to fp32 (calculate_logits_max: .float()), turns them into the softmax in place and saves that fp32
@@ -167,10 +170,24 @@ def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = N
     the calibrated Megatron-Bridge runs ran (step/loss_memory.py). `charged`: the cross entropy the plan's memory
     charges (SearchRequest.loss: native for a Megatron-LM plan, so the search's fit and a pinned layout's fit are
     the launch's own; TorchTitan's for a TorchTitan plan). The step time still prices TE's kernel's traffic (terms.py).
-    `fits`: whether the layout is predicted to fit with it (a pinned layout may not), as the note says."""
-    from commbench.planner.step.loss_memory import loss_description
+    `fits`: whether the layout is predicted to fit with it (a pinned layout may not), as the note says. Where the
+    release's Megatron-LM takes te (`release` older than 26.06.01), the launch runs TE's kernel, as the recipes do: the
+    note says that, what it holds and that the memory and the step time price it. `charged` None: the launch's."""
+    from commbench.planner.step.loss_memory import loss_description, megatron_launch_loss
     from commbench.planner.step.memory import logits_bytes
+    launched = megatron_launch_loss(release)
+    charged = charged or launched
     tokens = layout.mbs * (seq_len or model.seq_len)
+    verdict = "the layout fits with it" if fits else "the layout does not fit, predicted"
+    if launched == "te":
+        te = float(logits_bytes(model, tp=layout.tp, cp=layout.cp, tokens_mb=tokens, framework="megatron", loss="te"))
+        head = (f"loss: --cross-entropy-fusion-impl te, as Megatron-Bridge {release}'s recipes run it (its Megatron-LM "
+                "takes te; validate_args refuses it from core_v0.18.2 on, 26.06.01 and later): Transformer Engine's "
+                "fused cross entropy writes the logits' gradient in place into the bf16 logits, 2 B per logit "
+                f"(predicted about {te / 1e9:.2g} GB on the loss stage per micro-batch)")
+        if charged == "te":
+            return head + f"; the plan's predicted memory charges it ({verdict}), and the step time prices its kernel"
+        return head + f"; this plan's predicted memory charges {loss_description(charged)} instead"
     native = float(logits_bytes(model, tp=layout.tp, cp=layout.cp, tokens_mb=tokens, framework="megatron",
                                 loss="native"))
     head = ("loss: --cross-entropy-fusion-impl native (Megatron-LM refuses te from core_v0.18.2 on, 26.06.01 and "
@@ -178,7 +195,6 @@ def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = N
             f"(predicted about {native / 1e9:.2g} GB on the loss stage per micro-batch, twice what Transformer "
             "Engine's kernel, which the calibrated Megatron-Bridge runs ran, holds)")
     if charged == "native":
-        verdict = "the layout fits with it" if fits else "the layout does not fit, predicted"
         return (head + f"; the plan's predicted memory charges it ({verdict}), while the step time prices TE's faster "
                 "loss kernel")
     return head + f"; this plan's predicted memory charges {loss_description(charged)} instead"
@@ -383,7 +399,7 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
         out += ["--fp8-param-gather"] + ([] if a.fsdp else ["--reuse-grad-buf-for-mxfp8-param-ag"])
     elif a.precision == "fp8" and a.distributed_optimizer:
         out.append("--fp8-param-gather")
-    out += CROSS_ENTROPY_ARGS
+    out += cross_entropy_args(release)
     if a.cpu_offload_layers:   # validate_args turns cpu_offloading on when the count is > 0
         out += ["--cpu-offloading-num-layers", str(a.cpu_offload_layers)]
     return out

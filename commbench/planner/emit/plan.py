@@ -78,11 +78,12 @@ def release_core_note(release: str | None, args: list[str] | None = None, *, ask
 
 def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str, domain_size: int = 8,
                      seq_len: int | None = None, flex_backend: str = "deepep", release: str | None = None,
-                     release_asked: bool = True, loss: str = "native", fits: bool = True) -> dict[str, Any]:
+                     release_asked: bool = True, loss: str | None = None, fits: bool = True) -> dict[str, Any]:
     """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env; `release`: the
     plan's release (`release_asked`: given with --software, else the default), whose megatron-core and the flags its
     parse_args refuses are in "release" and, where its core is not the target's, in a note (release_core_note);
-    `loss`: the cross entropy the plan's memory charged (SearchRequest.loss), which the loss note names; `fits`: whether
+    `loss`: the cross entropy the plan's memory charged (SearchRequest.loss; None: the launch's), which the loss note
+    names; `fits`: whether
     the layout is predicted to fit (a pinned one may not), which the loss note says."""
     vocab = split_vocab(model, layout.tp, "megatron")   # the rows the step model charged the loss stage with
     split = choose_split(model, layout.pp, layout.vp, vocab)
@@ -114,7 +115,8 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
                                                domain_size=domain_size, script=megatron_script(model),
                                                connections_why=connections_why),
             "notes": precision_notes(layout, model, release) + connections_notes(layout, gpu_name) + architecture_notes(model)
-            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss, fits=fits)])
+            + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss, fits=fits,
+                                                                release=release)])
             + release_core_note(release, args.get("args"), asked=release_asked,
                                 later_flags=later_flags(model) if "args" in args else "", spelled=spelled) + (
                 [] if model.architecture is not None else [

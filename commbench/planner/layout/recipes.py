@@ -297,22 +297,34 @@ BACKEND_NAMES = {"deepep": "DeepEP", "hybridep": "HybridEP"}
 
 
 @functools.cache
-def release_flex_backends(release: str) -> frozenset:
-    """The flex dispatcher backends (--moe-flex-dispatcher-backend) the recipes of `release` and older releases set
-    (recipes.json flex_backend): DeepEP from 25.09 (DeepSeek-V3 on H100), HybridEP from 25.11 (GB200/GB300)."""
-    upto = set(releases()[:releases().index(release) + 1])
-    upto |= {_table()["releases"][r].get("same_as", r) for r in upto}
-    return frozenset(e["flex_backend"] for e in _usable() if e["release"] in upto and e.get("flex_backend"))
+def release_flex_backends(release: str, gpu: str | None = None) -> frozenset:
+    """The flex dispatcher backends (--moe-flex-dispatcher-backend) `release` offers on `gpu`: those its own recipes
+    set there (recipes.json flex_backend; on the GPU's stand-in, feature_gpu), or, where none of them sets one there (a
+    GPU no flex recipe of the release covers, or `gpu` None), on any GPU; less DeepEP in a container without it
+    (CONTAINERS_WITHOUT_DEEPEP), and less what the release's Megatron-LM parse_args takes in no spelling (25.09's
+    core_v0.14.0 has no HybridEP: release_flags.release_takes). A release's own, not an older one's: NVIDIA retuned
+    the H100 recipes from DeepEP (25.09 to 26.02.01: DeepSeek-V3) to HybridEP, and from 26.04 no H100 recipe sets
+    DeepEP (Megatron-Bridge v0.4.0 scripts/performance/configs/qwen/qwen3_workload_base_configs.py:422-430 sets
+    hybridep for Qwen3-30B-A3B on H100 at FP8), so a 26.04 H100 plan takes HybridEP, as the release's recipes run."""
+    from commbench.planner.layout.release_flags import release_takes
+    stand = _table()["releases"][release].get("same_as", release)
+    own = [e for e in _usable() if e["release"] in (release, stand) and e.get("flex_backend")]
+    on_gpu = [e for e in own if gpu is not None and e["gpu"] == feature_gpu(gpu)]
+    backends = {e["flex_backend"] for e in (on_gpu or own)}
+    if normalised_release(release) in CONTAINERS_WITHOUT_DEEPEP:
+        backends.discard("deepep")
+    return frozenset(b for b in backends if release_takes(
+        ["--moe-token-dispatcher-type", "flex", "--moe-flex-dispatcher-backend", b], release))
 
 
-def first_release_with_backend(backend: str) -> str | None:
-    """The oldest table release whose recipes set `backend` (None: none does)."""
-    return next((r for r in releases() if backend in release_flex_backends(r)), None)
+def first_release_with_backend(backend: str, gpu: str | None = None) -> str | None:
+    """The oldest table release that offers `backend` on `gpu` (release_flex_backends; None: none does)."""
+    return next((r for r in releases() if backend in release_flex_backends(r, gpu)), None)
 
 
-def _deepep_runs(domain_size: int, release: str) -> bool:
+def _deepep_runs(domain_size: int, release: str, gpu: str | None = None) -> bool:
     """Whether DeepEP runs on this fabric in this release's container: where flex_backend picks it."""
-    return flex_backend(domain_size, release) == "deepep"
+    return flex_backend(domain_size, release, gpu) == "deepep"
 
 
 @functools.cache
@@ -320,24 +332,25 @@ def dispatch_limits(release: str, gpu: str | None, precision: str | None, model:
                     is_moe: bool | None, domain_size: int) -> dict[str, str]:
     """What of the release's recipes' MoE dispatch features a fabric with `domain_size` GPUs per scale-up domain
     cannot run, field -> why ("dispatcher": the flex dispatcher, "moe_a2a_overlap": the EP all-to-all overlap):
-    - flex, where the backend this fabric takes (flex_backend) is one no recipe of the release (or an older one)
-      sets: 25.09's recipes set only DeepEP (v0.1.0rc3 run_script.py: DeepSeek-V3 on H100), so a 25.09 plan on an
-      NVL72 rack, where HybridEP stands, has no flex dispatcher;
+    - flex, where the backend this fabric takes (flex_backend) is one the release does not offer on the GPU
+      (release_flex_backends: what its own recipes set): 25.09's recipes set only DeepEP (v0.1.0rc3 run_script.py:
+      DeepSeek-V3 on H100), so a 25.09 plan on an NVL72 rack, where HybridEP stands, has no flex dispatcher;
     - the EP overlap, where every recipe release_features reads that runs it pairs it with a flex backend that
       does not run here (25.09 runs it only with DeepEP on H100, which NVL72 racks do not run: Megatron-Bridge
       training/flex_dispatcher_backend.py); a recipe pairing it with alltoall or HybridEP (which runs on Hopper and
       Blackwell alike, same file) keeps it."""
     entries, scope = _feature_entries(release, gpu, precision, model, is_moe)
     out: dict[str, str] = {}
-    backend = flex_backend(domain_size, release)
-    have = release_flex_backends(release)
+    backend = flex_backend(domain_size, release, gpu)
+    have = release_flex_backends(release, gpu)
     if backend not in have and any(e["dispatcher"] == "flex" for e in entries):
-        first = first_release_with_backend(backend)
-        out["dispatcher"] = (f"this fabric takes {BACKEND_NAMES[backend]}, which no recipe of "
-                             f"release {release} sets" + (f"; its recipes first set it in {first}" if first else ""))
+        first = first_release_with_backend(backend, gpu)
+        where = f" on {gpu_key(gpu).upper()}" if gpu is not None else ""
+        out["dispatcher"] = (f"this fabric takes {BACKEND_NAMES[backend]}, which no recipe of release {release} "
+                             f"sets{where}" + (f"; its recipes first set it in {first}" if first else ""))
     overlap = [e for e in entries if e["moe_a2a_overlap"]]
     usable = [e for e in overlap if e["dispatcher"] == "alltoall" or e.get("flex_backend") == "hybridep"
-              or (e.get("flex_backend") == "deepep" and _deepep_runs(domain_size, release))]
+              or (e.get("flex_backend") == "deepep" and _deepep_runs(domain_size, release, gpu))]
     if overlap and not usable:
         where = sorted({f"{BACKEND_NAMES.get(e.get('flex_backend'), e['dispatcher'])} on {e['gpu'].upper()}"
                         for e in overlap})
@@ -421,15 +434,19 @@ def tp_overlap_unrun(precision: str) -> bool:
 CONTAINERS_WITHOUT_DEEPEP = frozenset({"26.02"})
 
 
-def flex_backend(domain_size: int, release: str | None = None) -> str:
+def flex_backend(domain_size: int, release: str | None = None, gpu: str | None = None) -> str:
     """Megatron's --moe-flex-dispatcher-backend for the flex dispatcher: HybridEP on NVL72 racks (DeepEP runs
     only on Ampere, Hopper, B200 and B300: Megatron-Bridge src/megatron/bridge/training/
-    flex_dispatcher_backend.py at v0.3.0), DeepEP elsewhere, except in a container without it
-    (CONTAINERS_WITHOUT_DEEPEP), where HybridEP, which the same file allows on Hopper, B200 and B300 and
-    the 26.02 DeepSeek-V3 H100 recipe uses, stands in."""
-    if int(domain_size) > 8 or (release is not None and normalised_release(release) in CONTAINERS_WITHOUT_DEEPEP):
+    flex_dispatcher_backend.py at v0.3.0); elsewhere DeepEP where the release offers it on the GPU
+    (release_flex_backends: its own recipes set it there, its container has it), else HybridEP, which the same file
+    allows on Hopper, B200 and B300 (the 26.02 container, which has no DeepEP; H100 from 26.04, whose recipes set
+    only HybridEP). No release: DeepEP."""
+    if int(domain_size) > 8:
         return "hybridep"
-    return "deepep"
+    if release is None:
+        return "deepep"
+    stand = resolve_release(release)[0] or release
+    return "deepep" if "deepep" in release_flex_backends(stand, gpu) else "hybridep"
 
 
 # EP all-to-all overlap (--overlap-moe-expert-parallel-comm) with the EP group inside one 8-GPU node: every

@@ -246,13 +246,18 @@ def caveats(result: SearchResult) -> list[str]:
                    f"(hardware.toml host_memory_gb_per_gpu less the host reserve); their copies over the host link "
                    f"({gpu.host_link_gbps_per_dir:.0f} GB/s each way) leave {float(bd.offload_exposed_s[0]):.3f} s "
                    "exposed per step.")
-    from commbench.planner.layout.recipes import flex_backend, release_features
+    from commbench.planner.layout.recipes import (CONTAINERS_WITHOUT_DEEPEP, feature_gpu, flex_backend,
+                                                  normalised_release, release_features)
     req = result.request
     if model.is_moe and lay.ep > 1 and lay.dispatcher == "flex":
-        backend = flex_backend(int(req.fabric.domain_size), req.software)
-        # the release changes the backend only where its container lacks DeepEP (recipes.flex_backend)
-        why = (f": the NeMo {req.software} container has no DeepEP (Megatron-Bridge known issues)"
-               if backend != flex_backend(int(req.fabric.domain_size)) else "")
+        backend = flex_backend(int(req.fabric.domain_size), req.software, req.gpu_name)
+        # the release changes the backend where it does not offer DeepEP on the GPU (recipes.flex_backend)
+        why = ("" if backend == flex_backend(int(req.fabric.domain_size)) else
+               f": the NeMo {req.software} container has no DeepEP (Megatron-Bridge known issues)"
+               if normalised_release(req.software) in CONTAINERS_WITHOUT_DEEPEP else
+               f": the Megatron-Bridge {req.software} recipes read for {req.gpu_name} "
+               f"({feature_gpu(req.gpu_name).upper()}'s where it has flex ones, else every GPU's) set HybridEP, none "
+               "DeepEP")
         out.append(f"The flex dispatcher ({'HybridEP' if backend == 'hybridep' else 'DeepEP'}, "
                    f"--moe-flex-dispatcher-backend {backend}{why}) is assumed installed; pin "
                    "dispatcher=alltoall otherwise.")

@@ -74,8 +74,9 @@ class SearchRequest:
     software_asked: bool | None = None   # set here (None): whether `software` was given, not the newest by default
     # What the search plans (step/loss_memory.py TARGETS), the one switch both of these follow from:
     # "launch": the Megatron-LM / TorchTitan launch commbench emits (plan, tune): the memory charges the launch's cross
-    #   entropy (loss_memory.launch_loss: megatron-core's native one), and a feature whose flags the release's
-    #   Megatron-LM parse_args takes in no spelling is not searched (searched_features);
+    #   entropy (loss_memory.launch_loss: the recipes' te where the release's Megatron-LM takes it, else native), and
+    #   a feature whose flags the release's Megatron-LM parse_args takes in no spelling is not searched
+    #   (searched_features);
     # "published": a published NVIDIA run or a Megatron-Bridge recipe (benchmarks/vendor_layouts.py, calibration's
     #   rows): they ran through Megatron-Bridge's Python configs, not pretrain_gpt.py flags, so the loss is the one they
     #   ran (run_loss: Transformer Engine's) and every feature the release's recipes run is searched.
@@ -85,7 +86,7 @@ class SearchRequest:
     def loss(self) -> str:
         """The cross entropy whose logits the memory charges (step/loss_memory.py): the target's."""
         from commbench.planner.step.loss_memory import target_loss
-        return target_loss(self.framework, self.target)
+        return target_loss(self.framework, self.target, self.software)
 
     def searched_features(self, has: dict, scope: str = "") -> dict:
         """`has` (recipes.release_features: field -> the values the search may pick), less, for a Megatron-LM launch
