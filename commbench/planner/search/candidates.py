@@ -300,7 +300,8 @@ def _without_synced_preprocess_graphs(cols: dict[str, np.ndarray], req: SearchRe
     cuda graph is not supported when there are DtoH copies and synchronizations in the preprocess step"). Those
     rows run eager, as full recompute's do, unless cuda_graph is pinned: then they are dropped, and when none is
     left the pin is refused in one line."""
-    if not (req.model.is_moe and req.model.architecture.capacity_factor):
+    # a --model-file model without an [arch] table states no capacity factor: megatron-core's default, dropless
+    if not (req.model.is_moe and req.model.architecture is not None and req.model.architecture.capacity_factor):
         return cols
     layer = CODE_FIELDS["cuda_graph"].index("layer")
     synced = ((cols["cuda_graph"] == layer) & (cols["dispatcher"] == CODE_FIELDS["dispatcher"].index("alltoall"))
