@@ -118,7 +118,7 @@ def test_bench_stopped_by_a_signal_says_what_was_kept(tmp_path, signum):
     proc.send_signal(signum)
     code, _, err = finish(proc, 20)
     assert code == 130
-    assert err.strip() == f"interrupted ({signal.Signals(signum).name}): 0 point(s) kept in {output}"
+    assert err.strip() == f"interrupted ({signal.Signals(signum).name}): no point measured ({output} holds none: only a run header)"
     time.sleep(0.2)
     assert not any(alive(pid) for pid in pids)
 

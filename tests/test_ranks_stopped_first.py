@@ -60,7 +60,7 @@ def test_bench_ranks_signalled_first_is_an_interruption(tmp_path, signum, lag_s)
     _signal_ranks_then_launcher(proc, pids, signum, lag_s)
     code, _, err = finish(proc, 30)
     name = signal.Signals(signum).name
-    assert (code, err.strip()) == (130, f"interrupted ({name}): 0 point(s) kept in {output}")
+    assert (code, err.strip()) == (130, f"interrupted ({name}): no point measured ({output} holds none: only a run header)")
     assert [r for r in lines(output) if r["record_type"] == "measurement"] == []
     assert not any(alive(pid) for pid in pids)
 
@@ -74,7 +74,7 @@ def test_one_rank_signalled_is_an_interruption_not_a_failed_point(tmp_path):
     time.sleep(0.3)
     os.kill(pids[1], signal.SIGTERM)
     code, _, err = finish(proc, 30)
-    assert (code, err.strip()) == (130, f"interrupted (SIGTERM): 0 point(s) kept in {output}")
+    assert (code, err.strip()) == (130, f"interrupted (SIGTERM): no point measured ({output} holds none: only a run header)")
     assert [r for r in lines(output) if r["record_type"] == "measurement"] == []
 
 

@@ -34,7 +34,7 @@ def test_a_second_sigint_during_the_ranks_kill_keeps_the_kept_points_line(tmp_pa
     monkeypatch.setattr(local_ranks, "kill_groups", kill_groups_signalled_again)
     output = tmp_path / "twice.jsonl"
     message = _interrupted_launch(output)
-    assert message == f"interrupted (SIGINT): 0 point(s) kept in {output}"
+    assert message == f"interrupted (SIGINT): no point measured ({output} was not written)"
     assert calls and all(not os.path.exists(f"/proc/{pid}/stat") or _zombie(pid) for pid in calls[0])
 
 

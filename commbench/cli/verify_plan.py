@@ -51,7 +51,8 @@ def verify_rows(points: list[dict]) -> list[list[str]]:
     unit = size_unit(points)
     return [[escape(p["collective"]), f"{p['group_size']} ({p['plan_group_size']})",
              _in_unit(p["measured_size_bytes"], unit), _in_unit(p["plan_size_bytes"], unit),
-             _us(p["measured_time_us"]), _us(p["predicted_time_us"]),
+             _us(p["measured_time_us"]), _us(p["predicted_time_us"]) + (" extrapolated" if p.get("predicted_extrapolated")
+                                                                         else ""),
              "-" if p["measured_over_predicted"] is None else f"{p['measured_over_predicted']:,.1f}x",
              _us(p["plan_predicted_time_us"]) + (" extrapolated" if p.get("plan_predicted_extrapolated") else ""),
              str(p["num_wrong"])] for p in points]
@@ -72,7 +73,7 @@ def plan_path(plan: str) -> str:
 
 
 @command("verify-plan", help="Run a plan's own communication (EP all-to-all, TP collectives, DP bucket "
-                             "reduce-scatter) on this machine or cluster; print measured vs predicted per collective "
+                             "reduce-scatter, PP send/recv) on this machine or cluster; print measured vs predicted per collective "
                              "and flag every assumption the cluster does not meet. 'size measured' is the buffer measured (the "
                              "EP all-to-all's: the busiest rank's dispatch as routed here). 'predicted' is the plan's fabric at "
                              "what was measured here (size, group, racks); 'plan predicted' is the plan's own figure; "
@@ -111,6 +112,11 @@ def verify_plan(
     launched = detect_rank_env()
     for line in read_lines if launched is None or launched.rank == 0 else ():
         err_console.print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)
+    ctx = plan_context(doc)
+    if ctx.layout.world == 1:   # a plan commbench writes for one GPU: nothing of it crosses ranks (not bad input)
+        console.print(f"verify-plan {plan_file}: nothing to verify: the plan runs on one GPU (tp = pp = ep = cp = "
+                      "dp = 1), so it has no communication between ranks; its step is compute alone", highlight=False)
+        return
     under_launcher = launched is not None and launched.launcher != "local"
     limit = launched.world_size if under_launcher else min(max_local_ranks(resolved)[0], 4)
     ranks = launched.world_size if under_launcher else (min(gpus, limit) if nproc is None else nproc)
@@ -118,14 +124,12 @@ def verify_plan(
     if not 2 <= ranks <= most:
         raise invalid("--nproc", ranks, f"from 2 (the least any collective needs) to {most} on {resolved} ({why})")
     check_iters(iters, "--iters")
-    ctx = plan_context(doc)
     most_bytes = parse_size_bytes(max_bytes, "--max-bytes")
     # the run's racks as every command that measures resolves them (before launch: one rack, or commbench emulate's);
     # the ranks resolve them from the launch (NVML fabric, else host names) and cut the plan's groups again on them
     planned_on = resolve_before_launch(None, ranks)
     items, item_flags = plan_items(doc, ranks, most_bytes, ctx, planned_on)
-    if not items:
-        raise CommbenchError("the plan has no collective of more than one rank to verify (tp = ep = dp*cp = 1)")
+    assert items, "plan_items refuses a plan none of whose collectives fits the ranks; one GPU returned above"
     flags: list[str] = []
     system = doc["inputs"]["system"]
     if system not in preset_names():
@@ -206,7 +210,7 @@ def _points(items, rows, fabric, ctx, described, resolved, topology, flags) -> l
     the measured group spans of the run's racks, `topology`); adds the routing, scaled-group and mismatch flags."""
     from commbench.workflows.verify import measured_domains, mismatch_flags, predicted_s
 
-    points = []
+    points, fits = [], {}
     for item, row in zip(items, rows):
         group, domains = int(row["group_size"]), measured_domains(item.groups, topology)
         pred_us = plan_us = None
@@ -224,6 +228,9 @@ def _points(items, rows, fabric, ctx, described, resolved, topology, flags) -> l
             except CommbenchError as exc:
                 flags.append(f"{item.label}: no prediction ({exc})")
         beyond = plan_us is not None and _plan_extrapolated(fabric, item, ctx, flags)
+        fit = _fit_for_verdict(fabric, item, ctx, group, domains, flags) if pred_us is not None else None
+        if fit is not None:
+            fits[item.label] = fit
         meas = row["time_us_median"]
         if (group, domains) != (item.plan_group_size, item.plan_domains):
             flags.append(f"{item.label}: 'predicted' is for the group measured ({group} ranks, {domains} scale-up "
@@ -240,10 +247,11 @@ def _points(items, rows, fabric, ctx, described, resolved, topology, flags) -> l
                        "plan_size_bytes": item.plan_size_bytes,
                        "measured_time_us": meas, "predicted_time_us": pred_us,
                        "measured_over_predicted": meas / pred_us if meas and pred_us else None,
+                       "predicted_extrapolated": bool(fit and fit["beyond"]),
                        "plan_predicted_time_us": plan_us, "plan_predicted_extrapolated": bool(beyond),
                        "comparable": _describes(described, item, resolved),
                        "num_wrong": row["num_wrong"]})
-    flags.extend(mismatch_flags(points))
+    flags.extend(mismatch_flags(points, fits=fits))
     return points
 
 
@@ -291,31 +299,68 @@ def _what_changed(doc: dict, fabric) -> str:
     return f"its {', '.join(fields)} differ" if fields else "its curves' or NCCL parameters' numbers differ"
 
 
+def _fit_beyond(fabric, item, ctx, *, size_bytes: int, group: int, domains: int) -> tuple[dict | None, list[int]]:
+    """(what a fitted profile measured for the curve that prices `item` at `size_bytes` on `group` ranks over `domains`
+    scale-up domains, predict's fitted_range; the sizes that curve is read at): the range is None on a preset
+    (nothing measured) or a curve the profile did not measure."""
+    from commbench.cli.predict import fitted_range
+    from commbench.planner.step import moe_comm
+    from commbench.workflows.verify import ACT_BYTES
+
+    most = int(getattr(fabric, "num_domains", 0) or 0)
+    domains = max(1, min(domains, group, most) if most else min(domains, group))
+    sizes = [int(size_bytes)]
+    if item.kind == "ep":   # the dispatch's bytes, and the bf16 bytes its backward twin and the combine move
+        sizes.append(int(round(size_bytes * ACT_BYTES / float(moe_comm.dispatch_bytes_per_element(ctx.quantised)))))
+    return fitted_range(fabric, "moe_all_to_all" if item.kind == "ep" else item.collective, domains), sizes
+
+
+def _beyond_line(item, which: str, where: str, sizes: list[int], group: int, fabric, measured: dict) -> str:
+    return (f"{item.label}: '{which}' is EXTRAPOLATED: {where} {', '.join(format_size(b) for b in sizes)} on {group} "
+            f"ranks lies beyond what the profile {fabric.name!r} measured for {measured['curve']} "
+            f"({format_size(measured['min_size_bytes'])} to {format_size(measured['max_size_bytes'])}, group "
+            f"size(s) {', '.join(map(str, measured['group_sizes']))})")
+
+
 def _plan_extrapolated(fabric, item, ctx, flags: list[str]) -> bool:
     """Whether 'plan predicted' lies beyond what a fitted profile measured for the curve that prices it (predict's
     fitted_range / extrapolated: the plan's sizes or group size outside the fitted ones, on the tier of the plan's
     domains); False on a preset (nothing measured). Adds a flag saying what was measured when it does."""
     import numpy as np
 
-    from commbench.cli.predict import extrapolated, fitted_range
-    from commbench.planner.step import moe_comm
-    from commbench.workflows.verify import ACT_BYTES
+    from commbench.cli.predict import extrapolated
 
-    most = int(getattr(fabric, "num_domains", 0) or 0)
     group = item.plan_group_size
-    domains = max(1, min(item.plan_domains, group, most) if most else min(item.plan_domains, group))
-    sizes = [item.plan_size_bytes]
-    if item.kind == "ep":   # the dispatch's bytes, and the bf16 bytes its backward twin and the combine move
-        sizes.append(int(round(item.plan_size_bytes * ACT_BYTES / float(moe_comm.dispatch_bytes_per_element(
-            ctx.quantised)))))
-    measured = fitted_range(fabric, "moe_all_to_all" if item.kind == "ep" else item.collective, domains)
+    measured, sizes = _fit_beyond(fabric, item, ctx, size_bytes=item.plan_size_bytes, group=group,
+                                  domains=item.plan_domains)
     if not any(extrapolated(measured, np.array(sizes), group)):
         return False
-    flags.append(f"{item.label}: 'plan predicted' is EXTRAPOLATED: the plan's {', '.join(format_size(b) for b in sizes)} "
-                 f"on {group} ranks lies beyond what the profile {fabric.name!r} measured for {measured['curve']} "
-                 f"({format_size(measured['min_size_bytes'])} to {format_size(measured['max_size_bytes'])}, group "
-                 f"size(s) {', '.join(map(str, measured['group_sizes']))})")
+    flags.append(_beyond_line(item, "plan predicted", "the plan's", sizes, group, fabric, measured))
     return True
+
+
+def _fit_for_verdict(fabric, item, ctx, group: int, domains: int, flags: list[str]) -> dict | None:
+    """What a fitted profile measured for the curve that gives 'predicted' (the plan's fabric at what was measured
+    here: `item.size_bytes` on `group` ranks over `domains`), for the verdict (workflows/verify.mismatch_flags' `fits`):
+    `beyond`, whether 'predicted' lies outside it, as _plan_extrapolated judges 'plan predicted' (then a flag says so),
+    and the sizes and group sizes read here and by the plan on that curve; None where the curve was not measured."""
+    import numpy as np
+
+    from commbench.cli.predict import extrapolated
+
+    measured, sizes = _fit_beyond(fabric, item, ctx, size_bytes=item.size_bytes, group=group, domains=domains)
+    if measured is None:
+        return None
+    beyond = any(extrapolated(measured, np.array(sizes), group))
+    if beyond:
+        flags.append(_beyond_line(item, "predicted", "the", sizes, group, fabric, measured)
+                     + " (-e/--max-bytes sets the size measured here)")
+    groups = [group]
+    plan_measured, plan_sizes = _fit_beyond(fabric, item, ctx, size_bytes=item.plan_size_bytes,
+                                            group=item.plan_group_size, domains=item.plan_domains)
+    if plan_measured is not None and plan_measured["curve"] == measured["curve"]:   # the plan reads the same curve
+        sizes, groups = sizes + plan_sizes, groups + [item.plan_group_size]
+    return dict(measured, beyond=beyond, lo_bytes=min(sizes), hi_bytes=max(sizes), groups=groups)
 
 
 def _describes(described: dict[str, set[str]], item, backend: str) -> bool:

@@ -237,6 +237,7 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
     context = multiprocessing.get_context(start_method or ("fork" if backend == "gloo" else "spawn"))
     os.environ.setdefault("OMP_NUM_THREADS", DEFAULT_OMP_NUM_THREADS)  # what torchrun sets
     ranks: list[_Rank] = []
+    held_before = _points_held(output_path)   # a --resume's earlier points: an interrupt says which are this launch's
     with stops_raise(), rendezvous_folder() as folder:
         rendezvous = f"file://{os.path.join(folder, 'store')}"
         try:
@@ -258,12 +259,7 @@ def launch_local(nproc: int, fn: Callable[..., Any], arg: Any, *, backend: str, 
                     r.drain()
                 _unrecord_stopped_point(ranks, output_path)
                 kept = ranks[0].num_recorded if ranks else 0
-                held = _points_held(output_path)
-                where = (str(output_path).strip("()") if str(output_path).startswith("(")  # verify-plan: no file
-                         else f"{kept} point(s) kept in {output_path}" if held <= kept else
-                         # a --resume (or a file appended to): the file holds the earlier points too, and
-                         # '0 point(s) kept' read as if it had been emptied
-                         f"{kept} point(s) recorded by this launch; {output_path} holds {held}")
+                where = _kept_text(kept, output_path, held_before)
                 raise Interrupted(f"interrupted ({signal_name(exc)}): {where}", signal=signal_name(exc)) from None
         finally:
             with stops_ignored():
@@ -337,6 +333,37 @@ def _stuck_message(ranks: list[_Rank], stuck: list[_Rank], failed: list[_Rank], 
     return RanksHung(f"{line}; {results_so_far(output_path)}", recorded=recorded, num_ok=writer.num_recorded_ok,
                      num_failed=writer.num_recorded - writer.num_recorded_ok + (recorded and writer.step not in
                                                                                writer.recorded_steps))
+
+
+def _kept_text(kept: int, output_path: str, held_before: int = 0) -> str:
+    """What an interrupted launch kept, as the file is after its ranks stopped: the points it recorded (rank 0's count
+    `kept`, or the file's growth over the `held_before` points it held at the launch where rank 0's last message was
+    lost with it: a new file holding 16 was '15 point(s) recorded by this launch; FILE holds 16'). A stop before the
+    first point names no file that was never written (a SIGINT before rank 0 wrote its header said '0 point(s) kept in
+    FILE', and the output lock then removed the empty FILE)."""
+    if str(output_path).startswith("("):   # verify-plan: no file
+        return str(output_path).strip("()")
+    held = _points_held(output_path)
+    kept = max(kept, held - held_before)
+    if held > kept:   # a --resume (or a file appended to): the file holds the earlier points too, and
+        # '0 point(s) kept' read as if it had been emptied
+        return f"{kept} point(s) recorded by this launch; {output_path} holds {held}"
+    if kept:
+        return f"{kept} point(s) kept in {output_path}"
+    if not os.path.isfile(output_path) or os.path.getsize(output_path) == 0:
+        # empty: the output lock's file, which it removes on release where this run created it (files.OutputLock)
+        return f"no point measured ({output_path} was not written)"
+    headers = _headers_held(output_path)
+    return f"no point measured ({output_path} holds none{': only a run header' if headers else ''})"
+
+
+def _headers_held(output_path) -> int:
+    """The run headers in the results file (0 where there is none or it cannot be read)."""
+    try:
+        with open(output_path, encoding="utf-8", errors="replace") as handle:
+            return sum(line.startswith('{"record_type":"header"') for line in handle)
+    except OSError:
+        return 0
 
 
 def _points_held(output_path) -> int:

@@ -79,7 +79,7 @@ class CommItem:
     """One collective of the plan, as measured here."""
 
     label: str
-    kind: str                      # the group kind: tp | ep (ETP x EP with flex and ETP > 1) | etp | dp_cp | edp
+    kind: str                      # the group kind: tp | ep (ETP x EP with flex and ETP > 1) | etp | dp_cp | edp | pp
     collective: str                # workload name in collectives.REGISTRY
     size_bytes: int                # measured size (nccl-tests' meaning; a dispatch's bytes per rank for EP)
     plan_size_bytes: int           # the plan's size
@@ -425,6 +425,8 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
                               else "all_reduce", size_bytes=scaled(plan_bytes, label), plan_size_bytes=plan_bytes,
                               groups=groups_of(kind, group, domains=dp_domains), plan_group_size=group,
                               plan_domains=dp_domains))
+    if lay.pp > 1:
+        items.append(_pp_item(ctx, tokens_mb, scaled, topology, nproc))
     if lay.fsdp:
         flags.append("FSDP: the plan reduce-scatters and gathers per layer every micro-batch over its shard groups; "
                      "measured here as one gradient bucket over the whole DP group")
@@ -443,6 +445,23 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
         if len(item.groups[0]) < 2:
             flags.append(f"{item.label}: not measured: {no_group(item)}; run a rank count its groups divide")
     return kept, flags
+
+
+def _pp_item(ctx: PlanContext, tokens_mb: int, scaled, topology: Topology | None, nproc: int) -> CommItem:
+    """The pipeline send/recv between neighbouring stages, as step/evaluate.py charges it: one activation of the
+    micro-batch (tokens / CP, scattered over TP with sequence parallelism, ACT_BYTES each) exchanged by a pair of ranks
+    (the sendrecv curve at group 2, 2 x VP calls a micro-batch), across the racks where a stage's TP x CP x DP ranks
+    fill a rack (evaluate's pp_dom). Measured on disjoint pairs of this run's ranks, all at once, spanning two racks
+    where the plan's pairs do and the run has them: the stages' own ranks are TP x CP x DP apart, and what the step
+    model prices is the pair."""
+    lay = ctx.layout
+    plan_bytes = int(round(tokens_mb / (lay.cp * (lay.tp if lay.sequence_parallel else 1)) * ctx.model.hidden
+                           * ACT_BYTES))
+    domains = 2 if lay.tp * lay.cp * lay.dp >= ctx.per_rack else 1
+    label = "PP send/recv"
+    return CommItem(label=label, kind="pp", collective="sendrecv", size_bytes=scaled(plan_bytes, label),
+                    plan_size_bytes=plan_bytes, groups=_scaled_on(topology, 2, nproc, plan_domains=domains),
+                    plan_group_size=2, plan_domains=domains)
 
 
 def _ep_item(ctx: PlanContext, tokens_mb: int, max_bytes: int, groups, plan_dom: int, flags: list[str]) -> CommItem:
@@ -568,19 +587,73 @@ def measured_domains(groups, topology: Topology | None) -> int:
     return max(len({topology.rack_of(r) for r in g}) for g in groups)
 
 
-def mismatch_flags(points: list[dict], comparable: bool | None = None) -> list[str]:
+def mismatch_flags(points: list[dict], comparable: bool | None = None, *,
+                   fits: dict[str, dict] | None = None) -> list[str]:
     """A flag per point whose measured / predicted lies beyond MISMATCH_RATIO either way, where the plan's fabric
-    describes the backend measured (`comparable`, else each point's own "comparable")."""
+    describes the backend measured (`comparable`, else each point's own "comparable"). `fits`: per point's collective,
+    what a fitted profile measured for the curve that prices it (cli/predict.fitted_range, with `beyond`: whether
+    'predicted' lies outside it, and `lo_bytes`/`hi_bytes`: the sizes the plan and this run read it at); absent for a
+    preset's curve. A prediction extrapolated beyond the fit is no test of the fit (probe PC: a profile fitted from
+    1 KiB..4 MiB, verified at 16 MiB, was 'MISMATCH 4.1x ... plan on the fitted profile', which the plan already
+    was): its verdict says so and names the sizes to measure."""
     out = []
     for p in points:
         ratio = p.get("measured_over_predicted")
         if not (p.get("comparable") if comparable is None else comparable) or not ratio:
             continue
-        if ratio > MISMATCH_RATIO or ratio < 1 / MISMATCH_RATIO:
-            out.append(f"MISMATCH: {p['collective']} measured {ratio:.1f}x the prediction (beyond {MISMATCH_RATIO:g}x "
-                       "either way): the plan's fabric model does not hold for it here; measure the fabric (`commbench "
-                       "tune` or `sweep` + `fit`) and plan on the fitted profile")
+        if not (ratio > MISMATCH_RATIO or ratio < 1 / MISMATCH_RATIO):
+            continue
+        fit = (fits or {}).get(p["collective"])
+        beyond = f"measured {ratio:.1f}x the prediction (beyond {MISMATCH_RATIO:g}x either way)"
+        if fit is None:
+            out.append(f"MISMATCH: {p['collective']} {beyond}: the plan's fabric model does not hold for it here; "
+                       "measure the fabric (`commbench tune` or `sweep` + `fit`) and plan on the fitted profile")
+        elif fit["beyond"]:
+            out.append(f"{EXTRAPOLATED_MISMATCH}: {p['collective']} {beyond}, a prediction EXTRAPOLATED beyond what "
+                       f"the profile measured for {fit['curve']} ({_fitted_span(fit)}): a check of the alpha-beta "
+                       "curve's extension, not of the fit where it was measured; measure the sizes the plan uses: "
+                       f"{resweep_text(fit)}")
+        else:
+            out.append(f"MISMATCH: {p['collective']} {beyond}, inside what the profile measured for {fit['curve']} "
+                       f"({_fitted_span(fit)}): the fitted profile does not hold for it here (the fabric changed since "
+                       "its results were measured, or a poor fit: see its fit warnings); measure it again and refit")
     return out
+
+
+EXTRAPOLATED_MISMATCH = "MISMATCH ON AN EXTRAPOLATION"
+
+
+def _fitted_span(fit: dict) -> str:
+    from commbench.units import format_size
+
+    return (f"{format_size(fit['min_size_bytes'])} to {format_size(fit['max_size_bytes'])}, group size(s) "
+            f"{', '.join(map(str, fit['group_sizes']))}")
+
+
+def _size_option(size_bytes: int) -> str:
+    """A size as bench's -b/-e take it (K/M/G = 1024^n), whole."""
+    for suffix, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if size_bytes >= mult and size_bytes % mult == 0:
+            return f"{size_bytes // mult}{suffix}"
+    return str(size_bytes)
+
+
+def resweep_text(fit: dict) -> str:
+    """The re-sweep that would measure what a verdict read beyond the fit: the curve's collective from the smaller of
+    the fitted and the read sizes to the larger (the largest rounded up to a power of two, as -f 2 steps), on the
+    group sizes read (`groups`)."""
+    from commbench.units import format_size
+
+    lo = min(int(fit["min_size_bytes"]), int(fit["lo_bytes"]))
+    hi = max(int(fit["max_size_bytes"]), int(fit["hi_bytes"]))
+    hi = 1 << (hi - 1).bit_length()
+    groups = sorted(set(fit["groups"]))
+    name = fit["collective"]
+    command = ("" if name == "moe_all_to_all" else   # swept by tokens per rank, not -b/-e
+               f" (`commbench bench {name} --nproc {max(groups)} -b {_size_option(lo)} -e {_size_option(hi)} -f 2 "
+               "-O FILE`)")
+    return (f"re-sweep {name} from {format_size(lo)} to {format_size(hi)} on {', '.join(map(str, groups))} rank(s)"
+            f"{command}, fit it with the profile's other results and plan again")
 
 
 def verify_rank(rank_env, job: VerifyJob) -> VerifyOutcome:
