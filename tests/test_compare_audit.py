@@ -166,3 +166,37 @@ def test_a_point_twice_in_one_run_with_different_timings_is_refused_in_either_or
         assert result.exit_code == 2 and "holds all_reduce float32" in line and "twice with different" in line, line
     same = CliRunner().invoke(app, ["compare", base, write(tmp_path / "copy.jsonl", [*new_run, new_run[3]])])
     assert same.exit_code == 0, same.output
+
+
+def test_every_baseline_run_counts_in_the_run_shift(tmp_path):
+    """One BASE run and two --history runs measured the shift from the two history runs only (1 df): BASE's run,
+    a set of one, was dropped, so three baseline runs were judged as two (probe PC: "run-to-run from 2 runs
+    (runs: base 1, new 1, history 2)"). A side of one run joins the other: three runs, two shifts, and BASE's own
+    offset from its history is part of the shift; two runs a side stay two sets (each centred on its own means)."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    from tests.test_compare import write
+
+    rng = np.random.default_rng(6)
+    base, new = _run(rng, "b", 30, factor=1.3, sd=0.02), _run(rng, "n", 30, factor=1.3, sd=0.02)
+    history = _run(rng, "h0", 30, sd=0.02) + _run(rng, "h1", 30, sd=0.02)
+    one_two = compare(base, new, max_regression=0.1, history=history).run_to_run
+    assert (one_two.num_runs, one_two.num_shifts) == (3, 2)
+    assert one_two.sigma_run > 0.05  # BASE's x1.3 against its history is a shift the two history runs do not show
+    two_one = compare(base + _run(rng, "b2", 30, sd=0.02), new, max_regression=0.1, history=history[:len(SIZES)])
+    assert (two_one.run_to_run.num_runs, two_one.run_to_run.num_shifts) == (3, 2)
+    two_two = compare(base + _run(rng, "b2", 30, sd=0.02), new, max_regression=0.1, history=history).run_to_run
+    assert (two_two.num_runs, two_two.num_shifts) == (4, 2)
+    # a lone history run lacking a point BASE's runs share would shrink the block: the sets stay apart
+    short = compare(base + _run(rng, "b2", 30, sd=0.02), new, max_regression=0.1,
+                    history=history[1:len(SIZES)]).run_to_run
+    assert (short.num_runs, short.num_shifts) == (2, 1)
+    folder = tmp_path / "history"
+    folder.mkdir()
+    write(folder / "h0.jsonl", history[:len(SIZES)])
+    write(folder / "h1.jsonl", history[len(SIZES):])
+    shown = CliRunner().invoke(app, ["compare", write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", new),
+                                     "--history", str(folder)])
+    text = " ".join(shown.output.split())
+    assert "noise: run-to-run from 3 runs (runs: base 1, new 1, history 2)" in text and "2 measured" in text, text

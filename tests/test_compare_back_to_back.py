@@ -38,3 +38,22 @@ def test_base_runs_measured_back_to_back_are_noted_on_the_verdict_line(tmp_path)
     slow = run(tmp_path / "close.jsonl", write(tmp_path / "slow.jsonl", _runs("s", later, 9, factor=3.0)))
     said = " ".join(slow.output.split())
     assert slow.exit_code == 1 and "error:" in said and "measured back to back (started within 9 s)" in said, said
+
+
+def test_base_runs_of_different_collectives_get_no_back_to_back_note(tmp_path):
+    """BASE's runs measured back to back but repeating no point (one run per collective, probe PC t1/: 5 runs of 5
+    collectives) measure no run shift: the noise line says "not measured (no repeated baseline run)", and the note
+    that the run-to-run noise they show may be too small contradicted it. It is said only where BASE's runs repeat a
+    point."""
+    close = ["2026-12-06T10:00:00+00:00", "2026-12-06T10:00:05+00:00", "2026-12-06T10:00:09+00:00"]
+    collectives = ("all_reduce", "all_gather", "broadcast")
+    base, new = [], []
+    for i, (started_at, collective) in enumerate(zip(close, collectives)):
+        points = [dataclasses.replace(m, collective=collective) for m in _runs(f"b{i}-", [started_at], i)[1:]]
+        base += [dataclasses.replace(header_for(points[0]), started_at=started_at), *points]
+        new += [dataclasses.replace(m, collective=collective) for m in _runs("n", ["x"], 9 + i)[1:]]
+    new = [dataclasses.replace(header_for(new[0]), started_at="2026-12-06T11:00:00+00:00"), *new]
+    result = run(write(tmp_path / "base.jsonl", base), write(tmp_path / "new.jsonl", new))
+    said = " ".join(result.output.split())
+    assert result.exit_code == 0 and "run shift is not measured (no repeated baseline run" in said, said
+    assert "back to back" not in said, said

@@ -95,6 +95,26 @@ def test_a_dropped_choice_is_left_to_nccl_and_counted():
                 and rule.proto == "ll" and rule.min_bytes <= 262144 <= rule.max_bytes]
 
 
+
+def test_a_dropped_line_names_the_range_the_plugin_leaves_to_nccl(tmp_path):
+    """h100-hgx, 16 GPUs: the header's `# dropped:` line said [196609-393216] (the 256 KiB point's midpoint cell, as
+    checked) while the cell's own comment said [131073-393216]: the tree/LL rule below stops at its measured 128 KiB
+    beside a kept cell (hold_to_measured), so no rule covers 131073 B up and NCCL decides from there. Both say the
+    range the plugin reads, and no rule covers a byte of it."""
+    import re
+
+    out = tmp_path / "t.conf"
+    result = CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", "16", "-O", str(out)])
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    dropped = re.findall(r"^# dropped: (\w+) nNodes=(\d+) nRanks=(\d+) \[(\d+)-(\d+)\]", text, re.M)
+    assert ("allreduce", "2", "16", "131073", "393216") in dropped, dropped
+    rules = [line.split(",") for line in text.splitlines() if line and not line.startswith("#")]
+    for collective, nodes, ranks, lo, hi in dropped:
+        assert f"# {collective} nodes={nodes} ranks={ranks} [{lo}-{hi}]: NCCL default kept at " in text
+        assert not [r for r in rules if r[0] == collective and r[6] == nodes and r[7] == ranks
+                    and int(r[1]) <= int(hi) and int(r[2]) >= int(lo)], (collective, lo, hi)
+
 # --- every rule of both targets, fill-ins and FALLBACKs included (probe CF) -----------------------------------------
 # `--for example-plugin` wrote fill-ins over sizes where NCCL's own pick changes (ring/ll up to 6 MiB where NCCL takes
 # ring/ll128 from 4.3 MiB: h100-hgx, 8 GPUs) and FALLBACK rules of the fastest ring/tree pair by commbench's model,

@@ -326,10 +326,13 @@ BACK_TO_BACK_SPAN_S = 15 * 60
 def back_to_back_note(base_headers, base_continuations, result) -> str | None:
     """A clause for the pass/fail line where BASE's several runs were measured back to back (their headers'
     started_at within BACK_TO_BACK_SPAN_S, or one `bench -N` launch's cycles) and no --history run entered the noise:
-    their run-to-run noise may understate the noise between runs taken apart. None otherwise."""
+    their run-to-run noise may understate the noise between runs taken apart. None otherwise, and None where BASE's
+    runs repeat no point (5 runs of 5 collectives): they measured no run shift, which the noise line says."""
     from commbench.results.compare import run_start_times
 
     if result.runs.get("base", 0) < 2 or result.runs.get("history", 0):
+        return None
+    if result.run_to_run is None or not result.run_to_run.shift_known:
         return None
     times = [t for run, t in run_start_times(base_headers).items() if run not in base_continuations]
     launches = {(h.run_cycles or {}).get("launch") for h in base_headers if h.run_id not in base_continuations}

@@ -221,8 +221,7 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
     bt, nt, ht = (log_table(runs, stats) for runs in (base_runs, new_runs, hist_runs))
     collective_of = {k: first[k].collective for k in stats}
     # the run shift from baseline runs only (a slow run of NEW is the news); the points' scatter from NEW's too.
-    # One BASE run and one --history run are one set of two baseline runs: apart, neither measures a shift.
-    shift_sets = [bt + ht] if len(bt) < 2 and len(ht) < 2 else [bt, ht]
+    shift_sets = _baseline_sets(bt, ht)
     # nothing to measure the points' scatter with (one run a side, no collective of 3 points): assumed, never the
     # within-run intervals alone (README: such a point "carries that assumed shift and the points' scatter")
     r2r = (estimate_run_to_run(shift_sets, scatter_sets=[nt]) or _pair_scatter(bt, nt, collective_of)
@@ -300,6 +299,23 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                       missing=missing, not_planned=not_planned, allow_missing=allow_missing, only_in_new=only_in_new,
                       unchecked=unchecked, allow_unchecked=allow_unchecked, trimmed=trimmed,
                       known_failed=known_failed, num_new_compared=len(comparable), cut_short_lost=cut_lost)
+
+
+def _baseline_sets(base_table: list[dict], hist_table: list[dict]) -> list[list[dict]]:
+    """The sets of baseline runs the run shift is measured within (each centred on its own point means): BASE's
+    runs and the --history runs apart where each side has two runs or more, so that an offset between BASE and
+    its history is no shift within either. A side of one run measures no shift alone: it joins the other side
+    (one BASE run and two history runs are three baseline runs, two shifts; apart, BASE's run counted for
+    nothing), unless it lacks a point the other side's runs share, which would shrink the block the shift is
+    measured on (a set's runs are compared on the points they all hold)."""
+    base, hist = [r for r in base_table if r], [r for r in hist_table if r]
+    if len(base) >= 2 and len(hist) >= 2:
+        return [base, hist]
+    lone, others = (base, hist) if len(base) < 2 else (hist, base)
+    shared = set.intersection(*(set(r) for r in others)) if len(others) >= 2 else set()
+    if lone and shared - set(lone[0]):
+        return [base, hist]
+    return [base + hist]
 
 
 def _same_sample_counts(stats: dict, base_runs, new_runs, hist_runs):

@@ -364,7 +364,8 @@ def drop_slower_than_nccl(cells: list[Cell], fabric, domains: int) -> tuple[list
     nothing of commbench's) rates slower than NCCL's own pick anywhere in the cell's sizes: such a rule could only make
     NCCL slower by its own reckoning, so the choice goes back to NCCL's default (NCCL's example plugin gets a fill-in
     there, which follow_nccl_picks then holds to NCCL's own pick). Cells of collectives the fabric has no NCCL
-    parameters for are kept (not checkable). Returns (cells, one line per dropped choice)."""
+    parameters for are kept (not checkable). Returns (cells, the cells whose choice was dropped: dropped_lines names
+    them once the target's cells are final)."""
     out, dropped = [], []
     for cell in cells:
         name = _nccl_checked_name(cell, fabric)
@@ -382,9 +383,23 @@ def drop_slower_than_nccl(cells: list[Cell], fabric, domains: int) -> tuple[list
                + (" on its own count" if forced else ""))
         out.append(dataclasses.replace(cell, choice=None, fallback=None, fallbacks_after=(), fallback_run_ids=(),
                                        filled=False, dropped_reason=why))
-        dropped.append(f"{cell.collective} nNodes={cell.nodes} nRanks={cell.ranks} [{cell.min_bytes}-{cell.max_bytes}] "
-                       f"{why}; left to NCCL")
+        dropped.append(out[-1])
     return out, dropped
+
+
+def dropped_lines(dropped: list[Cell], final: list[Cell]) -> list[str]:
+    """One line per choice drop_slower_than_nccl dropped, over the bytes the target's final cells give it: the cell
+    the plugin reads, as its comment in the file names it (for commbench's plugin hold_to_measured ends a winning
+    neighbour at its own measured size, so the kept cell reaches down to it: [131073-393216], not the midpoint cell
+    [196609-393216] the choice was checked on)."""
+    lines = []
+    for cell in dropped:
+        scale = (cell.collective, cell.nodes, cell.ranks, cell.reg_buff, cell.dropped_reason)
+        parts = [c for c in final if (c.collective, c.nodes, c.ranks, c.reg_buff, c.dropped_reason) == scale] or [cell]
+        lo, hi = min(c.min_bytes for c in parts), max(c.max_bytes for c in parts)
+        lines.append(f"{cell.collective} nNodes={cell.nodes} nRanks={cell.ranks} [{lo}-{hi}] {cell.dropped_reason}; "
+                     "left to NCCL")
+    return lines
 
 
 _PLUGIN_TO_NAME = {plugin: name for name, plugin in PLUGIN_COLLECTIVES.items()}
@@ -628,7 +643,7 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
                              f"with algorithms {', '.join(COST_MODEL_COMBOS)}")
     chosen = choose_cells(points, need_baseline=False, any_channels=True, predicted_margin=PREDICTED_MARGIN)
     checked_fabric, domains = node_domains(fabric, ranks=ranks, nodes=nodes)
-    chosen, dropped = drop_slower_than_nccl(chosen, checked_fabric, domains)
+    chosen, dropped_cells = drop_slower_than_nccl(chosen, checked_fabric, domains)
     cells, _, switches = for_target(chosen, points, target, "time")
     replaced: list[str] = []
     if target == "example-plugin":   # its fill-ins, stretched ends and FALLBACKs, held to NCCL's own picks
@@ -636,6 +651,7 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
 
         cells, replaced = follow_nccl_picks(cells, checked_fabric, domains)
         switches = switch_backs(cells, points, "time")
+    dropped = dropped_lines(dropped_cells, cells)
     notes = ["PREDICTED from the cost model: measure before trusting (commbench bench --nccl-algo ... then nccl-tuner)",
              f"a rule only where the fastest predicted pair leads every other by more than {100 * PREDICTED_MARGIN:g}% "
              "(the cost model's held-out median error); elsewhere NCCL decides"]
