@@ -195,25 +195,34 @@ def check_when_measured(new: str, new_headers: list, base_headers: list, history
     return stale
 
 
-def check_new_is_not_base(base: str, new: str, base_records: list, new_records: list, *, allow_same_run: bool) -> None:
+def check_new_is_not_base(base: str, new: str, base_records: list, new_records: list, *,
+                          allow_same_run: bool) -> set[str]:
     """NEW whose every run is a run of BASE (results.compare.runs_of_base: by run id or records, not by path) is
     refused in one line unless --allow-same-run (then said): the gate would pass on no new measurement. Where only
-    some runs of NEW are BASE's (bench -O appended to a copy of the baseline), a note names them: each is judged,
-    and passes, as BASE against itself."""
+    some runs of NEW are BASE's (`cp baseline.jsonl out.jsonl; bench -O out.jsonl`), their run ids are returned, to
+    be left out of NEW, and a note names them: judged as NEW runs they passed as BASE against itself and diluted the
+    new runs' mean (3 runs x2.7 beside 3 copies of BASE passed at x1.6 "all runs"), as a history run that is NEW's
+    own is left out of the baseline."""
     from commbench.results.compare import runs_of_base
 
     same = runs_of_base(base_records, new_records)
     runs = len({m.run_id for m in new_records})
     if not same:
-        return
+        return set()
     named = ", ".join(f"run {run_id} ({why})" for run_id, why in list(same.items())[:3]) + (" ..." if len(same) > 3 else "")
     if len(same) == runs and not allow_same_run:
         raise CommbenchError(f"the new file {new} holds no run of its own: its {runs} run(s) are the base's ({named}; "
                              f"base {base}): the gate would pass on no new measurement; give NEW this change's "
                              "results, or --allow-same-run to compare them all the same")
-    what = "allowed (--allow-same-run)" if len(same) == runs else "[yellow]note[/]"
-    err_console.print(styled(what + ": {} of the new file's {} run(s) are the base's ({}): judged, as the base against "
-                             "itself", len(same), runs, named), highlight=False, soft_wrap=True)
+    if len(same) == runs:
+        err_console.print(styled("allowed (--allow-same-run): {} of the new file's {} run(s) are the base's ({}): "
+                                 "judged, as the base against itself", len(same), runs, named),
+                          highlight=False, soft_wrap=True)
+        return set()
+    err_console.print(styled("[yellow]note[/]: {} of the new file's {} run(s) are the base's ({}): left out of the new "
+                             "file, its other {} run(s) judged (a run of the base against the base says nothing of the "
+                             "change)", len(same), runs, named, runs - len(same)), highlight=False, soft_wrap=True)
+    return set(same)
 
 
 def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_change: bool, base: str) -> None:
@@ -502,7 +511,10 @@ def compare_cmd(
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
                                     continuations=new_continuations, cut_short=cut_short, plans=plans,
                                     cut_short_runs=cut_runs, started=new_started)
-    check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
+    of_base = check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
+    if of_base:   # BASE's own runs copied into NEW (a copy of the baseline with runs appended): not NEW's measurement
+        new_records = [m for m in new_records if m.run_id not in of_base]
+        new_headers = [h for h in new_headers if h.run_id not in of_base]
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change,
                      allow_layout_change=allow_layout_change)
