@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 
+from commbench.errors import CommbenchError
 from commbench.results.alpha_split import AlphaSplit
 from commbench.results.compare import compare
 from commbench.results.noise import t_quantile
@@ -27,8 +28,10 @@ def test_auto_judges_the_min_with_samples_the_median_without_and_nccl_time_for_i
     assert {p.statistic for p in result.points} == {"min"}
     assert all(p.median_ratio is not None and p.median_ratio > 0 for p in result.points)
     few = [dataclasses.replace(m, iter_times_us=m.iter_times_us[:19]) for m in new]  # < 20 samples: no tail
-    assert {p.statistic for p in compare(base, few, max_regression=0.1).points} == {"median"}
-    assert all(p.median_ratio is None for p in compare(base, few, max_regression=0.1).points)
+    with pytest.raises(CommbenchError, match="holds 19 per-iteration sample"):   # auto: refused, not the median
+        compare(base, few, max_regression=0.1)                                    # unsaid (test_compare_short_new)
+    assert {p.statistic for p in compare(base, few, max_regression=0.1, statistic="median").points} == {"median"}
+    assert all(p.median_ratio is None for p in compare(base, few, max_regression=0.1, statistic="median").points)
     imported = [dataclasses.replace(m, time_us_median=None, time_us_mean=None, time_us_min=None, time_us_max=None,
                                     iter_times_us=[]) for m in base]
     assert {p.statistic for p in compare(imported, new, max_regression=0.1).points} == {"nccl-avg"}
@@ -109,7 +112,9 @@ def test_the_min_has_an_upper_within_run_interval_and_p10_a_two_sided_one():
     few = samples[:19]
     assert within_run_sd(few, "p10") is not None  # the interval exists; the gate only needs >= 20 to judge it
     base = [record(1024, samples)]
-    assert compare(base, [record(1024, few)], max_regression=0.1).points[0].statistic == "median"
+    assert compare(base, [record(1024, few)], max_regression=0.1, statistic="median").points[0].statistic == "median"
+    with pytest.raises(CommbenchError, match="needs >= 20"):   # auto: the low tail it cannot judge is refused
+        compare(base, [record(1024, few)], max_regression=0.1)
 
 
 def test_a_forced_statistic_a_file_lacks_is_refused_in_one_line(tmp_path):

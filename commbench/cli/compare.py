@@ -195,25 +195,34 @@ def check_when_measured(new: str, new_headers: list, base_headers: list, history
     return stale
 
 
-def check_new_is_not_base(base: str, new: str, base_records: list, new_records: list, *, allow_same_run: bool) -> None:
+def check_new_is_not_base(base: str, new: str, base_records: list, new_records: list, *,
+                          allow_same_run: bool) -> set[str]:
     """NEW whose every run is a run of BASE (results.compare.runs_of_base: by run id or records, not by path) is
     refused in one line unless --allow-same-run (then said): the gate would pass on no new measurement. Where only
-    some runs of NEW are BASE's (bench -O appended to a copy of the baseline), a note names them: each is judged,
-    and passes, as BASE against itself."""
+    some runs of NEW are BASE's (`cp baseline.jsonl out.jsonl; bench -O out.jsonl`), their run ids are returned, to
+    be left out of NEW, and a note names them: judged as NEW runs they passed as BASE against itself and diluted the
+    new runs' mean (3 runs x2.7 beside 3 copies of BASE passed at x1.6 "all runs"), as a history run that is NEW's
+    own is left out of the baseline."""
     from commbench.results.compare import runs_of_base
 
     same = runs_of_base(base_records, new_records)
     runs = len({m.run_id for m in new_records})
     if not same:
-        return
+        return set()
     named = ", ".join(f"run {run_id} ({why})" for run_id, why in list(same.items())[:3]) + (" ..." if len(same) > 3 else "")
     if len(same) == runs and not allow_same_run:
         raise CommbenchError(f"the new file {new} holds no run of its own: its {runs} run(s) are the base's ({named}; "
                              f"base {base}): the gate would pass on no new measurement; give NEW this change's "
                              "results, or --allow-same-run to compare them all the same")
-    what = "allowed (--allow-same-run)" if len(same) == runs else "[yellow]note[/]"
-    err_console.print(styled(what + ": {} of the new file's {} run(s) are the base's ({}): judged, as the base against "
-                             "itself", len(same), runs, named), highlight=False, soft_wrap=True)
+    if len(same) == runs:
+        err_console.print(styled("allowed (--allow-same-run): {} of the new file's {} run(s) are the base's ({}): "
+                                 "judged, as the base against itself", len(same), runs, named),
+                          highlight=False, soft_wrap=True)
+        return set()
+    err_console.print(styled("[yellow]note[/]: {} of the new file's {} run(s) are the base's ({}): left out of the new "
+                             "file, its other {} run(s) judged (a run of the base against the base says nothing of the "
+                             "change)", len(same), runs, named, runs - len(same)), highlight=False, soft_wrap=True)
+    return set(same)
 
 
 def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_change: bool, base: str) -> None:
@@ -382,6 +391,8 @@ def statistic_line(result) -> str:
     if any(name in TAIL_STATISTICS for name in names):
         text += (" (the low tail of the per-iteration times: on a shared host it moves far less between runs "
                  "than the median, which is shown beside it, not judged)")
+    if result.statistic_fallback:
+        text += f"; {result.statistic_fallback}"
     if result.trimmed:
         counts = sorted(set(result.trimmed.values()))
         text += (f"; {len(result.trimmed)} point(s) measured with different iteration counts in the files: their "
@@ -471,7 +482,7 @@ def compare_cmd(
     base: Annotated[str, typer.Argument(help="Baseline results (JSONL).")],
     new: Annotated[str, typer.Argument(help="New results (JSONL).")],
     max_regression: Annotated[str, typer.Option("--max-regression", help="Allowed slowdown per point, e.g. 10% or 0.1 (a bare number of 1 or more is refused as ambiguous: write 500% for 5x); a point (or a collective's shared shift) fails only beyond this AND beyond the noise: the larger of the run-to-run noise and the within-run interval, at a quantile that keeps the whole comparison of unchanged code to 5% false alarms.")] = "10%",
-    statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} ({AUTO_TAIL} when both files have >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples per point, else the median, else nccl-tests' time as imported files hold), " + ", ".join(GATE_STATISTICS) + " (p10 / min: the 10th percentile / fastest of the per-iteration times; on a busy host they move far less between runs than the median, which preemption dominates: see README).")] = AUTO,
+    statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} ({AUTO_TAIL} when both files have >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples per point, else the median, else nccl-tests' time as imported files hold; a run of NEW with 1-{MIN_SAMPLES_FOR_TAIL - 1} samples where BASE has >= {MIN_SAMPLES_FOR_TAIL} is refused: measure it with -n >= {MIN_SAMPLES_FOR_TAIL} or give --statistic median), " + ", ".join(GATE_STATISTICS) + " (p10 / min: the 10th percentile / fastest of the per-iteration times; on a busy host they move far less between runs than the median, which preemption dominates: see README).")] = AUTO,
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): with runs appended to BASE, they measure the run-to-run shift (never from NEW: a slow run there is the news). Without repeated baseline runs the shift is assumed (half the points' scatter, said in the noise line) and each point is judged against its own run's other points.")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails. A run of NEW holding no point of BASE at all (another dtype, world size, backend or collective) misses every point of BASE: it fails too unless this option is given, except NEW's newest run (the one whose header started last, ties and runs without a start time by file order: what bench -O or sweep appended last), which is refused (exit 2) as a NEW holding no point is, with this option or without. Where NEW's run holds every point its header plans, the points it lacks are named 'not planned' (its plan differs from BASE's: another sweep, or tune's built-in sweep of another version): a narrower plan checks less than BASE did, so it fails too unless --allow-missing accepts it (or compare against a BASE measured with the new plan).")] = False,
     allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds, the points it planned and never reached allowed; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan). A BASE cut short or with unreadable lines is refused (exit 2: NEW's points beyond its cut would go unjudged) unless this option is given: then NEW is judged on the points BASE holds, said in the pass line and in --json (base_incomplete).")] = False,
@@ -505,7 +516,10 @@ def compare_cmd(
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
                                     continuations=new_continuations, cut_short=cut_short, plans=plans,
                                     cut_short_runs=cut_runs, started=new_started)
-    check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
+    of_base = check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
+    if of_base:   # BASE's own runs copied into NEW (a copy of the baseline with runs appended): not NEW's measurement
+        new_records = [m for m in new_records if m.run_id not in of_base]
+        new_headers = [h for h in new_headers if h.run_id not in of_base]
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change,
                      allow_layout_change=allow_layout_change)

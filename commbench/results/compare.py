@@ -157,6 +157,9 @@ class Comparison:
     # "label (run i/n)" of points a run of NEW cut short planned and never reached (the CLI fails the run unless
     # --allow-cut-short): not missing
     cut_short_lost: list[str] = field(default_factory=list)
+    # why a statistic other than the low tail was judged where a side's records hold too few per-iteration samples
+    # for it (compare_samples.fallback_text; "" where none)
+    statistic_fallback: str = ""
 
     @property
     def lost(self) -> list[str]:
@@ -293,10 +296,14 @@ def check_present(statistic: str, records: list[Measurement], side: str) -> None
     """A forced statistic must be in every good record of a file (else nothing would be judged there)."""
     lacking = [m for m in records if not is_bad(m) and gate_time_us(m, statistic) is None]
     if lacking:
-        need = (f" (it needs >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples, iter_times_us; nccl-tests imports have "
-                "them only from the -J file of an -I 1 run)" if statistic in TAIL_STATISTICS else "")
+        fewest = min(len(m.iter_times_us or ()) for m in lacking)
+        need = (f" (it needs >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples, iter_times_us, and "
+                + (f"a record there holds {fewest}: measure it with -n >= {MIN_SAMPLES_FOR_TAIL}, or judge "
+                   "--statistic median" if fewest else
+                   "they hold none: nccl-tests imports have them only from the -J file of an -I 1 run")
+                + ")" if statistic in TAIL_STATISTICS else f"; --statistic {AUTO} picks what both files hold")
         raise CommbenchError(f"--statistic={statistic} is invalid for the {side} file: {len(lacking)} point(s) lack it, "
-                             f"first {point_label(lacking[0])}{need}; --statistic {AUTO} picks what both files hold")
+                             f"first {point_label(lacking[0])}{need}")
 
 
 def split_runs(records: Iterable[Measurement], side: str = "") -> list[dict[tuple, Measurement]]:
@@ -569,6 +576,9 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
             raise CommbenchError(f"the new file's {how[0]} run ({where}{how[1]}) holds no point of the base: nothing "
                                  "of it can be judged (a new file holding only it is refused so), and an earlier run "
                                  f"of the file does not stand in for it; {why}")
+    if statistic == AUTO:   # a run of NEW too short for the low tail would put every run on the median
+        from commbench.results.compare_samples import check_new_samples
+        check_new_samples(base_runs, new_runs, base_keys)
     complete = set(complete_runs)
     planned_whole = {i for i, run in enumerate(new_runs, start=1) if next(iter(run.values())).run_id in complete}
     cut = set(cut_short_runs)
@@ -577,6 +587,10 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
                    statistic=statistic, allow_missing=allow_missing, allow_unchecked=allow_unchecked, alpha=alpha,
                    only_in_new=len(new_keys - set(base_keys)), planned_whole=planned_whole,
                    cut_allowed=cut_allowed)
+    if statistic not in TAIL_STATISTICS:
+        from commbench.results.compare_samples import fallback_text
+        result = dataclasses.replace(result, statistic_fallback=fallback_text(base_runs, new_runs, result.points,
+                                                                              statistic))
     repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
     return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys),
                                empty_runs=list(empty_runs), history_of_new=history_of_new,
