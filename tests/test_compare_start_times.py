@@ -92,3 +92,19 @@ def test_a_start_time_that_cannot_be_read_is_refused_and_one_without_a_zone_is_s
     zoned = write(tmp_path / "zoned.jsonl", _run("z", 4, started="2026-12-07T01:30:00Z"))
     assert "cannot be checked" not in run_cli(base, zoned).output
 
+
+def test_an_edited_line_is_named_before_the_cut_short_run_it_leaves(tmp_path):
+    """Probe PD (ed_min.jsonl): a record whose time_us_min disagrees with its own iter_times_us is dropped as
+    unreadable, so its run holds fewer points than it plans; the error led with "cut short ... --allow-cut-short",
+    and the real reason (edited or corrupted) showed only after that flag was added. It now comes first."""
+    base = write(tmp_path / "base.jsonl", _run("b", 1, planned_points=4))
+    path = tmp_path / "edited.jsonl"
+    write(path, _run("n", 2, started="2026-12-05T13:00:00+00:00", planned_points=4))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    rows[2]["time_us_min"] /= 2   # one record's summary halved, its samples left
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    failed = run_cli(base, path)
+    said = " ".join(failed.output.split())
+    error = said[said.index("error:"):]
+    assert failed.exit_code == 1 and error.startswith("error: 1 line(s) of the new file could not be read"), error
+    assert "edited or corrupted" in error.split("cut short")[0], error

@@ -681,11 +681,11 @@ def compare_cmd(
                          "permit that")
         if failed_cut:
             parts.append(f"{len(cut_short)} run(s) of the new file cut short (first: {cut_short[0]}): a run that "
-                         "stopped part-way failed; --allow-cut-short judges the points it holds (--allow-missing does "
-                         "not permit that)")
-        if unreadable:
-            parts.append(f"{len(unreadable)} line(s) of the new file could not be read (first: {unreadable[0]}): what "
-                         "they held (a failed or wrong point, say) is unknown; --allow-missing does not permit that")
+                         "stopped part-way failed" + ("; or its points are the unreadable lines'" if unreadable else "")
+                         + "; --allow-cut-short judges the points it holds (--allow-missing does not permit that)")
+        if unreadable:   # first: lines dropped as unreadable make their runs read as cut short, the lesser reason
+            parts.insert(0, f"{len(unreadable)} line(s) of the new file could not be read (first: {unreadable[0]}): "
+                            "what they held (a failed or wrong point, say) is unknown; no option permits that")
         raise fail("; ".join(parts + [apart_note] * bool(apart_note)), exit_code=1)
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)
