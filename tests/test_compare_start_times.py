@@ -108,3 +108,26 @@ def test_an_edited_line_is_named_before_the_cut_short_run_it_leaves(tmp_path):
     error = said[said.index("error:"):]
     assert failed.exit_code == 1 and error.startswith("error: 1 line(s) of the new file could not be read"), error
     assert "edited or corrupted" in error.split("cut short")[0], error
+
+
+def test_the_not_planned_error_names_benchs_collective_and_counts_points_per_run(tmp_path):
+    """Probe PD (b2.jsonl vs n2.jsonl): `bench --nproc 2 ... all_reduce` was labelled "`bench --nproc`" (argv's
+    second word) and "base ...: 8 point(s); new ...: 8 point(s)" read as equal plans while BASE held 16 points over 2
+    runs (all_reduce and all_gather). Each run is named by its collective, and the counts say they are per run."""
+    import dataclasses
+
+    argv = ["/usr/bin/commbench", "bench", "--nproc", "2", "-b", "1K", "-e", "64K", "-f", "4"]
+
+    def run(run_id, seed, collective, started):
+        header, *points = _run(run_id, seed, started=started, planned_points=4, argv=[*argv, collective])
+        return [header, *(dataclasses.replace(m, collective=collective) for m in points)]
+
+    base = write(tmp_path / "base.jsonl", [*run("r", 1, "all_reduce", "2026-12-05T12:00:00+00:00"),
+                                           *run("g", 2, "all_gather", "2026-12-05T12:00:05+00:00")])
+    new = write(tmp_path / "new.jsonl", run("n", 3, "all_reduce", "2026-12-05T13:00:00+00:00"))
+    failed = run_cli(base, new)
+    said = " ".join(failed.output.split())
+    error = said[said.index("error:"):]
+    assert failed.exit_code == 1 and "`bench --nproc`" not in said, error
+    assert ("base 2 runs, 8 points planned: `bench all_reduce`: 4 point(s) a run; `bench all_gather`: 4 point(s) a "
+            "run; new `bench all_reduce`: 4 point(s) a run") in error, error

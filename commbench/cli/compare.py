@@ -29,17 +29,27 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
           "slower (within noise)": "yellow"}
 
 
-def plan_change_text(base_headers: list, plans: dict[str, str]) -> str:
-    """How the plans differ, from the headers: each side's launches, their planned point counts and sweep
-    identities (a BASE header written before planned_points was recorded: its count unknown)."""
-    from commbench.results.resumed import launch_name
+def plan_change_text(base_headers: list, plans: dict[str, str], base_records: list = ()) -> str:
+    """How the plans differ, from the headers: each side's launches (a `bench` run by the collectives its records
+    hold), their planned point counts per run and sweep identities, and BASE's runs and points in all (a BASE header
+    written before planned_points was recorded: its count unknown)."""
+    from collections import Counter
+
+    from commbench.results.resumed import collectives_by_run, launch_name
 
     def side(texts) -> str:
-        return "; ".join(dict.fromkeys(texts)) or "unknown"
+        counted = Counter(texts)
+        return "; ".join(text + (f" (each of {n} runs)" if n > 1 else "") for text, n in counted.items()) or "unknown"
 
-    base = [f"`{launch_name(h.argv)}`: " + (f"{h.planned_points} point(s)" if h.planned_points else "points not recorded")
+    collectives = collectives_by_run(base_records)
+    base = [f"`{launch_name(h.argv, collectives.get(h.run_id, ()))}`: "
+            + (f"{h.planned_points} point(s) a run" if h.planned_points else "points not recorded")
             + (f", sweep {h.sweep_identity}" if h.sweep_identity else "") for h in base_headers]
-    return f"the plan differs: base {side(base)}; new {side(plans.values())}, every point held"
+    counts = [h.planned_points for h in base_headers]
+    total = (f"{len(base_headers)} runs, {sum(counts)} points planned: " if len(base_headers) > 1 and all(counts)
+             else "")
+    new = [text.replace(" point(s)", " point(s) a run", 1) for text in dict.fromkeys(plans.values())]
+    return f"the plan differs: base {total}{side(base)}; new {side(new)}, every point held"
 
 
 def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None,
@@ -545,7 +555,7 @@ def compare_cmd(
                                  if run not in empty_runs_of([*base_headers, *base_records])
                                  and run not in new_continuations],
                      complete_runs=plans, cut_short_runs=cut_runs, new_started=new_started)
-    plan_change = plan_change_text(base_headers, plans) if result.not_planned else ""
+    plan_change = plan_change_text(base_headers, plans, base_records) if result.not_planned else ""
     if as_json:
         print_json(comparison_document(result, base, new, unreadable=len(unreadable),
                                        setup_unknown=headerless, cut_short=cut_short,
