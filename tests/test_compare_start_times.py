@@ -4,10 +4,12 @@ no zone within the widest UTC offset of BASE's) passed the same way."""
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 import json
 import os
-import datetime
 
+from tests.results_files import invoke
 from tests.test_compare import write
 from tests.test_compare_gate_notes import _run
 from tests.test_compare_runs import run_cli
@@ -39,7 +41,6 @@ def _import(tmp_path, name: str, times: tuple[float, float], mtime: datetime.dat
     log.write_text(_LOG.format(t1=f"{times[0]:.2f}", t2=f"{times[1]:.2f}"))
     os.utime(log, (mtime.timestamp(), mtime.timestamp()))
     out = tmp_path / f"{name}.jsonl"
-    from tests.results_files import invoke
     assert invoke("import", "nccl-tests", str(log), "-O", str(out)).exit_code == 0
     return str(out)
 
@@ -114,8 +115,6 @@ def test_the_not_planned_error_names_benchs_collective_and_counts_points_per_run
     """Probe PD (b2.jsonl vs n2.jsonl): `bench --nproc 2 ... all_reduce` was labelled "`bench --nproc`" (argv's
     second word) and "base ...: 8 point(s); new ...: 8 point(s)" read as equal plans while BASE held 16 points over 2
     runs (all_reduce and all_gather). Each run is named by its collective, and the counts say they are per run."""
-    import dataclasses
-
     argv = ["/usr/bin/commbench", "bench", "--nproc", "2", "-b", "1K", "-e", "64K", "-f", "4"]
 
     def run(run_id, seed, collective, started):
