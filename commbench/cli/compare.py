@@ -29,17 +29,27 @@ _STYLE = {"REGRESSED": "bold red", "newly failed": "bold red", "newly wrong": "b
           "slower (within noise)": "yellow"}
 
 
-def plan_change_text(base_headers: list, plans: dict[str, str]) -> str:
-    """How the plans differ, from the headers: each side's launches, their planned point counts and sweep
-    identities (a BASE header written before planned_points was recorded: its count unknown)."""
-    from commbench.results.resumed import launch_name
+def plan_change_text(base_headers: list, plans: dict[str, str], base_records: list = ()) -> str:
+    """How the plans differ, from the headers: each side's launches (a `bench` run by the collectives its records
+    hold), their planned point counts per run and sweep identities, and BASE's runs and points in all (a BASE header
+    written before planned_points was recorded: its count unknown)."""
+    from collections import Counter
+
+    from commbench.results.resumed import collectives_by_run, launch_name
 
     def side(texts) -> str:
-        return "; ".join(dict.fromkeys(texts)) or "unknown"
+        counted = Counter(texts)
+        return "; ".join(text + (f" (each of {n} runs)" if n > 1 else "") for text, n in counted.items()) or "unknown"
 
-    base = [f"`{launch_name(h.argv)}`: " + (f"{h.planned_points} point(s)" if h.planned_points else "points not recorded")
+    collectives = collectives_by_run(base_records)
+    base = [f"`{launch_name(h.argv, collectives.get(h.run_id, ()))}`: "
+            + (f"{h.planned_points} point(s) a run" if h.planned_points else "points not recorded")
             + (f", sweep {h.sweep_identity}" if h.sweep_identity else "") for h in base_headers]
-    return f"the plan differs: base {side(base)}; new {side(plans.values())}, every point held"
+    counts = [h.planned_points for h in base_headers]
+    total = (f"{len(base_headers)} runs, {sum(counts)} points planned: " if len(base_headers) > 1 and all(counts)
+             else "")
+    new = [text.replace(" point(s)", " point(s) a run", 1) for text in dict.fromkeys(plans.values())]
+    return f"the plan differs: base {total}{side(base)}; new {side(new)}, every point held"
 
 
 def read_measurements(path: str, unreadable: list | None = None, headers: list | None = None,
@@ -171,27 +181,43 @@ def check_base_whole(base: str, cut_short: list[str], unreadable: list[str], *, 
 
 
 def check_when_measured(new: str, new_headers: list, base_headers: list, history_headers: list, *,
-                        allow_stale: bool) -> list[str]:
+                        allow_stale: bool, age_unknown: list | None = None) -> list[str]:
     """Runs of NEW that started before the newest run of BASE or of the --history folder (headers' started_at;
     results.staleness) are refused in one line naming both start times (exit 2) unless --allow-stale (then said): a
     stale file (a CI step that failed to overwrite NEW, BASE and NEW swapped) judged as this change's measurement
-    passes on no new measurement. Returns the texts, for --json."""
-    from commbench.results.staleness import runs_older_than_baseline
+    passes on no new measurement. So is a run of NEW whose started_at is set but no time (an edited header), where the
+    baseline has one: its age cannot be checked, as a header without started_at cannot be read. What cannot be told
+    (NEW imported from a text log, a time with no zone within 14 h of the baseline's) is said in one line and, with
+    `age_unknown`, appended to it. Returns the texts, for --json."""
+    from commbench.results.staleness import new_age_unknown, runs_older_than_baseline, started, unreadable_start
 
     # a run both files hold (NEW a copy of BASE with a run appended, a resumed sweep's launches: --allow-same-run's
     # business) is no stale measurement of NEW, nor the baseline's newest against NEW's own run
     shared = {h.run_id for h in base_headers} & {h.run_id for h in new_headers}
-    stale = runs_older_than_baseline([h for h in new_headers if h.run_id not in shared],
-                                     {"base": [h for h in base_headers if h.run_id not in shared],
-                                      "history": history_headers})
+    new_own = [h for h in new_headers if h.run_id not in shared]
+    baseline = {"base": [h for h in base_headers if h.run_id not in shared], "history": history_headers}
+    stale = runs_older_than_baseline(new_own, baseline)
+    stale_by_time = bool(stale)
+    what = "was measured before the baseline" if stale else "has a start time that cannot be read"
+    if any(started(h.started_at) for headers in baseline.values() for h in headers):
+        stale += [f"{text}: its age cannot be checked (commbench writes 2026-12-05T13:28:21+00:00)"
+                  for h in new_own if (text := unreadable_start(h))]
     more = f"; {len(stale) - 1} more" if len(stale) > 1 else ""
     if stale and not allow_stale:
-        raise CommbenchError(f"the new file {new} was measured before the baseline: {stale[0]}{more}: a stale file "
-                             "(NEW not written by this change's run, or BASE and NEW swapped?); measure NEW again, or "
-                             "--allow-stale to judge it all the same (a baseline measured again after the change)")
+        why = ("a stale file (NEW not written by this change's run, or BASE and NEW swapped?)" if stale_by_time else
+               "an edited or corrupted header")
+        raise CommbenchError(f"the new file {new} {what}: {stale[0]}{more}: {why}; measure NEW again, or --allow-stale "
+                             "to judge it all the same (a baseline measured again after the change)")
     if stale:
         err_console.print(styled("allowed (--allow-stale): {}: {} run(s) measured before the baseline ({}{})", new,
                                  len(stale), stale[0], more), highlight=False, soft_wrap=True)
+    unknown = new_age_unknown(new_own, baseline)
+    if unknown:
+        err_console.print(styled("[yellow]note:[/] the new file's age against the baseline cannot be checked: {}{}",
+                                 unknown[0], f"; {len(unknown) - 1} more" if len(unknown) > 1 else ""),
+                          highlight=False, soft_wrap=True)
+    if age_unknown is not None:
+        age_unknown += unknown
     return stale
 
 
@@ -437,13 +463,14 @@ def point_identity(key: tuple) -> dict:
 def comparison_document(result, base: str, new: str, *, unreadable: int = 0, setup_unknown: list = (),
                         cut_short: list[str] = (), allow_cut_short: bool = False,
                         base_incomplete: list[str] = (), stale_new: list[str] = (),
-                        unchecked_both: list[str] = ()) -> dict:
+                        unchecked_both: list[str] = (), age_unknown: list[str] = ()) -> dict:
     """`compare --json`: every matched point with its verdict; ratios are new/base of measured times.
     `unreadable`: lines of NEW that could not be read (the gate fails on them); `setup_unknown`: "PATH: run ID"
     per run without a header record (its setup was not checked); `base_incomplete`: BASE's runs cut short and
     unreadable lines, judged on what BASE holds (--allow-cut-short; without it compare refuses such a BASE);
     `stale_new`: runs of NEW that started before the newest baseline run, judged by --allow-stale (check_when_measured); `unchecked_both`:
-    points measured without the data check in both files (results.compare.unchecked_on_both_sides)."""
+    points measured without the data check in both files (results.compare.unchecked_on_both_sides); `age_unknown`: why
+    NEW's age against the baseline could not be checked (check_when_measured)."""
     r2r = result.run_to_run
     return {"format": "commbench-compare", "version": 2, "base": base, "new": new,
             "max_regression": result.max_regression,
@@ -472,6 +499,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "unmatched_runs": result.unmatched_runs,
             "cut_short": list(cut_short), "allow_cut_short": allow_cut_short,
             "base_incomplete": list(base_incomplete), "new_older_than_baseline": list(stale_new),
+            "new_age_unchecked": list(age_unknown),
             "unchecked_both_sides": list(unchecked_both), "cut_short_not_reached": result.cut_short_lost,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new,
             "detectable": {**result.detectable, "run_shift_measured": bool(r2r and r2r.shift_known)}}
@@ -531,7 +559,9 @@ def compare_cmd(
     check_same_setup(base_headers, history_headers, allow_setup_change=allow_setup_change,
                      allow_layout_change=allow_layout_change,
                      side=f"the history {history!r}", side_name="history")
-    stale = check_when_measured(new, new_headers, base_headers, history_headers, allow_stale=allow_stale)
+    age_unknown: list[str] = []   # NEW's runs whose start cannot be placed against the baseline's: said, in --json too
+    stale = check_when_measured(new, new_headers, base_headers, history_headers, allow_stale=allow_stale,
+                                age_unknown=age_unknown)
     unchecked_both = unchecked_on_both_sides(base_records, new_records)
     result = compare(base_records, new_records, max_regression=threshold,
                      statistic=check_statistic(statistic), history=history_records,
@@ -542,13 +572,13 @@ def compare_cmd(
                                  if run not in empty_runs_of([*base_headers, *base_records])
                                  and run not in new_continuations],
                      complete_runs=plans, cut_short_runs=cut_runs, new_started=new_started)
-    plan_change = plan_change_text(base_headers, plans) if result.not_planned else ""
+    plan_change = plan_change_text(base_headers, plans, base_records) if result.not_planned else ""
     if as_json:
         print_json(comparison_document(result, base, new, unreadable=len(unreadable),
                                        setup_unknown=headerless, cut_short=cut_short,
                                        allow_cut_short=allow_cut_short,
                                        base_incomplete=base_short, stale_new=stale,
-                                       unchecked_both=unchecked_both))
+                                       unchecked_both=unchecked_both, age_unknown=age_unknown))
     else:
         rows = []
         with_median = any(p.median_ratio is not None for p in result.points)
@@ -678,11 +708,11 @@ def compare_cmd(
                          "permit that")
         if failed_cut:
             parts.append(f"{len(cut_short)} run(s) of the new file cut short (first: {cut_short[0]}): a run that "
-                         "stopped part-way failed; --allow-cut-short judges the points it holds (--allow-missing does "
-                         "not permit that)")
-        if unreadable:
-            parts.append(f"{len(unreadable)} line(s) of the new file could not be read (first: {unreadable[0]}): what "
-                         "they held (a failed or wrong point, say) is unknown; --allow-missing does not permit that")
+                         "stopped part-way failed" + ("; or its points are the unreadable lines'" if unreadable else "")
+                         + "; --allow-cut-short judges the points it holds (--allow-missing does not permit that)")
+        if unreadable:   # first: lines dropped as unreadable make their runs read as cut short, the lesser reason
+            parts.insert(0, f"{len(unreadable)} line(s) of the new file could not be read (first: {unreadable[0]}): "
+                            "what they held (a failed or wrong point, say) is unknown; no option permits that")
         raise fail("; ".join(parts + [apart_note] * bool(apart_note)), exit_code=1)
     if not as_json:
         apart = sum(p.verdict == "not comparable" for p in result.points)

@@ -85,6 +85,9 @@ class RunHeader:
     # in rank order: on gloo they decide a collective's time (README: 2 ms vs 20-80 ms per 512 KiB reduce_scatter);
     # None where torch is absent or the file predates the field (its notes then say it in words, if at all)
     torch_threads: list[int] | None = None
+    # an imported log that prints no start time (nccl-tests text: started_at ""): the log file's mtime at import, UTC,
+    # the latest the run can have started (compare's stale check reads it: results.staleness); None elsewhere
+    started_no_later_than: str | None = None
 
     def nccl_settings(self) -> dict[str, str]:
         """The NCCL_* settings NCCL ran with: `nccl_env`, then the files' where the environment leaves a key unset

@@ -134,7 +134,8 @@ def _planned_groups(records: Iterable[Record]) -> dict[tuple, _PlannedGroup]:
     points count wherever its header sits in the file (points written before it: a file reordered or concatenated)."""
     records = list(records)
     continues = continued_run_ids(records)
-    measured = {r.run_id for r in records if isinstance(r, Measurement)}
+    collectives = collectives_by_run(records)
+    measured = set(collectives)
     sweeps_measured = {r.sweep_identity for r in records
                        if isinstance(r, RunHeader) and r.sweep_identity and r.run_id in measured}
     groups: dict[tuple, _PlannedGroup] = {}
@@ -149,7 +150,7 @@ def _planned_groups(records: Iterable[Record]) -> dict[tuple, _PlannedGroup]:
                 key = (f"run {record.run_id}", record.run_id)
             g = groups.get(key)
             if g is None:
-                g = groups[key] = _PlannedGroup(named=launch_name(record.argv), builtin=_tune_builtin_sweep(record.argv),
+                g = groups[key] = _PlannedGroup(named=launch_name(record.argv, collectives.get(record.run_id, ())), builtin=_tune_builtin_sweep(record.argv),
                                                 label=key[0])
             g.planned = max(g.planned, record.planned_points)
             g.runs.append(record.run_id)
@@ -160,13 +161,26 @@ def _planned_groups(records: Iterable[Record]) -> dict[tuple, _PlannedGroup]:
     return groups
 
 
-def launch_name(argv) -> str:
+def launch_name(argv, collectives: Iterable[str] = ()) -> str:
     """A header's launch as the lines that name a run say it: the command and its first argument ('sweep FILE',
     'tune --model'), an imported nccl-tests run's binary ('all_reduce_perf', not its first option), or 'run' where
-    the header records no argv."""
+    the header records no argv. `bench` takes its collective anywhere among its options ('bench --nproc 2 -b 8
+    all_reduce'): it is named by `collectives`, those its records hold ('bench all_reduce'), else 'bench' alone where
+    its first argument is an option."""
     argv = [str(a) for a in argv or ()]
     perf = next((a.rsplit("/", 1)[-1] for a in argv if a.rsplit("/", 1)[-1].endswith(("_perf", "_perf_mpi"))), None)
+    if not perf and argv[1:2] == ["bench"] and (collectives or argv[2:3] and argv[2].startswith("-")):
+        return " ".join(["bench", *sorted(set(collectives))])
     return perf or " ".join(argv[1:3]) or "run"
+
+
+def collectives_by_run(records: Iterable[Record]) -> dict[str, set[str]]:
+    """Run id -> the collectives its measurements hold (launch_name names a `bench` run by them)."""
+    out: dict[str, set[str]] = {}
+    for r in records:
+        if isinstance(r, Measurement):
+            out.setdefault(r.run_id, set()).add(r.collective)
+    return out
 
 
 def _tune_builtin_sweep(argv) -> bool:
@@ -180,12 +194,14 @@ def cycles_not_run(records: Iterable[Record]) -> list[str]:
     stopped between two cycles (a kill, a time limit), the cycles it ran are complete runs and their own
     planned_points cannot tell the launch was cut. Headers written before run_cycles was recorded say nothing."""
     launches: dict[str, dict] = {}
+    records = list(records)
+    collectives = collectives_by_run(records)
     for record in records:
         cycles = record.run_cycles if isinstance(record, RunHeader) else None
         if not isinstance(cycles, dict) or not isinstance(cycles.get("cycles"), int) or not cycles.get("launch"):
             continue
         launch = launches.setdefault(cycles["launch"], {"runs": [], "held": set(), "cycles": cycles["cycles"],
-                                                        "named": launch_name(record.argv)})
+                                                        "named": launch_name(record.argv, collectives.get(record.run_id, ()))})
         launch["runs"].append(record.run_id)
         launch["held"].add(cycles.get("cycle"))
     out = []
@@ -205,12 +221,15 @@ def combinations_not_started(records: Iterable[Record]) -> list[str]:
     `planned_points` cannot tell. A combination NCCL refused has a header and skipped records: not counted here.
     Headers written before `nccl_tuning` was recorded say nothing."""
     plans: dict[tuple, dict] = {}
+    records = list(records)
+    collectives = collectives_by_run(records)
     for record in records:
         tuning = record.nccl_tuning if isinstance(record, RunHeader) else None
         if not isinstance(tuning, dict) or not tuning.get("combinations"):
             continue
         key = (tuning.get("plan"), tuple(tuning["combinations"]))
-        plan = plans.setdefault(key, {"runs": [], "started": set(), "named": launch_name(record.argv)})
+        plan = plans.setdefault(key, {"runs": [], "started": set(),
+                                      "named": launch_name(record.argv, collectives.get(record.run_id, ()))})
         plan["runs"].append(record.run_id)
         plan["started"].add(tuning.get("combination"))
     out = []

@@ -33,10 +33,11 @@ test (`old_all_reduce_perf.log`) is refused: pass --collective.
 from __future__ import annotations
 
 import dataclasses
-
+import datetime
 import io
 import json
 import math
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -314,13 +315,28 @@ def _header(run_id: str, *, source: str, world: int, hosts: list[str], devices: 
             topology_line: str | None = None) -> RunHeader:
     """`intro`, `topology_line`: commbench's own text's intro line and '# topology:' line above the run (the
     emulated fabric and the racks its JSONL header records)."""
-    return RunHeader(run_id=run_id, started_at=started, argv=argv, commbench_version=__version__,
+    bound = None if started else file_mtime(source)
+    if bound:
+        notes = [*notes, f"start time unknown (the log prints none): started no later than {bound}, the log file's "
+                         "mtime at import"]
+    return RunHeader(run_id=run_id, started_at=started, started_no_later_than=bound, argv=argv,
+                     commbench_version=__version__,
                      python_version=sys.version.split()[0], torch_version=None, nccl_version=version,
                      cuda_version=None, cupy_version=None, backend=backend, world_size=world, hostnames=hosts,
                      devices=devices, nccl_env=dict(nccl_env or {}), launcher=IMPORTED_LAUNCHER,
                      topology=log_topology(hosts, world, ranks_per_rack, topology_line),
                      emulated=intro_emulated(intro, world),
                      notes=[f"imported from nccl-tests output {source}", *notes])
+
+
+def file_mtime(path: str) -> str | None:
+    """A log file's modification time, UTC ISO 8601 (the latest its run can have started); None where `path` is no
+    file here (a test's made-up source name)."""
+    try:
+        seconds = os.stat(path).st_mtime
+    except (OSError, TypeError, ValueError):
+        return None
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def intro_emulated(intro: str | None, world: int) -> dict | None:
