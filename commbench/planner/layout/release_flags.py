@@ -306,8 +306,38 @@ def check_model_in_release(model, release: str, asked: str | None = None, *, fie
                   + (", ".join(building) + " (or newer)" if building else "none in the table"))
 
 
-__all__ = ["TARGET_CORE", "HYBRID_EVEN_SPLIT_ONLY", "HYBRID_SYMBOLS", "hybrid_even_split_only", "hybrid_pp_refusal",
+__all__ = ["MEGATRON_LM_RELEASE", "TARGET_CORE", "core_key", "megatron_release_name", "release_core_at_least", "HYBRID_EVEN_SPLIT_ONLY", "HYBRID_SYMBOLS", "hybrid_even_split_only", "hybrid_pp_refusal",
            "release_model", "RELEASE_SPELLINGS", "argv_values", "check_model_in_release", "lacking",
            "refused_flags", "release_args", "release_cannot_build", "release_core", "release_pin_flags_refusal",
            "release_spelled_features",
            "release_takes", "spellings_used"]
+
+
+# the Megatron-LM a plan's arguments are checked against where no release is named (search/frameworks.py says why)
+MEGATRON_LM_RELEASE = "core_v0.16.1"
+
+
+def core_key(version: str) -> tuple[int, int, int]:
+    """A megatron-core version ('0.16.0rc0', '0.14', '0.19.0') as (major, minor, patch); an rc counts as its release."""
+    import re
+    found = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    assert found, version
+    return int(found[1]), int(found[2]), int(found[3] or 0)
+
+
+def megatron_release_name(release: str | None) -> tuple[str, str]:
+    """(how a refusal names the Megatron-LM of `release`, its megatron-core version): a recipe-table release's own
+    (layout/release_flags.release_core: its ref and recipes.json's megatron_core), or, with no release, the target the
+    arguments are checked against (core_v0.16.1)."""
+    core = release_core(release) if release is not None else None
+    if core is None:
+        return f"Megatron-LM {MEGATRON_LM_RELEASE}", MEGATRON_LM_RELEASE.removeprefix("core_v")
+    ref, version = core
+    ref = ref if ref.startswith("core_v") else ref[:12]
+    return f"Megatron-LM {ref} (release {release}'s, megatron-core {version})", version
+
+
+def release_core_at_least(release: str | None, core: tuple[int, ...]) -> bool:
+    """Whether the megatron-core `release`'s Megatron-LM runs (megatron_release_name; no release: the target
+    core_v0.16.1) is `core` or newer."""
+    return core_key(megatron_release_name(release)[1]) >= core

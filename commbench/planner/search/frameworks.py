@@ -38,10 +38,11 @@ import functools
 import numpy as np
 
 from commbench.errors import CommbenchError
+from commbench.planner.layout.release_flags import (MEGATRON_LM_RELEASE, core_key, megatron_release_name,  # noqa: F401
+                                                   release_core_at_least)
 from commbench.planner.layout.spec import CODE_FIELDS
 from commbench.planner.models.spec import ModelSpec
 
-MEGATRON_LM_RELEASE = "core_v0.16.1"
 FRAMEWORKS = ("megatron", "torchtitan")
 DEFAULT_FRAMEWORK = "megatron"
 FRAMEWORK_VERSIONS = {"megatron": "Megatron-LM core_v0.16.1 (megatron-core 0.16.1)", "torchtitan": "torchtitan 0.3.0"}
@@ -522,33 +523,6 @@ def llama3_rope_refusal(model: ModelSpec, framework: str) -> str | None:
 # their pretrain_gpt.py path sets config.yarn_* (only ModelOpt's --enable-gpt-oss builder, with a 131072-token original
 # context), so GPTModel raises AttributeError on getattr(config, "yarn_rotary_scaling_factor").
 MEGATRON_NON_MLA_YARN_CORE = (0, 19, 0)
-
-
-def core_key(version: str) -> tuple[int, int, int]:
-    """A megatron-core version ('0.16.0rc0', '0.14', '0.19.0') as (major, minor, patch); an rc counts as its release."""
-    import re
-    found = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
-    assert found, version
-    return int(found[1]), int(found[2]), int(found[3] or 0)
-
-
-def megatron_release_name(release: str | None) -> tuple[str, str]:
-    """(how a refusal names the Megatron-LM of `release`, its megatron-core version): a recipe-table release's own
-    (layout/release_flags.release_core: its ref and recipes.json's megatron_core), or, with no release, the target the
-    arguments are checked against (core_v0.16.1)."""
-    from commbench.planner.layout.release_flags import release_core
-    core = release_core(release) if release is not None else None
-    if core is None:
-        return f"Megatron-LM {MEGATRON_LM_RELEASE}", MEGATRON_LM_RELEASE.removeprefix("core_v")
-    ref, version = core
-    ref = ref if ref.startswith("core_v") else ref[:12]
-    return f"Megatron-LM {ref} (release {release}'s, megatron-core {version})", version
-
-
-def release_core_at_least(release: str | None, core: tuple[int, ...]) -> bool:
-    """Whether the megatron-core `release`'s Megatron-LM runs (megatron_release_name; no release: the target
-    core_v0.16.1) is `core` or newer."""
-    return core_key(megatron_release_name(release)[1]) >= core
 
 
 # Megatron-FSDP with expert parallelism: first in megatron-core 0.16 (release 25.11's Megatron-LM 0d8e0714cd29,

@@ -57,7 +57,7 @@ def megatron_launch_loss(release: str | None) -> str:
     TE_LOSS_REFUSED_CORE), else native; with no release, native (LAUNCH_LOSS)."""
     if release is None:
         return LAUNCH_LOSS["megatron"]
-    from commbench.planner.search.frameworks import release_core_at_least
+    from commbench.planner.layout.release_flags import release_core_at_least
     return "native" if release_core_at_least(release, TE_LOSS_REFUSED_CORE) else RUN_LOSS["megatron"]
 
 # the loss implementations a framework's runs can hold
