@@ -55,7 +55,7 @@ def test_a_native_launch_is_longer_than_the_same_layout_at_26_06_by_the_priced_t
     assert te_doc["predicted"]["loss_kernel_extra_s"] == 0.0
     assert p["step_s"] - te_doc["predicted"]["step_s"] == pytest.approx(expected, rel=1e-6)
     (note,) = [n for n in native_doc["megatron"]["notes"] if n.startswith("loss: --cross-entropy-fusion-impl native")]
-    assert "the predicted step time prices native" in note and "22 B per logit" in note
+    assert "the plan's step time prices native" in note and "22 B per logit" in note
     assert "TE's faster" not in note
 
 

@@ -171,7 +171,8 @@ def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = N
     the calibrated Megatron-Bridge runs ran (step/loss_memory.py). `charged`: the cross entropy the plan's memory
     charges (SearchRequest.loss: native for a Megatron-LM plan, so the search's fit and a pinned layout's fit are
     the launch's own; TorchTitan's for a TorchTitan plan). The step time prices TE's kernel in its fitted terms and,
-    where `charged` is native, native's HBM traffic over it (step/loss_time.py: predicted.loss_kernel_extra_s). `fits`: whether the layout is predicted to fit with it (a pinned layout may not), as the note says. Where the
+    where `charged` is native, native's HBM traffic over it (step/loss_time.py: predicted.loss_kernel_extra_s).
+    `fits`: whether the layout is predicted to fit with it (a pinned layout may not), as the note says. Where the
     release's Megatron-LM takes te (`release` older than 26.06.01), the launch runs TE's kernel, as the recipes do: the
     note says that, what it holds and that the memory and the step time price it. `charged` None: the launch's."""
     from commbench.planner.step.loss_memory import loss_description, megatron_launch_loss
@@ -200,8 +201,8 @@ def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = N
         per_logit = LOSS_KERNEL_BYTES_PER_LOGIT["native"] - LOSS_KERNEL_BYTES_PER_LOGIT["te"]
         extra = float(loss_extra_bytes_per_microbatch(model, tp=layout.tp, cp=layout.cp, tokens_mb=tokens,
                                                       framework="megatron", loss="native"))
-        return (head + f"; the plan's predicted memory charges it ({verdict}), and the predicted step time prices "
-                f"native: its HBM traffic over Transformer Engine's kernel (whose time is in the fitted terms), "
+        return (head + f"; the plan's predicted memory charges it ({verdict}), and the plan's step time prices native: "
+                f"its HBM traffic over Transformer Engine's kernel (whose time is in the fitted terms), "
                 f"{per_logit:g} B per logit forward + backward, about {extra / 1e9:.2g} GB more on the loss stage per "
                 "micro-batch at the step model's memory-bound rate (predicted.loss_kernel_extra_s, step/loss_time.py)")
     return head + f"; this plan's predicted memory charges {loss_description(charged)} instead"

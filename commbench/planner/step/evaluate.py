@@ -89,7 +89,7 @@ class StepBreakdown:
     memory_bound_s: np.ndarray
     overhead_s: np.ndarray
     recompute_s: np.ndarray
-    loss_kernel_extra_s: np.ndarray      # in memory_bound_s: the native cross entropy's time over TE's (loss_time.py)
+    loss_kernel_extra_s: np.ndarray      # in compute_s: the native cross entropy's time over TE's (loss_time.py)
     offload_exposed_s: np.ndarray
     tp_total_s: np.ndarray
     tp_exposed_s: np.ndarray
@@ -367,7 +367,6 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     if np.any(loss_extra_mb > 0):
         loss_rank_mb = compute_mb * loss_stage_share(model, pp, vp, vocab) / imbalance + loss_extra_mb
         loss_extra_mb = np.maximum(loss_rank_mb - compute_mb, 0.0)
-        memory_bound_s = memory_bound_s + loss_extra_mb
         compute_mb = compute_mb + loss_extra_mb
     # CPU offloading: the offloaded layers' activations cross the host link out and back (kernels.py).
     offload_mb, moved = np.zeros(len(a)), None
