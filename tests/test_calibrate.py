@@ -94,22 +94,29 @@ def test_row_without_precision_is_refused_unless_its_table_had_none(tmp_path, re
 def test_one_scoring_path_plan_search_and_evaluate(tmp_path):
     """The same layout and flags give the same number through plan --layout, the search listing
     and calibrate --evaluate. (EP overlap beside a per-layer graph: megatron-core 0.16.1, the plan's
-    target, refuses it beside a full-iteration one.)"""
+    target, refuses it beside a full-iteration one.) A run row ran Transformer Engine's cross entropy, as a plan for
+    26.06 launches it; the default release's launch runs native, whose extra traffic its step adds (loss_time.py)."""
     flags = dict(recompute="mla_up_proj", dispatcher="flex", moe_a2a_overlap=True, cuda_graph="layer",
                  fp8_attention=True, fused_moe=False, tp_comm_overlap=False, dp_overlap=True,
                  sequence_parallel=True, distributed_optimizer=True)
     layout = ",".join(f"{k}={v}" for k, v in {**RECORD, **flags}.items())
     common = ["--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256", "--precision", "mxfp8"]
-    plan = CliRunner().invoke(app, ["plan", *common, "--layout", layout, "--json"])
+    plan = CliRunner().invoke(app, ["plan", *common, "--layout", layout, "--software", "26.06", "--json"])
     assert plan.exit_code == 0, plan.output
     planned = json.loads(plan.output)["predicted"]["tokens_per_s_per_gpu"]  # one plan schema, pinned or searched
+    native = CliRunner().invoke(app, ["plan", *common, "--layout", layout, "--json"])   # 26.08: native
+    assert native.exit_code == 0, native.output
+    te_step, native_row = json.loads(plan.output)["predicted"]["step_s"], json.loads(native.output)["predicted"]
+    assert native_row["loss_kernel_extra_s"] > 0
+    # the micro-batches' extra, and the pipeline bubble's share of it (pp 2, vp 8)
+    assert 1.0 <= (native_row["step_s"] - te_step) / native_row["loss_kernel_extra_s"] <= 1.01
     # the search listing with every field pinned (plan --layout with --gbs now evaluates the layout, as above)
     from commbench.costmodel import load_preset
     from commbench.planner.models.zoo import load_model
     from commbench.planner.search.space import SearchRequest, parse_pins, search
     pins = {k: v for k, v in parse_pins(layout).items() if k != "gbs"}
     listed = search(SearchRequest(model=load_model("deepseek-v3"), fabric=load_preset("gb300-nvl72", num_gpus=256),
-                                  num_gpus=256, gbs=4096, precision="mxfp8", pins=pins, keep=1))
+                                  num_gpus=256, gbs=4096, precision="mxfp8", pins=pins, keep=1, software="26.06"))
     searched = float(listed.fitting_tokens_desc[0])
     runs = tmp_path / "runs.json"
     runs.write_text(json.dumps([dict(model="deepseek-v3", gpu="gb300-nvl72", num_gpus=256, precision="MXFP8",

@@ -130,6 +130,10 @@ def test_plan_json_records_the_loss_and_verify_plan_repredicts_with_it(tmp_path)
     assert any("edited or stale" in f for f in prediction_flags(older, plan_context(older), fabric))
     te_total, _ = _total(model, fabric, plan_context(older).layout, "te", seq_len=4096)
     older["predicted"]["mem_total_bytes"] = te_total
+    # ... and its step time: te's kernel, no native traffic priced (step/loss_time.py)
+    te_row = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([plan_context(older).layout]), seq_len=4096,
+                              loss="te").row(0)
+    older["predicted"] |= {k: te_row[k] for k in ("step_s", "tokens_per_s_per_gpu")}
     assert prediction_flags(older, plan_context(older), fabric) == []
     older["inputs"]["loss"] = "fp8"
     with pytest.raises(CommbenchError, match=r"plan field 'inputs.loss' is invalid: loss='fp8' is invalid"):

@@ -313,8 +313,8 @@ def plan(
             print_launch_notes(doc[emit])
             return
     step = row["step_s"]
-    rows = [["compute (GEMM + attention + memory-bound + overhead + recompute)", f"{row['compute_s']:.3f}",
-             f"{row['compute_s']:.3f}", f"{100 * row['compute_s'] / step:.1f}"]]
+    rows = [["compute (GEMM + attention + memory-bound + overhead + recompute + native loss)",
+             f"{row['compute_s']:.3f}", f"{row['compute_s']:.3f}", f"{100 * row['compute_s'] / step:.1f}"]]
     for label, key in COMM_ROWS:
         total, exposed = row[f"{key}_total_s"], row[f"{key}_exposed_s"]
         if total > 0:

@@ -28,7 +28,8 @@ megatron-core 0.16):
   on (168cb15d70, "Disable TE cross entropy loss fusion (#5115)": "Transformer Engine cross entropy loss fusion is
   disabled due to stability issues"), so 26.06.01 and 26.08 (and a launch for no release) write native
   (step/loss_memory.py megatron_launch_loss). The memory charges the kernel written (native's fp32 softmax, te's
-  in-place bf16 gradient), and the plan says so (cross_entropy_note).
+  in-place bf16 gradient), the step time its HBM traffic (native's over te's: step/loss_time.py), and the plan says so
+  (cross_entropy_note).
 Launch environment: CUDA_DEVICE_MAX_CONNECTIONS as Megatron's rules set it (layout/connections.py, which cites
 them): 1 on Hopper and earlier with TP/CP > 1 and neither EP overlap nor Megatron-FSDP (validate_args asserts
 it); above 1 with Megatron-FSDP (asserted), with EP all-to-all overlap (megatron-core's MoE README; on Hopper
@@ -169,7 +170,8 @@ def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = N
     softmax for backward: 4 B per logit on the loss stage per micro-batch, 2 B more than Transformer Engine's kernel
     the calibrated Megatron-Bridge runs ran (step/loss_memory.py). `charged`: the cross entropy the plan's memory
     charges (SearchRequest.loss: native for a Megatron-LM plan, so the search's fit and a pinned layout's fit are
-    the launch's own; TorchTitan's for a TorchTitan plan). The step time still prices TE's kernel's traffic (terms.py).
+    the launch's own; TorchTitan's for a TorchTitan plan). The step time prices TE's kernel in its fitted terms and,
+    where `charged` is native, native's HBM traffic over it (step/loss_time.py: predicted.loss_kernel_extra_s).
     `fits`: whether the layout is predicted to fit with it (a pinned layout may not), as the note says. Where the
     release's Megatron-LM takes te (`release` older than 26.06.01), the launch runs TE's kernel, as the recipes do: the
     note says that, what it holds and that the memory and the step time price it. `charged` None: the launch's."""
@@ -195,8 +197,14 @@ def cross_entropy_note(model: ModelSpec, layout: Layout, seq_len: int | None = N
             f"(predicted about {native / 1e9:.2g} GB on the loss stage per micro-batch, twice what Transformer "
             "Engine's kernel, which the calibrated Megatron-Bridge runs ran, holds)")
     if charged == "native":
-        return (head + f"; the plan's predicted memory charges it ({verdict}), while the step time prices TE's faster "
-                "loss kernel")
+        from commbench.planner.step.loss_time import LOSS_KERNEL_BYTES_PER_LOGIT, loss_extra_bytes_per_microbatch
+        per_logit = LOSS_KERNEL_BYTES_PER_LOGIT["native"] - LOSS_KERNEL_BYTES_PER_LOGIT["te"]
+        extra = float(loss_extra_bytes_per_microbatch(model, tp=layout.tp, cp=layout.cp, tokens_mb=tokens,
+                                                      framework="megatron", loss="native"))
+        return (head + f"; the plan's predicted memory charges it ({verdict}), and the plan's step time prices native: "
+                f"its HBM traffic over Transformer Engine's kernel (whose time is in the fitted terms), "
+                f"{per_logit:g} B per logit forward + backward, about {extra / 1e9:.2g} GB more on the loss stage per "
+                "micro-batch at the step model's memory-bound rate (predicted.loss_kernel_extra_s, step/loss_time.py)")
     return head + f"; this plan's predicted memory charges {loss_description(charged)} instead"
 
 

@@ -452,6 +452,24 @@ def stage_imbalance(model: ModelSpec, pp: np.ndarray, vp: np.ndarray, vocab=None
     return groups.expand(np.array([_imbalance(model, p, v, n) for p, v, n in rows], dtype=np.float64))
 
 
+def loss_stage_share(model: ModelSpec, pp: np.ndarray, vp: np.ndarray, vocab=None) -> np.ndarray:
+    """The loss's pipeline rank's cost (the last: its last virtual stage holds the loss, _with_ends) / the mean rank's
+    under `best_split`, as stage_imbalance (<= it; 1.0 without PP or without a buildable split)."""
+    pp, vp = np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64)
+    columns = (pp, vp) if vocab is None else (pp, vp, np.asarray(vocab, dtype=np.float64))
+    groups = RowGroups(*columns)
+    rows = zip(groups.of(pp).tolist(), groups.of(vp).tolist(),
+               [None] * len(groups) if vocab is None else groups.of(columns[2]).tolist())
+    return groups.expand(np.array([_loss_share(model, p, v, n) for p, v, n in rows], dtype=np.float64))
+
+
+@lru_cache(maxsize=4096)
+def _loss_share(model: ModelSpec, pp: int, vp: int, vocab: float | None) -> float:
+    split = best_split(model, pp, vp, vocab)
+    costs = split.rank_costs(stage_weights(model, vocab)) if split is not None else [1.0]
+    return costs[-1] * len(costs) / sum(costs)
+
+
 @lru_cache(maxsize=4096)
 def _imbalance(model: ModelSpec, pp: int, vp: int, vocab: float | None) -> float:
     """stage_imbalance of one (pp, vp, vocab), once per search rather than once per evaluated chunk."""

@@ -43,8 +43,8 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner.step import cp_comm, fsdp, gemm_shape, kernels, mamba, memory, module_precision, moe_comm, \
-    tp_comm
+from commbench.planner.step import cp_comm, fsdp, gemm_shape, kernels, loss_time, mamba, memory, module_precision, \
+    moe_comm, tp_comm
 from commbench.planner.step.mamba import block_counts
 from commbench.planner.step.stage_memory import candidate_arrays
 from commbench.planner.step.dp_sync import ddp_param_gather_bytes, dp_sync_s, grad_bytes, hidden as _hidden, \
@@ -53,7 +53,7 @@ from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_violations
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
 from commbench.planner.layout.recompute import graph_kept_moe_norm, mode_modules
-from commbench.planner.layout.split import stage_imbalance
+from commbench.planner.layout.split import loss_stage_share, stage_imbalance
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import (flops_breakdown, framework_flops_per_token, framework_model,
                                              param_counts, step_vocab, up_projection_flops)
@@ -89,6 +89,7 @@ class StepBreakdown:
     memory_bound_s: np.ndarray
     overhead_s: np.ndarray
     recompute_s: np.ndarray
+    loss_kernel_extra_s: np.ndarray      # in compute_s: the native cross entropy's time over TE's (loss_time.py)
     offload_exposed_s: np.ndarray
     tp_total_s: np.ndarray
     tp_exposed_s: np.ndarray
@@ -203,8 +204,9 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     (models/counts.framework_model: TorchTitan's launch trains no MTP layer). `megatron_core` (MAJOR, MINOR): the
     megatron-core the run uses where it is not the plans' 0.16.1 (a published run's release: Megatron-FSDP's unit set,
     step/fsdp.py mamba_units). `loss`: the cross entropy the run runs, whose logits the loss stage holds
-    (step/loss_memory.py: None, the framework's emitted launch's; run_loss for a published run or a recipe); memory
-    only, the step time prices TE's kernel (terms.py)."""
+    (step/loss_memory.py: None, the framework's emitted launch's; run_loss for a published run or a recipe); the step
+    time prices TE's kernel in the fitted terms and native's traffic over it explicitly (step/loss_time.py,
+    loss_kernel_extra_s)."""
     model = framework_model(model, framework)   # what the emitted launch trains (TorchTitan: no MTP)
     mamba_units = fsdp.mamba_units(framework, megatron_core)
     collective_time_s, moe_all_to_all_time_s = _costmodel()
@@ -356,6 +358,16 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal, gpu_layer_s, model=model,
                                      graph_scope=a.cuda_graph_scope)
     compute_mb = gemm_s + attention_s + memory_bound_s + overhead_s + recompute_s
+    # The loss's cross entropy where the run launches megatron-core's native kernel: the HBM time it takes over
+    # Transformer Engine's, which the fitted terms price (step/loss_time.py), on the loss's pipeline rank (the last: its
+    # compute is loss_stage_share of the mean rank's, as the busiest's is imbalance of it). It adds what that rank, with
+    # it, then takes beyond the busiest's compute (all of it without PP, or where the loss's rank is the busiest).
+    loss_extra_mb = loss_time.loss_extra_bytes_per_microbatch(model, tp=tp, cp=cp, tokens_mb=tokens_mb,
+                                                              framework=framework, loss=loss) / memory_rate
+    if np.any(loss_extra_mb > 0):
+        loss_rank_mb = compute_mb * loss_stage_share(model, pp, vp, vocab) / imbalance + loss_extra_mb
+        loss_extra_mb = np.maximum(loss_rank_mb - compute_mb, 0.0)
+        compute_mb = compute_mb + loss_extra_mb
     # CPU offloading: the offloaded layers' activations cross the host link out and back (kernels.py).
     offload_mb, moved = np.zeros(len(a)), None
     if np.any(a.cpu_offload_layers > 0):
@@ -590,6 +602,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         valid=valid, violations=violations, num_microbatches=n_mb,
         compute_s=n_mb * compute_mb, gemm_s=n_mb * gemm_s, attention_s=n_mb * attention_s,
         memory_bound_s=n_mb * memory_bound_s, overhead_s=n_mb * overhead_s, recompute_s=n_mb * recompute_s,
+        loss_kernel_extra_s=n_mb * loss_extra_mb,
         offload_exposed_s=n_mb * offload_mb,
         tp_total_s=n_mb * tp_total_mb, tp_exposed_s=n_mb * tp_exposed_mb,
         ep_total_s=n_mb * ep_total_mb, ep_exposed_s=n_mb * ep_exposed_mb,
