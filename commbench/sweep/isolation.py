@@ -14,14 +14,34 @@ How a failed point is contained (torch.distributed backends):
   down), so the sweep stops after recording the failure and prints the --resume command.
 - A rank that never reports back (hung inside a non-collective call, or dead) makes the wait time
   out: the sweep stops cleanly with what it has written.
+- Every wait on the store polls it (wait_for_keys), so a stop signal's handler runs during the wait.
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 from typing import Sequence
 
 RECOVERABLE_BACKENDS = ("gloo",)
+POLL_MAX_S = 0.05  # the longest pause between two looks at the store
+
+
+def wait_for_keys(store, keys: list[str], timeout_s: float) -> None:
+    """Return once every key is in the store; raise TimeoutError if one is still missing after `timeout_s`.
+
+    Polls store.check with short sleeps: torch's store.wait(keys, timeout) blocks in C++ for the whole timeout, and
+    CPython runs a Python signal handler only once it returns (a sweep under srun took a SIGTERM 210 s late, the
+    agreement's timeout), and each wait that times out logs two c10d warnings ('waitForInput ... likely a timeout',
+    torch 2.13), so waits of a second in a loop would log two lines a second while a slow peer finishes."""
+    deadline = time.monotonic() + timeout_s
+    pause_s = 0.001
+    while not store.check(keys):
+        left_s = deadline - time.monotonic()
+        if left_s <= 0:
+            raise TimeoutError(f"keys missing after {timeout_s:g} s")
+        time.sleep(min(pause_s, left_s))
+        pause_s = min(2 * pause_s, POLL_MAX_S)
 
 
 class IsolatedBackend:
@@ -106,7 +126,7 @@ class Coordinator:
         key = f"{self.prefix}/share/{name}"
         if self.rank == 0:
             self.store.set(key, value or "")
-        self.store.wait([key], datetime.timedelta(seconds=timeout_s))
+        wait_for_keys(self.store, [key], timeout_s)
         return self.store.get(key).decode()
 
     def agree(self, step: str, error: str | None, timeout_s: float) -> list[tuple[int, str]]:
@@ -115,17 +135,26 @@ class Coordinator:
         for it (by rank number, the cause on rank 3 of 4 fell behind three timeouts and was cut off).
 
         Raises TimeoutError when some rank does not report within `timeout_s`."""
+        self.report(step, error)
+        keys = [f"{self.prefix}/{step}/done/{r}" for r in range(self.world_size)]
+        try:
+            wait_for_keys(self.store, keys, timeout_s)
+        except TimeoutError:
+            missing = [r for r in range(self.world_size) if not self.store.check([keys[r]])]
+            raise TimeoutError(f"rank(s) {missing} did not report within {timeout_s:g} s") from None
+        return self.failures(step)
+
+    def report(self, step: str, error: str | None) -> None:
+        """Post this rank's outcome for `step` (its error, or None: ok) without waiting for anyone."""
         base = f"{self.prefix}/{step}"
         if error is not None:
             order = self.store.add(f"{base}/num_failed", 1)
             self.store.set(f"{base}/err/{self.rank}", f"{order}:{error}")
         self.store.set(f"{base}/done/{self.rank}", "1")
-        keys = [f"{base}/done/{r}" for r in range(self.world_size)]
-        try:
-            self.store.wait(keys, datetime.timedelta(seconds=timeout_s))
-        except Exception as exc:  # torch raises DistStoreError (a RuntimeError) on timeout
-            missing = [r for r in range(self.world_size) if not self.store.check([keys[r]])]
-            raise TimeoutError(f"rank(s) {missing} did not report within {timeout_s:g} s ({type(exc).__name__})") from None
+
+    def failures(self, step: str) -> list[tuple[int, str]]:
+        """The (rank, error) of every rank that has reported a failure for `step` so far, in the order reported."""
+        base = f"{self.prefix}/{step}"
         if self.store.add(f"{base}/num_failed", 0) == 0:
             return []
         failed = []
