@@ -14,6 +14,9 @@ How a failed point is contained (torch.distributed backends):
   down), so the sweep stops after recording the failure and prints the --resume command.
 - A rank that never reports back (hung inside a non-collective call, or dead) makes the wait time
   out: the sweep stops cleanly with what it has written.
+- Under a launcher that is not commbench's own (torchrun, srun, mpirun) no fresh ranks replace a dead one: a rank
+  whose own collective failed because a peer closed its connection (peer_gone) records the point failed and stops
+  at once, as bench does, instead of waiting the whole agreement for a peer that will never report.
 - Every wait on the store polls it (wait_for_keys), so a stop signal's handler runs during the wait.
 """
 
@@ -25,6 +28,15 @@ from typing import Sequence
 
 RECOVERABLE_BACKENDS = ("gloo",)
 POLL_MAX_S = 0.05  # the longest pause between two looks at the store
+# what gloo's tcp transport says when the other end of a pair closed its socket (third_party/gloo/gloo/transport/
+# tcp/pair.cc: a read of 0 bytes is 'Connection closed by peer'; ECONNRESET and EPIPE come as strerror text)
+PEER_GONE_TEXTS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")
+
+
+def peer_gone(error: str | None) -> bool:
+    """Whether this rank's error says a peer closed its connection: during a point no live rank closes one (a
+    failed point's groups are abandoned only after every rank has reported), so the peer's process has ended."""
+    return error is not None and any(text in error for text in PEER_GONE_TEXTS)
 
 
 def wait_for_keys(store, keys: list[str], timeout_s: float) -> None:
