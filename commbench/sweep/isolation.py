@@ -51,7 +51,7 @@ def wait_for_keys(store, keys: list[str], timeout_s: float) -> None:
     while not store.check(keys):
         left_s = deadline - time.monotonic()
         if left_s <= 0:
-            raise TimeoutError(f"keys missing after {timeout_s:g} s")
+            raise TimeoutError(f"store keys {', '.join(keys)} not all set within {timeout_s:g} s")
         time.sleep(min(pause_s, left_s))
         pause_s = min(2 * pause_s, POLL_MAX_S)
 
