@@ -46,19 +46,23 @@ def _rank_main(rank: int, world_size: int, port: int, fn: Callable, args: tuple,
         queue.put((rank, False, traceback.format_exc()))
 
 
-def run_ranks(fn: Callable[..., Any], world_size: int, *, timeout_s: float = 60.0, args: tuple = ()) -> list[Any]:
-    results, errors = _launch(fn, world_size, timeout_s, args)
+def run_ranks(fn: Callable[..., Any], world_size: int, *, timeout_s: float = 60.0, args: tuple = (),
+              ranks: tuple[int, ...] | None = None) -> list[Any]:
+    """`ranks`: the ranks whose results are awaited and returned (default every rank); the others may die (a test of
+    a rank killed mid-run) and are killed once those have answered."""
+    results, errors = _launch(fn, world_size, timeout_s, args, ranks)
     joins_failed = [e for e in errors if _JOIN_FAILED in e]
     if joins_failed and not results and all(e in joins_failed or e.startswith(_HUNG) for e in errors):
         print(f"note: {world_size} gloo ranks did not all join; starting them once more on a fresh port",
               file=sys.stderr)
-        results, errors = _launch(fn, world_size, timeout_s, args)
+        results, errors = _launch(fn, world_size, timeout_s, args, ranks)
     if errors:
         raise AssertionError("\n".join(errors))
-    return [results[r] for r in range(world_size)]
+    return [results[r] for r in (range(world_size) if ranks is None else ranks)]
 
 
-def _launch(fn: Callable[..., Any], world_size: int, timeout_s: float, args: tuple) -> tuple[dict[int, Any], list[str]]:
+def _launch(fn: Callable[..., Any], world_size: int, timeout_s: float, args: tuple,
+            ranks: tuple[int, ...] | None = None) -> tuple[dict[int, Any], list[str]]:
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
     port = free_port()
@@ -69,7 +73,7 @@ def _launch(fn: Callable[..., Any], world_size: int, timeout_s: float, args: tup
     results: dict[int, Any] = {}
     errors: list[str] = []
     try:
-        for _ in range(world_size):
+        for _ in range(world_size if ranks is None else len(ranks)):
             rank, ok, value = queue.get(timeout=timeout_s)
             if ok:
                 results[rank] = value

@@ -14,14 +14,46 @@ How a failed point is contained (torch.distributed backends):
   down), so the sweep stops after recording the failure and prints the --resume command.
 - A rank that never reports back (hung inside a non-collective call, or dead) makes the wait time
   out: the sweep stops cleanly with what it has written.
+- Under a launcher that is not commbench's own (torchrun, srun, mpirun) no fresh ranks replace a dead one: a rank
+  whose own collective failed because a peer closed its connection (peer_gone) records the point failed and stops
+  at once, as bench does, instead of waiting the whole agreement for a peer that will never report.
+- Every wait on the store polls it (wait_for_keys), so a stop signal's handler runs during the wait.
 """
 
 from __future__ import annotations
 
 import datetime
+import time
 from typing import Sequence
 
 RECOVERABLE_BACKENDS = ("gloo",)
+POLL_MAX_S = 0.05  # the longest pause between two looks at the store
+# what gloo's tcp transport says when the other end of a pair closed its socket (third_party/gloo/gloo/transport/
+# tcp/pair.cc: a read of 0 bytes is 'Connection closed by peer'; ECONNRESET and EPIPE come as strerror text)
+PEER_GONE_TEXTS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")
+
+
+def peer_gone(error: str | None) -> bool:
+    """Whether this rank's error says a peer closed its connection: during a point no live rank closes one (a
+    failed point's groups are abandoned only after every rank has reported), so the peer's process has ended."""
+    return error is not None and any(text in error for text in PEER_GONE_TEXTS)
+
+
+def wait_for_keys(store, keys: list[str], timeout_s: float) -> None:
+    """Return once every key is in the store; raise TimeoutError if one is still missing after `timeout_s`.
+
+    Polls store.check with short sleeps: torch's store.wait(keys, timeout) blocks in C++ for the whole timeout, and
+    CPython runs a Python signal handler only once it returns (a sweep under srun took a SIGTERM 210 s late, the
+    agreement's timeout), and each wait that times out logs two c10d warnings ('waitForInput ... likely a timeout',
+    torch 2.13), so waits of a second in a loop would log two lines a second while a slow peer finishes."""
+    deadline = time.monotonic() + timeout_s
+    pause_s = 0.001
+    while not store.check(keys):
+        left_s = deadline - time.monotonic()
+        if left_s <= 0:
+            raise TimeoutError(f"store keys {', '.join(keys)} not all set within {timeout_s:g} s")
+        time.sleep(min(pause_s, left_s))
+        pause_s = min(2 * pause_s, POLL_MAX_S)
 
 
 class IsolatedBackend:
@@ -106,7 +138,7 @@ class Coordinator:
         key = f"{self.prefix}/share/{name}"
         if self.rank == 0:
             self.store.set(key, value or "")
-        self.store.wait([key], datetime.timedelta(seconds=timeout_s))
+        wait_for_keys(self.store, [key], timeout_s)
         return self.store.get(key).decode()
 
     def agree(self, step: str, error: str | None, timeout_s: float) -> list[tuple[int, str]]:
@@ -115,17 +147,26 @@ class Coordinator:
         for it (by rank number, the cause on rank 3 of 4 fell behind three timeouts and was cut off).
 
         Raises TimeoutError when some rank does not report within `timeout_s`."""
+        self.report(step, error)
+        keys = [f"{self.prefix}/{step}/done/{r}" for r in range(self.world_size)]
+        try:
+            wait_for_keys(self.store, keys, timeout_s)
+        except TimeoutError:
+            missing = [r for r in range(self.world_size) if not self.store.check([keys[r]])]
+            raise TimeoutError(f"rank(s) {missing} did not report within {timeout_s:g} s") from None
+        return self.failures(step)
+
+    def report(self, step: str, error: str | None) -> None:
+        """Post this rank's outcome for `step` (its error, or None: ok) without waiting for anyone."""
         base = f"{self.prefix}/{step}"
         if error is not None:
             order = self.store.add(f"{base}/num_failed", 1)
             self.store.set(f"{base}/err/{self.rank}", f"{order}:{error}")
         self.store.set(f"{base}/done/{self.rank}", "1")
-        keys = [f"{base}/done/{r}" for r in range(self.world_size)]
-        try:
-            self.store.wait(keys, datetime.timedelta(seconds=timeout_s))
-        except Exception as exc:  # torch raises DistStoreError (a RuntimeError) on timeout
-            missing = [r for r in range(self.world_size) if not self.store.check([keys[r]])]
-            raise TimeoutError(f"rank(s) {missing} did not report within {timeout_s:g} s ({type(exc).__name__})") from None
+
+    def failures(self, step: str) -> list[tuple[int, str]]:
+        """The (rank, error) of every rank that has reported a failure for `step` so far, in the order reported."""
+        base = f"{self.prefix}/{step}"
         if self.store.add(f"{base}/num_failed", 0) == 0:
             return []
         failed = []

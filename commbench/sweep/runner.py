@@ -19,7 +19,7 @@ from commbench.comm.launch import RankEnv
 from commbench.comm.progress import NO_PROGRESS, RankProgress
 from commbench.measure.harness import failed_measurement, measure_point
 from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_dict
-from commbench.sweep.isolation import RECOVERABLE_BACKENDS, Coordinator, IsolatedBackend
+from commbench.sweep.isolation import RECOVERABLE_BACKENDS, Coordinator, IsolatedBackend, peer_gone
 from commbench.sweep.plan import SweepPoint, plan_sweep
 from commbench.files import repair_torn_tail
 from commbench.sweep.resume import earlier_problems, recorded_keys, sweep_identity
@@ -143,7 +143,8 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
         for step, point in enumerate(pending):
             if view:
                 view.starting(point.label)
-            record, stopped = _measure_isolated(iso, coord, point, step, run_id, progress)
+            record, stopped = _measure_isolated(iso, coord, point, step, run_id, progress,
+                                                fresh_ranks=launcher == "local")
             counts["ok" if record.status == "ok" else "failed"] += 1
             counts["wrong"] += record.num_wrong or 0
             if writer:
@@ -163,8 +164,14 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
 
 
 def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoint, step: int,
-                      run_id: str, progress: RankProgress = NO_PROGRESS) -> tuple[Measurement, str | None]:
-    """Measure one point; on any rank's failure, record it and recover (gloo) or say why we stop."""
+                      run_id: str, progress: RankProgress = NO_PROGRESS, *,
+                      fresh_ranks: bool = True) -> tuple[Measurement, str | None]:
+    """Measure one point; on any rank's failure, record it and recover (gloo) or say why we stop.
+
+    `fresh_ranks`: commbench's own launch, whose watcher kills the ranks a dead peer left waiting and starts fresh ones
+    (local_ranks.py). Under another launcher (torchrun, srun) nothing replaces a dead rank: a rank whose collective
+    failed because a peer closed its connection records the point failed and stops at once (as bench), instead of
+    waiting the agreement's 3 x timeout_s + 30 s for a report that never comes, deaf to the launcher's SIGTERM."""
     collective = get_collective(point.config.collective)
     spec, loop = point.point.spec, point.config.loop
     record, error, stopped = None, None, None
@@ -180,11 +187,15 @@ def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoin
     except Exception as exc:  # noqa: BLE001 - a point that raises or times out is a failed record
         error = typed_first_line(exc)
         progress.failed(step, error)
-    try:
-        failed = coord.agree(f"point{step}", error, agree_timeout_s(point))
-    except TimeoutError as exc:
-        failed = [(iso.rank, error or f"no report from every rank: {exc}")]
-        stopped = f"ranks stopped answering while measuring {point.label} ({exc})"
+    if not fresh_ranks and peer_gone(error):
+        try:   # a live peer waiting in its agreement sees why, and a cause posted before this one leads the record
+            coord.report(f"point{step}", error)
+            failed = coord.failures(f"point{step}")
+        except RuntimeError:   # the store went with the peer that hosted it (rank 0 under srun): this rank's own
+            failed = [(iso.rank, error)]
+        stopped = f"a peer closed its connection while measuring {point.label}; nothing replaces it under a launcher"
+    else:
+        failed, stopped = _agree(coord, point, step, error, iso.rank)
     if not failed:
         assert record is not None
         return record, None
@@ -200,6 +211,16 @@ def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoin
         except Exception as exc:  # noqa: BLE001
             stopped = f"could not make fresh process groups after {point.label}: {typed_first_line(exc)}"
     return record, stopped
+
+
+def _agree(coord: Coordinator, point: SweepPoint, step: int, error: str | None,
+           rank: int) -> tuple[list[tuple[int, str]], str | None]:
+    """Every rank's failures for the point, or (this rank's, why the sweep stops) when a rank does not report."""
+    try:
+        return coord.agree(f"point{step}", error, agree_timeout_s(point)), None
+    except TimeoutError as exc:
+        return ([(rank, error or f"no report from every rank: {exc}")],
+                f"ranks stopped answering while measuring {point.label} ({exc})")
 
 
 def _earlier_headers(path) -> list:

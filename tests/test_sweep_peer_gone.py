@@ -1,0 +1,86 @@
+"""A sweep under a launcher (srun, torchrun) whose peer rank dies mid-point, and the store waits a signal must reach.
+
+Under a simulated srun, rank 1 killed -9 at point 2: rank 0's gloo all_reduce raised 'Connection reset by peer' at
+once, then rank 0 waited the agreement (3 x timeout_s + 30 s = 210 s) for a report rank 1 could never send, inside
+TCPStore.wait in C++, where the launcher's SIGTERM did not take effect until the wait ended (torchrun and scancel
+SIGKILL after 30 s: no record of the point, no 'interrupted' line). Now the store is polled (a Python signal handler
+runs meanwhile), and a rank whose own collective failed on a closed connection records the point failed and stops
+at once under a launcher, as bench does."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import signal
+
+from collectives import REGISTRY
+from collectives.base import Collective, PointSpec, PreparedPoint
+from commbench.results.records import Measurement, read_records
+from commbench.sweep import SweepJob, parse_sweep, run_sweep_on_backend
+from commbench.sweep.isolation import Coordinator
+from tests.distributed import free_port, run_ranks
+
+DIE_SIZE = 2048
+
+
+class DieOnce(Collective):
+    """all_reduce, except that rank 1 is killed (SIGKILL, as kill -9) before the DIE_SIZE point's collective."""
+
+    name = "test_die"
+    reduces = True
+    in_place_mode = "both"
+
+    def busbw_factor(self, num_ranks: int) -> float:
+        return 1.0
+
+    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
+        return size_bytes // itemsize, size_bytes
+
+    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
+        buf = backend.empty(spec.size_bytes // spec.dtype.itemsize, spec.dtype)
+
+        def stage() -> None:
+            if spec.size_bytes == DIE_SIZE and comm.rank == 1:
+                os.kill(os.getpid(), signal.SIGKILL)
+            comm.all_reduce(buf, "sum")
+
+        return PreparedPoint(size_bytes=spec.size_bytes, count=len(buf), busbw_factor=1.0, stages=[("all_reduce", stage)],
+                             fill=lambda *_: None, check=lambda *_: 0)
+
+
+def _sweep_under_torchrun(backend, job):
+    return run_sweep_on_backend(backend, job, launcher="torchrun")
+
+
+def test_a_peer_killed_under_a_launcher_records_the_point_failed_and_stops_without_the_agreement(tmp_path):
+    """timeout_s 20: the old agreement waited 90 s for the dead rank, past this test's 60 s."""
+    REGISTRY[DieOnce.name] = DieOnce()
+    try:
+        out = tmp_path / "out.jsonl"
+        spec = parse_sweep({"defaults": {"iters": 3, "warmup_iters": 1, "timeout_s": 20.0},
+                            "run": [{"collective": "test_die", "sizes": ["1K", DIE_SIZE, "4K"]}]}, "t.toml")
+        job = SweepJob(sweep=spec, backend="gloo", output_path=str(out), show_progress=False)
+        [outcome] = run_ranks(_sweep_under_torchrun, 2, args=(job,), timeout_s=60, ranks=(0,))
+    finally:
+        del REGISTRY[DieOnce.name]
+    assert outcome.num_ok == 1 and outcome.num_failed == 1, outcome
+    assert outcome.stopped and "closed its connection" in outcome.stopped and "test_die" in outcome.stopped
+    records = [r for r in read_records([out]) if isinstance(r, Measurement)]
+    assert [(r.size_bytes, r.status) for r in records] == [(1024, "ok"), (DIE_SIZE, "failed")]
+    assert "rank 0: RuntimeError" in records[1].error and "by peer" in records[1].error, records[1].error
+
+
+def test_the_agreement_wait_lets_a_signal_handler_run():
+    """The handler posts the missing rank's report: it can only help while the wait is still waiting (the old
+    TCPStore.wait ran it after its 20 s timeout, and agree raised TimeoutError)."""
+    import torch.distributed as dist
+
+    store = dist.TCPStore("127.0.0.1", free_port(), 1, True, timeout=datetime.timedelta(seconds=30))
+    previous = signal.signal(signal.SIGALRM, lambda *_: store.set("commbench/sweep/point0/done/1", "1"))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        failed = Coordinator(store, rank=0, world_size=2).agree("point0", None, timeout_s=20)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert failed == []
