@@ -46,3 +46,13 @@ def test_a_one_gpu_per_domain_profile_plans(pins):
     for key, value in (parse_pins(pins) if pins else {}).items():
         assert getattr(best, key) == value
     assert np.isfinite(res.breakdown.step_s).all() and (res.breakdown.step_s > 0).all()
+
+
+def test_its_sensitivity_names_no_scale_up_bandwidth():
+    """'With half the scale-up (NVLink) bandwidth, the plan stays best (+0.0%)' on a fabric with no NVLink."""
+    from commbench.planner.search.explain import sensitivity
+
+    res = search(SearchRequest(model=load_model("llama3-8b"), fabric=one_gpu_per_domain(4), num_gpus=4, gbs=32,
+                               precision="fp8"))
+    scenarios = [row["scenario"] for row in sensitivity(res)]
+    assert scenarios and not any("scale-up" in s for s in scenarios) and any("scale-out" in s for s in scenarios)
