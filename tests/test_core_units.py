@@ -104,7 +104,8 @@ def test_missing_results_file_is_a_user_error(tmp_path):
 
 def test_launcher_detection():
     assert detect_rank_env({}) is None
-    torchrun = detect_rank_env({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "h0", "MASTER_PORT": "1234"})
+    torchrun = detect_rank_env({"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "MASTER_ADDR": "h0", "MASTER_PORT": "1234",
+                                "TORCHELASTIC_RUN_ID": "j"})
     assert (torchrun.rank, torchrun.world_size, torchrun.local_rank, torchrun.launcher) == (3, 8, 1, "torchrun")
     assert (torchrun.master_addr, torchrun.master_port) == ("h0", 1234)
     slurm = detect_rank_env({"SLURM_PROCID": "5", "SLURM_NTASKS": "16", "SLURM_LOCALID": "1", "SLURM_STEP_ID": "0",

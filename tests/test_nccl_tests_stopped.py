@@ -107,5 +107,5 @@ def test_ranks_of_a_launcher_stopped_mid_size_print_no_half_row_and_no_footer(tm
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
     assert (code, code1) == (130, 130), (err, err1)
-    assert err.strip().startswith("interrupted (SIGTERM): rank 0 of the torchrun launch stopped"), err
+    assert err.strip().startswith("interrupted (SIGTERM): rank 0 of the env launch stopped"), err
     _check_text(text, out)

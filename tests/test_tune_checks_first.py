@@ -84,5 +84,5 @@ def test_a_sweep_file_or_launch_of_one_rank_is_refused_before_it_runs(tmp_path):
     env = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29999"}
     result = CliRunner().invoke(app, ["tune", "-O", str(out)], env=env)
     text = " ".join(result.output.split())
-    assert result.exit_code == 2 and "the torchrun launch of 1 rank is too small to tune" in text, text
+    assert result.exit_code == 2 and "the env launch of 1 rank is too small to tune" in text, text
     assert "1/3 sweep" not in text and not out.exists()

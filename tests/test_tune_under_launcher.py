@@ -106,7 +106,7 @@ def test_a_stopped_rank_other_than_0_leaves_what_was_kept_to_rank_0(tmp_path, mo
     monkeypatch.setattr(tune_cli, stage, stopped)
     out = tmp_path / "out"
     env = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29999",
-           "COLUMNS": "400"}
+           "TORCHELASTIC_RUN_ID": "t", "COLUMNS": "400"}   # torchrun's own variable: the launch is torchrun's
     result = CliRunner().invoke(app, ["tune", "--model", "mixtral-8x7b", "--system", "h100-hgx", "--gpus", "16",
                                       "-O", str(out)], env=env)
     assert result.exit_code == 130, result.output

@@ -30,9 +30,19 @@ def default_output(sweep_name: str) -> str:
     return str(Path("results") / f"sweep-{safe_file_stem(sweep_name)}-{stamp}-{uuid.uuid4().hex[:6]}.jsonl")
 
 
-def resume_command(file: str, output: str, nproc: Optional[int]) -> str:
+# how a resume hint names the launch a sweep ran under (RankEnv.launcher): the command alone is a local launch
+LAUNCH_WORDS = {"torchrun": "torchrun", "slurm": "srun", "mpi": "mpirun", "emulate": "commbench emulate",
+                "env": "RANK/WORLD_SIZE"}
+
+
+def resume_command(file: str, output: str, nproc: Optional[int], launcher: Optional[str] = None) -> str:
+    """The command that continues the sweep; under a launch (`launcher`, RankEnv.launcher), with what to run it under:
+    alone it would start local ranks, not the launch's."""
     parts = ["commbench", "sweep", file, "-O", output, "--resume"] + (["--nproc", str(nproc)] if nproc else [])
-    return " ".join(shlex.quote(p) for p in parts)
+    command = " ".join(shlex.quote(p) for p in parts)
+    if launcher is None or launcher == "local":
+        return command
+    return f"{command}, run under the same {LAUNCH_WORDS.get(launcher, launcher)} launch as this one"
 
 
 def go_on_text(output: str, again: str) -> str:
@@ -243,15 +253,26 @@ def run_with_fresh_ranks(job: SweepJob, spec, nproc: Optional[int], backend: str
                            output_path=job.output_path), earlier
         except RanksHung as exc:
             if not exc.recorded:
-                raise RunFailed(f"{exc}; {go_on()}") from None
+                raise RunFailed(with_go_on(exc, go_on)) from None
             earlier = (earlier[0] + exc.num_ok, earlier[1] + exc.num_failed)
             err_console.print(f"{exc}; starting fresh ranks for the remaining points", highlight=False,
                               markup=False, soft_wrap=True)
             job = dataclasses.replace(job, resume=True, recorded_before=before)
         except Interrupted as exc:
-            raise Interrupted(f"{exc}; {go_on()}", signal=exc.signal) from None
+            raise Interrupted(with_go_on(exc, go_on), signal=exc.signal) from None
         except (RunFailed, ResultsNotWritten) as exc:   # the disk refused a record: a failed run too (exit 1)
-            raise RunFailed(f"{exc}; {go_on()}") from None
+            raise RunFailed(with_go_on(exc, go_on)) from None
+
+
+def with_go_on(exc: Exception, go_on: Callable[[], str]) -> str:
+    """`exc`'s line and how to go on, the latter on rank 0 alone under a launch (every rank printed the same resume
+    command: rank 0 writes the file, and says what it holds)."""
+    from commbench.comm.launch import detect_rank_env
+
+    launched = detect_rank_env()
+    if launched is not None and launched.launcher != "local" and launched.rank != 0:
+        return str(exc)
+    return f"{exc}; {go_on()}"
 
 
 @command("sweep", short_help="Run every point of a sweep file (TOML) in one launch; --dry-run checks and lists them.",
@@ -381,7 +402,7 @@ def sweep(
             for note in notes:
                 err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
         job = SweepJob(sweep=spec, backend=resolved, output_path=output, resume=resume, argv=tuple(sys.argv))
-        again = resume_command(file, output, local_nproc)
+        again = resume_command(file, output, local_nproc, launched.launcher if launched is not None else None)
         if spec.tuning:
             run_sweep_axes(job, local_nproc, again)
             return

@@ -21,7 +21,7 @@ class RankEnv:
     rank: int
     world_size: int
     local_rank: int
-    launcher: str  # "torchrun", "slurm", "mpi", "local" (started by commbench) or "single"
+    launcher: str  # "torchrun", "env", "emulate", "slurm", "mpi", "local" (started by commbench) or "single"
     master_addr: str
     master_port: int
     rendezvous: str | None = None  # init_method for local launches (a file store); None: tcp://addr:port
@@ -138,6 +138,21 @@ def _srun_rank_variables(env: Mapping[str, str]) -> bool:
     return True
 
 
+EMULATED_ENV = "COMMBENCH_EMULATED"  # set in the ranks `commbench emulate` starts (emulate/ranks.py)
+
+
+def rank_variables_launcher(env: Mapping[str, str]) -> str:
+    """Who set RANK / WORLD_SIZE, as far as the environment says: "local" (commbench's own ranks), "emulate"
+    (`commbench emulate`'s), "torchrun" where one of torchrun's own variables (TORCHRUN_MARKERS) sits beside them,
+    else "env" (set by hand, or by a launcher that names itself nowhere). Every such launch was labelled torchrun,
+    ranks started with RANK / WORLD_SIZE / MASTER_* exported by hand and `emulate`'s alike."""
+    if env.get(LOCAL_LAUNCH_ENV):
+        return "local"
+    if env.get(EMULATED_ENV):
+        return "emulate"
+    return "torchrun" if any(k in env for k in TORCHRUN_MARKERS) else "env"
+
+
 def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
     """The launch this process belongs to, or None when started alone (then `--nproc` applies)."""
     env = os.environ if env is None else env
@@ -146,9 +161,10 @@ def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
         raise CommbenchError(f"MASTER_PORT={port} is invalid: a TCP port 0..65535")
     if "RANK" in env and "WORLD_SIZE" in env and not _srun_rank_variables(env):
         rank, world, local_rank = _place(env, "RANK", "WORLD_SIZE", "LOCAL_RANK")
-        local = bool(env.get(LOCAL_LAUNCH_ENV))
+        launcher = rank_variables_launcher(env)
+        local = launcher == "local"
         return RankEnv(rank=rank, world_size=world, local_rank=local_rank,
-                       launcher="local" if local else "torchrun", master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
+                       launcher=launcher, master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
                        master_port=port, rendezvous=env.get(RENDEZVOUS_ENV) if local else None)
     tasks_key = slurm_step_tasks_key(env)
     if tasks_key is not None and _int(env, tasks_key) > 1:   # a 1-task step (srun --pty bash): --nproc applies

@@ -296,8 +296,11 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
             best_up, best_out = _min_into(best_up, time_up), _min_into(best_out, time_out)
         best = best_out if all_cross else (np.where(crosses, best_out, best_up) if any_cross else best_up)
         best = np.broadcast_to(best, n.shape)
-        if np.isinf(best.max()):
-            tier = "scale_out" if np.any(crosses & np.isinf(best)) else "scale_up"
+        # a group of one rank moves nothing (0 s below) and needs no curve: a fabric of one GPU per domain has none
+        # inside a domain, and its DP = 1 rows stopped the plan
+        unpriced = np.isinf(best) & (n > 1)
+        if unpriced.any():
+            tier = "scale_out" if np.any(crosses & unpriced) else "scale_up"
             has = sorted({c.tier for c in fabric.curves if c.collective == collective})
             where = "inside one scale-up domain" if tier == "scale_up" else "across scale-up domains"
             raise CommbenchError(f"collective={collective!r} has no {tier} curve in fabric {fabric.name!r}"

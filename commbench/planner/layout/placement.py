@@ -115,6 +115,14 @@ def gpus_per_rack(num_gpus: int, domain_size: int) -> int:
     return divisor if divisor >= FULL_ENOUGH * domain_size else domain_size
 
 
+def pair_domains(crosses: np.ndarray, domain_size: int) -> np.ndarray:
+    """Scale-up domains a send/recv pair touches: 2 where the pair `crosses` a domain boundary, and always 2 on a
+    fabric of one GPU per domain (a 1-GPU-per-node cluster), where no two ranks share one. The CP ring's and the
+    pipeline's pairs were put on 1 domain wherever the rows' own group was 1 (cp = 1, pp = 1 rows priced beside
+    the others), which a 1-rank-per-domain profile refuses: `plan` stopped on every such fitted profile."""
+    return np.where(np.asarray(crosses) | (domain_size < 2), 2, 1)
+
+
 def racks_spanned(span: np.ndarray | int, per_rack: int, num_gpus: int | None = None) -> np.ndarray:
     """Racks touched by the blocks of `span` consecutive ranks aligned at multiples of `span`: the most any touches
     (domains_touched's count; over `num_gpus` when given, else every offset). It said ceil(span / per_rack) + 1

@@ -152,6 +152,8 @@ def sensitivity(result: SearchResult, scenarios=SCENARIOS) -> list[dict]:
     req, out = result.request, []
     base_tok = float(result.breakdown.tokens_per_s_per_gpu[0])
     for sc in scenarios:
+        if sc.tier == "scale_up" and int(getattr(req.fabric, "domain_size", 2)) < 2:
+            continue   # one GPU per domain (a 1-GPU-per-node profile): no traffic runs inside a domain
         fabric = scale_tier_bandwidth(req.fabric, sc.tier, sc.factor) if sc.tier else req.fabric
         imbalance = sc.moe_imbalance if sc.moe_imbalance is not None else req.moe_imbalance
         bd = evaluate_layouts(req.model, fabric, result.layouts, seq_len=req.seq_len, calibration=req.calibration,

@@ -58,7 +58,7 @@ from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import (flops_breakdown, framework_flops_per_token, framework_model,
                                              param_counts, step_vocab, up_projection_flops)
 from commbench.planner.layout.connections import tp_overlap_runs
-from commbench.planner.layout.placement import domains_touched, gpus_per_rack
+from commbench.planner.layout.placement import domains_touched, gpus_per_rack, pair_domains
 from commbench.row_groups import RowGroups
 
 FP8_CODES = (CODE_FIELDS["precision"].index("fp8"), CODE_FIELDS["precision"].index("mxfp8"))
@@ -461,7 +461,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         g = structure   # the ring's step per group of rows (its bytes and domains are the structure's)
         cp_dom = domains_touched(g.of(tp * cp), g.of(cp), dom, max_dom)
         one_pass = g.expand(collective_time_s(system, "sendrecv", g.of(kv_bytes), np.full(len(g), 2),
-                                              np.minimum(cp_dom, 2)))
+                                              pair_domains(cp_dom > 1, dom)))
         attn_stage = blocks.attention / pp * imbalance
         # A recompute that re-runs the attention core re-runs its forward ring (TE's AttnFuncWithCPAndKVP2P runs
         # the K,V passes inside the core's forward): full (its share of the layers) and selective (core_attn).
@@ -480,7 +480,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     if np.any(pp > 1):
         pp_bytes = tokens_mb / (cp * np.where(sp, tp, 1)) * model.hidden * ACT_BYTES
         g = structure   # one send/recv per group of rows (its bytes and domains are the structure's)
-        pp_dom = np.where((g.of(pp) > 1) & (g.of(tp * cp * dp) >= dom), 2, 1)
+        pp_dom = pair_domains((g.of(pp) > 1) & (g.of(tp * cp * dp) >= dom), dom)
         one_p2p = g.expand(collective_time_s(system, "sendrecv", g.of(pp_bytes), np.full(len(g), 2), pp_dom))
         pp_total_mb = np.where(pp > 1, 2.0 * vp * one_p2p, 0.0)
     else:
