@@ -81,3 +81,12 @@ def test_verify_plan_reads_the_combine_only_at_the_bf16_size(profile):
     # 8 MiB of dispatch lies past the dispatch's 4 MiB, the combine's 16 MiB holds 16 MiB
     ((one, read),) = _beyond(measured, [8 << 20, 16 << 20], 2)
     assert one["curve"] == "moe_all_to_all[dispatch] (scale_up)" and read == [8 << 20, 16 << 20]
+
+
+def test_plan_names_each_curves_largest_message(profile):
+    from commbench.costmodel import load_fabric
+    from commbench.planner.emit.plan import fabric_lines
+
+    measured, beyond = fabric_lines(load_fabric(str(profile)))[:2]
+    assert "moe_all_to_all[dispatch]/scale_up 4 MiB" in measured and "[combine]/scale_up 16 MiB" in measured, measured
+    assert "messages of 16 MiB" not in beyond, beyond
