@@ -160,7 +160,10 @@ class MoeAllToAll(Collective):
         experts per rank, experts on the wire) of the point on `n` ranks: every rank derives the same from the seed; ValueError where the EP size does
         not fit. With expert_tp > 1 the kept ids are replicated over the ETP ranks as Megatron expands its routing
         map (replicate_over_etp)."""
-        p = MoeParams(**{k: spec.params[k] for k in _MOE_KEYS if k in spec.params})
+        given = {k: spec.params[k] for k in _MOE_KEYS if k in spec.params}
+        if given.get("seed") is None:   # a trace's (MoeParams.as_params): its replay draws nothing from a seed
+            given["seed"] = 0
+        p = MoeParams(**given)
         try:
             p.check_ep_size(n)  # plan_specs checked the world; a sub-group may be smaller
         except CommbenchError as exc:

@@ -261,7 +261,7 @@ def test_moe_banner_states_its_tokens_and_layer_not_a_size_range(capsys):
     banner = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("# nThread"))
     assert "minBytes" not in banner and "step:" not in banner, banner
     assert banner.startswith("# nThread 1 nGpus 1 tokens per rank: 16,32 (hidden 64, 64 experts, top-2, uniform "
-                             "routing, per-expert dispatch in bf16, combine in bf16; size: the busiest rank's "
+                             "routing (seed 0), per-expert dispatch in bf16, combine in bf16; size: the busiest rank's "
                              "dispatch bytes) warmup iters: 5 iters: 20 "), banner
     assert _BANNER_RE.search(banner).groups() == ("1", "1", "5", "20")
 

@@ -276,7 +276,7 @@ def note_unfittable(path: str, earlier_runs: set[str]) -> None:
     """A note per curve measured whose times determine no bandwidth (`fit` would keep it from prediction)."""
     from commbench.costmodel.fit_readiness import undetermined_bandwidth_notes
 
-    for line in undetermined_bandwidth_notes(path, larger="-e 16M", skip_runs=earlier_runs):
+    for line in undetermined_bandwidth_notes(path, larger="-e 16M", larger_moe="--tokens", skip_runs=earlier_runs):
         err_console.print(styled("[yellow]note:[/] {}", line), highlight=False, soft_wrap=True)
 
 

@@ -87,21 +87,47 @@ def both_moe_phases(fabric: Fabric) -> bool:
     return set(MOE_PHASES) <= {c.algorithm for c in fabric.curves if c.collective == "moe_all_to_all"}
 
 
-def fitted_range(fabric: Fabric, collective: str, num_domains: int) -> dict | None:
+def fitted_range(fabric: Fabric, collective: str, num_domains: int, phase: str | None = None) -> dict | None:
     """What a fitted profile measured for the curve that predicts `collective` on `num_domains` domains: sizes
-    (nccl-tests' size, smallest and largest) and group sizes; None for a preset's curve (nothing measured)."""
+    (nccl-tests' size, smallest and largest) and group sizes; None for a preset's curve (nothing measured).
+    moe_all_to_all with dispatch and combine curves: `phase` picks one; without it (their mean, as
+    formulas.moe_all_to_all_time_s) each phase's own range under "phases", and as min/max the sizes both measured
+    (min > max where they share none): one range merged over both called 32 KiB in range on an fp8 dispatch
+    measured from 16,896 B and an fp32 combine from 64 KiB (probe PE)."""
     if collective == "moe_all_to_all" and collective not in fabric.collectives:
         collective = "all_to_all"   # moe_all_to_all_time_s falls back to the plain all-to-all curves
+    if collective != "moe_all_to_all" or not both_moe_phases(fabric):
+        phase = None   # one curve (or a fabric whose curves are not split by phase) is read whatever the phase
+    elif phase is None:
+        phases = {p: r for p in MOE_PHASES if (r := fitted_range(fabric, collective, num_domains, p)) is not None}
+        if len(phases) < 2:
+            return next(iter(phases.values()), None)
+        return {"curve": " and ".join(r["curve"] for r in phases.values()),
+                "min_size_bytes": max(r["min_size_bytes"] for r in phases.values()),
+                "max_size_bytes": min(r["max_size_bytes"] for r in phases.values()),
+                "group_sizes": sorted(set.intersection(*(set(r["group_sizes"]) for r in phases.values()))),
+                "collective": collective, "dtypes": sorted({d for r in phases.values() for d in r["dtypes"]}),
+                "phases": phases}
     tier = "scale_out" if num_domains > 1 else "scale_up"
     rows = [r for r in fabric.fit_report if r.get("for_prediction") and r.get("collective") == collective
-            and r.get("tier", "scale_out" if int(r.get("num_domains", 1)) > 1 else "scale_up") == tier]
+            and r.get("tier", "scale_out" if int(r.get("num_domains", 1)) > 1 else "scale_up") == tier
+            and phase in (None, r.get("algorithm"))]
     if not rows or not any(c.collective == collective and c.tier == tier and c.source.startswith("fitted")
-                           for c in fabric.curves):
+                           and phase in (None, c.algorithm) for c in fabric.curves):
         return None
-    return {"curve": f"{collective} ({tier})", "min_size_bytes": min(int(r["min_size_bytes"]) for r in rows),
+    return {"curve": f"{collective}{f'[{phase}]' if phase else ''} ({tier})",
+            "min_size_bytes": min(int(r["min_size_bytes"]) for r in rows),
             "max_size_bytes": max(int(r["max_size_bytes"]) for r in rows),
             "group_sizes": sorted({int(r["group_size"]) for r in rows}), "collective": collective,
             "dtypes": sorted({str(d) for r in rows for d in r.get("dtypes", ())})}
+
+
+def curve_ranges(measured: dict | None) -> dict[str, dict]:
+    """fitted_range's curves, each with its own range: 'dispatch' and 'combine' for a moe_all_to_all mean, else
+    the one curve under its name."""
+    if measured is None:
+        return {}
+    return dict(measured["phases"]) if "phases" in measured else {measured["curve"]: measured}
 
 
 def preset_curves(fabric: Fabric, collective: str, num_domains: int) -> list[str]:
@@ -144,11 +170,21 @@ def extrapolated(measured: dict | None, sizes: np.ndarray, group: int) -> list[b
     measured where it lies in the fitted sizes, or where the sweep would have measured it at one of them: measured
     sizes are nccl-tests-aligned (Collective.count_for: whole elements, 16 B multiples per rank for the chunked
     collectives; all_to_all on 3 ranks measures 64 KiB as 65,520 B), so a size that aligns, in a data type the curve
-    was measured in ("dtypes": profiles fitted from this commbench on), into the fitted sizes is measured; no wider."""
-    if measured is None:
-        return [False] * len(sizes)
-    other_group = group not in measured["group_sizes"]
-    return [bool(other_group or not _size_fitted(measured, int(s), group)) for s in sizes]
+    was measured in ("dtypes": profiles fitted from this commbench on), into the fitted sizes is measured; no wider.
+    A moe_all_to_all mean (fitted_range's "phases") is beyond where either phase's curve is (beyond_curves)."""
+    return [bool(names) for names in beyond_curves(measured, sizes, group)]
+
+
+def beyond_curves(measured: dict | None, sizes: np.ndarray, group: int) -> list[list[str]]:
+    """Per size: the curves of `measured` (curve_ranges: 'dispatch', 'combine', or the one curve's name) whose own
+    sizes or group sizes do not hold it."""
+    out: list[list[str]] = [[] for _ in sizes]
+    for name, one in curve_ranges(measured).items():
+        other_group = group not in one["group_sizes"]
+        for names, s in zip(out, sizes):
+            if other_group or not _size_fitted(one, int(s), group):
+                names.append(name)
+    return out
 
 
 def _size_fitted(measured: dict, size: int, group: int) -> bool:
@@ -167,9 +203,13 @@ def _size_fitted(measured: dict, size: int, group: int) -> bool:
 def beyond_text(measured: dict, sizes, group: int, profile: str) -> str:
     """Which dimension lies beyond what `profile` measured for the curve (`measured`: fitted_range): the sizes outside
     the fitted range, the group size never measured, or both, named apart: 'extrapolated' alone hid a group of 2
-    predicted from a curve measured on 4 behind sizes that were all measured."""
+    predicted from a curve measured on 4 behind sizes that were all measured. A moe_all_to_all mean: per phase."""
     from commbench.units import format_size
 
+    if "phases" in measured:
+        parts = [beyond_text(one, sizes, group, profile) for name, one in measured["phases"].items()
+                 if any(name in names for names in beyond_curves(measured, sizes, group))]
+        return "; ".join(parts)
     off = sum(not _size_fitted(measured, int(s), group) for s in sizes)
     span = f"{format_size(measured['min_size_bytes'])}..{format_size(measured['max_size_bytes'])}"
     groups = ", ".join(map(str, measured["group_sizes"]))
@@ -260,15 +300,19 @@ def predict(
     algbw = np.divide(sizes, time_s, out=np.zeros_like(sizes), where=time_s > 0) / 1e9
     busbw = algbw * bus_factor(collective, group)
     where = f"{num_domains} domain{'s' * (num_domains > 1)} of {fabric.domain_size}"
-    measured = fitted_range(fabric, collective, num_domains)
-    beyond = extrapolated(measured, sizes, group)
+    measured = fitted_range(fabric, collective, num_domains, phase=algorithm if algorithm in MOE_PHASES else None)
+    beyond_names = beyond_curves(measured, sizes, group)
+    beyond = [bool(names) for names in beyond_names]
+    by_phase = measured is not None and "phases" in measured   # a mean of two curves, each with its own range
     borrowed = preset_curves(fabric, collective, num_domains)
     # whose runs set NCCL's launch and pipeline-ramp terms, where the preset's NCCL model predicts this collective
     small_sizes = (fabric.nccl.small_sizes or None) if uses_nccl_model(fabric, collective) else None
     if as_json:
         rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
-                 "algorithm": name, "protocol": proto, "predicted": True, "extrapolated": x}
-                for s, t, a, b, name, proto, x in zip(sizes, time_s, algbw, busbw, picked, protocols, beyond)]
+                 "algorithm": name, "protocol": proto, "predicted": True, "extrapolated": x,
+                 **({"extrapolated_phases": names} if by_phase else {})}
+                for s, t, a, b, name, proto, x, names in zip(sizes, time_s, algbw, busbw, picked, protocols, beyond,
+                                                            beyond_names)]
         print_json({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
                     "source": fabric.source, "collective": collective, "group_size": group,
                     "num_domains": num_domains, "fitted_range": measured,
@@ -282,7 +326,8 @@ def predict(
         rows = [row + [f"{name}/{proto}" if proto else (name or "-")] for row, name, proto in zip(rows, picked, protocols)]
     if any(beyond):
         cols.append(Col(name="fit", numeric=False, keep=2))
-        rows = [row + ["extrapolated" if x else "in range"] for row, x in zip(rows, beyond)]
+        rows = [row + [(f"extrapolated ({', '.join(names)})" if by_phase else "extrapolated") if names else "in range"]
+                for row, names in zip(rows, beyond_names)]
     how = f"algorithm {algorithm} (forced)" if algorithm else "the fastest algorithm per size"
     if chosen is not None:   # costmodel.choice.best_algorithm_protocol: NCCL's own model picks, ours times it
         how = (f"algorithm {algorithm} (forced), " if algorithm else "") + "the pair NCCL's own model picks per size"
@@ -307,13 +352,14 @@ def predict(
         console.print(styled("[yellow]from the preset[/] (not measured): {}{}", ", ".join(borrowed),
                              "; its cross-domain algorithms without an in-domain curve of their own are bounded "
                              "inside the domains by the fastest in-domain rate" if bounded else ""), highlight=False)
-    if any(beyond):
-        groups = ", ".join(map(str, measured["group_sizes"]))
-        console.print(styled("[yellow]extrapolated[/]: {} of {} size(s) lie beyond what the profile '{}' measured for {} (group "
-                             "size(s) {}, {}..{}): the alpha-beta formula gives them, not a measurement",
-                             sum(beyond), len(beyond), fabric.name, measured["curve"], groups,
-                             format_size(measured["min_size_bytes"]), format_size(measured["max_size_bytes"])),
-                      highlight=False)
+    for name, one in curve_ranges(measured).items() if any(beyond) else ():
+        off = sum(name in names for names in beyond_names)
+        if off:
+            console.print(styled("[yellow]extrapolated[/]: {} of {} size(s) lie beyond what the profile '{}' measured "
+                                 "for {} (group size(s) {}, {}..{}): the alpha-beta formula gives {}, not a measurement",
+                                 off, len(beyond), fabric.name, one["curve"], ", ".join(map(str, one["group_sizes"])),
+                                 format_size(one["min_size_bytes"]), format_size(one["max_size_bytes"]),
+                                 f"its {name} half of the mean" if by_phase else "them"), highlight=False)
     warnings = fit_warnings(fabric, collective)
     for warning in warnings[:MAX_SHOWN_WARNINGS]:
         console.print(styled("[yellow]fit warning:[/] {}", warning), highlight=False)

@@ -431,5 +431,6 @@ def sweep(
     console.print(styled("[green]done[/]: {}", summary), highlight=False)
     from commbench.costmodel.fit_readiness import undetermined_bandwidth_notes
 
-    for line in undetermined_bandwidth_notes(output, larger="sizes in the sweep file"):  # the file is the sweep's
+    for line in undetermined_bandwidth_notes(output, larger="sizes in the sweep file",
+                                             larger_moe="tokens_per_rank in the sweep file"):  # the file is the sweep's
         err_console.print(f"note: {line}", highlight=False, markup=False, soft_wrap=True)

@@ -315,6 +315,29 @@ def _fit_beyond(fabric, item, ctx, *, size_bytes: int, group: int, domains: int)
     return fitted_range(fabric, "moe_all_to_all" if item.kind == "ep" else item.collective, domains), sizes
 
 
+def _curves_read(measured: dict | None, sizes: list[int]) -> list[tuple[dict, list[int]]]:
+    """(range, the sizes read on it) per curve of `measured` (predict's curve_ranges): a moe_all_to_all fabric with
+    dispatch and combine curves prices the dispatch at every size (the dispatch's bytes and its bf16 backward twin)
+    and the combine at the bf16 one (planner/step/moe_comm.ep_phases_s); their range merged called sizes below every
+    combine point measured (probe PE)."""
+    from commbench.cli.predict import curve_ranges
+
+    if measured is None:
+        return []
+    if "phases" not in measured:
+        return [(measured, sizes)]
+    return [(one, sizes if phase == "dispatch" else sizes[-1:]) for phase, one in curve_ranges(measured).items()]
+
+
+def _beyond(measured: dict | None, sizes: list[int], group: int) -> list[tuple[dict, list[int]]]:
+    """The curves of `measured` whose fitted sizes or group sizes do not hold the sizes read on them."""
+    import numpy as np
+
+    from commbench.cli.predict import extrapolated
+
+    return [(one, read) for one, read in _curves_read(measured, sizes) if any(extrapolated(one, np.array(read), group))]
+
+
 def _beyond_line(item, which: str, where: str, sizes: list[int], group: int, fabric, measured: dict) -> str:
     return (f"{item.label}: '{which}' is EXTRAPOLATED: {where} {', '.join(format_size(b) for b in sizes)} on {group} "
             f"ranks lies beyond what the profile {fabric.name!r} measured for {measured['curve']} "
@@ -326,17 +349,12 @@ def _plan_extrapolated(fabric, item, ctx, flags: list[str]) -> bool:
     """Whether 'plan predicted' lies beyond what a fitted profile measured for the curve that prices it (predict's
     fitted_range / extrapolated: the plan's sizes or group size outside the fitted ones, on the tier of the plan's
     domains); False on a preset (nothing measured). Adds a flag saying what was measured when it does."""
-    import numpy as np
-
-    from commbench.cli.predict import extrapolated
-
     group = item.plan_group_size
     measured, sizes = _fit_beyond(fabric, item, ctx, size_bytes=item.plan_size_bytes, group=group,
                                   domains=item.plan_domains)
-    if not any(extrapolated(measured, np.array(sizes), group)):
-        return False
-    flags.append(_beyond_line(item, "plan predicted", "the plan's", sizes, group, fabric, measured))
-    return True
+    beyond = _beyond(measured, sizes, group)
+    flags.extend(_beyond_line(item, "plan predicted", "the plan's", read, group, fabric, one) for one, read in beyond)
+    return bool(beyond)
 
 
 def _fit_for_verdict(fabric, item, ctx, group: int, domains: int, flags: list[str]) -> dict | None:
@@ -344,17 +362,13 @@ def _fit_for_verdict(fabric, item, ctx, group: int, domains: int, flags: list[st
     here: `item.size_bytes` on `group` ranks over `domains`), for the verdict (workflows/verify.mismatch_flags' `fits`):
     `beyond`, whether 'predicted' lies outside it, as _plan_extrapolated judges 'plan predicted' (then a flag says so),
     and the sizes and group sizes read here and by the plan on that curve; None where the curve was not measured."""
-    import numpy as np
-
-    from commbench.cli.predict import extrapolated
-
     measured, sizes = _fit_beyond(fabric, item, ctx, size_bytes=item.size_bytes, group=group, domains=domains)
     if measured is None:
         return None
-    beyond = any(extrapolated(measured, np.array(sizes), group))
-    if beyond:
-        flags.append(_beyond_line(item, "predicted", "the", sizes, group, fabric, measured)
-                     + " (-e/--max-bytes sets the size measured here)")
+    outside = _beyond(measured, sizes, group)
+    beyond = bool(outside)
+    flags.extend(_beyond_line(item, "predicted", "the", read, group, fabric, one)
+                 + " (-e/--max-bytes sets the size measured here)" for one, read in outside)
     groups = [group]
     plan_measured, plan_sizes = _fit_beyond(fabric, item, ctx, size_bytes=item.plan_size_bytes,
                                             group=item.plan_group_size, domains=item.plan_domains)

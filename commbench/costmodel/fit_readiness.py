@@ -16,10 +16,13 @@ from commbench.units import MEASURED_MAX_BYTES, format_size, parse_size_bytes
 MAX_NOTES = 5  # curves named one a line; the rest are counted
 
 
-def undetermined_bandwidth_notes(path: str, *, larger: str, skip_runs: frozenset[str] | set[str] = frozenset()) -> list[str]:
+def undetermined_bandwidth_notes(path: str, *, larger: str, larger_moe: str = "--tokens",
+                                 skip_runs: frozenset[str] | set[str] = frozenset()) -> list[str]:
     """One line per curve of the runs in results file `path` but `skip_runs` (those there before this launch) whose measured times
     determine no bandwidth, naming its sizes and what to measure (`larger`: how to ask for larger sizes in the
-    command that measured, e.g. '-e 16M'). Points of one data type and op are fitted together, as `fit` fits one."""
+    command that measured, e.g. '-e 16M'; `larger_moe`: for moe_all_to_all, whose size is the busiest rank's routed
+    bytes, how to ask for more tokens per rank, e.g. '--tokens': it takes no sizes, and a MoE sweep entry told to
+    raise 'sizes in the sweep file' has none). Points of one data type and op are fitted together, as `fit` fits one."""
     from commbench.costmodel.fit_records import bandwidth_undetermined, fit_all
     from commbench.results.records import headers, measurements, read_records
 
@@ -39,9 +42,14 @@ def undetermined_bandwidth_notes(path: str, *, larger: str, skip_runs: frozenset
                 continue
             kind = f" {dtype}" + (f" {op}" if op and op != "sum" else "") if len(by_dtype_op) > 1 else ""
             sizes = f"{format_size(fit.min_size_bytes)}..{format_size(fit.max_size_bytes)}"
-            what = (f"measure up to {format_size(parse_size_bytes(MEASURED_MAX_BYTES))} ({larger})"
-                    if fit.max_size_bytes < parse_size_bytes(MEASURED_MAX_BYTES)
-                    else "measure larger sizes, or on a host with no other load")
+            most = format_size(parse_size_bytes(MEASURED_MAX_BYTES))
+            if fit.key.collective == "moe_all_to_all":   # swept by tokens per rank, its size the routed bytes
+                what = (f"raise the tokens per rank ({larger_moe}) until the busiest rank's bytes reach {most}"
+                        if fit.max_size_bytes < parse_size_bytes(MEASURED_MAX_BYTES)
+                        else f"measure more tokens per rank ({larger_moe}), or on a host with no other load")
+            else:
+                what = (f"measure up to {most} ({larger})" if fit.max_size_bytes < parse_size_bytes(MEASURED_MAX_BYTES)
+                        else "measure larger sizes, or on a host with no other load")
             lines.append(f"{fit.key.label}{kind} {sizes}: time does not grow with size, so `fit` cannot tell its "
                          f"bandwidth from these points; {what}")
     if len(lines) > MAX_NOTES:

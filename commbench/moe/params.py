@@ -141,6 +141,8 @@ class MoeParams:
         """Measurement.params; a dropless point leaves out capacity_factor / pad_to_capacity, so its records
         match (compare, --resume) those measured before the capacity existed."""
         params = dataclasses.asdict(self)
+        if self.routing.startswith("trace:"):
+            params["seed"] = None   # a trace's replay draws nothing from the seed (routing.route): no seed measured
         if self.expert_tp == 1:
             del params["expert_tp"]   # records measured before it existed match
         if self.capacity_factor is None:
@@ -160,7 +162,8 @@ def non_default(params: dict[str, Any]) -> dict[str, Any]:
     except CommbenchError:   # a preset this commbench does not know (a newer file, an import): DEFAULTS'
         pass
     return {key: params[key] for key in DEFAULTS
-            if key != "preset" and key in params and str(params[key]) != str(defaults[key])}
+            if key != "preset" and key in params and str(params[key]) != str(defaults[key])
+            and not (key == "seed" and params[key] is None)}   # a trace's replay has no seed (as_params)
 
 
 def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:

@@ -7,8 +7,11 @@ Models (`--routing`):
 - `balanced`: every expert receives the same number of token copies (within one when the total
   does not divide). Token g takes the window (g*k .. g*k+k-1) mod E of a random expert permutation
   that changes every lcm(E, k)/k tokens, so each full block of tokens loads every expert equally
-  (the forced balance of published Megatron benchmarks, without always pairing the same experts).
-- `uniform`: independent top-k without replacement, every expert equally likely.
+  (exact balance, without always pairing the same experts; not what Megatron's forced balancing does: below).
+- `uniform`: independent top-k without replacement, every expert equally likely: what Megatron's
+  --moe-router-force-load-balancing (published "force-balanced" benchmarks) routes, its router's logits replaced by
+  random normal values with a per-rank seed (megatron-core core_v0.16.1 transformer/moe/router.py:655-657,
+  moe_utils.py:1110-1131 RandomSTE: "used to generate random logits of router for load-balanced benchmark").
 - `zipf:<alpha>`: expert popularity p_e ∝ 1 / (1 + rank_e)^alpha over a seeded random order of the
   experts; a token's k experts are drawn without replacement ∝ p (Gumbel-top-k, Kool et al. 2019,
   "Stochastic Beams and Where to Find Them"). alpha = 0 is `uniform`.

@@ -165,6 +165,8 @@ def point_value(key: str, text: str):
     """A MOE_POINT_KEYS value read back from a point line (point_value_text's inverse), as the JSONL holds it; UNKNOWN
     for text it does not read (never a default: an unreadable trace_recycled is not False). The quoted 'true' /
     'false' commbench d27ed70..4097490 wrote for a bool (its repr taken of the whole value) reads as the bool meant."""
+    if key == "seed" and text == "None":   # a trace's replay: no seed (moe/params.MoeParams.as_params)
+        return None
     if MOE_POINT_TYPES.get(key) is bool:
         return {"true": True, "false": False, "'true'": True, "'false'": False}.get(text, UNKNOWN)
     try:

@@ -61,12 +61,22 @@ def moe_setup(params: dict) -> str:
     if not params or params.get("hidden") is None:
         return ""
     text = (f"hidden {params['hidden']}, {params.get('num_experts')} experts, top-{params.get('top_k')}, "
-            f"{params.get('routing')} routing, {params.get('dispatch_mode')} dispatch in {params.get('dispatch_dtype')}, "
+            f"{params.get('routing')} routing{routing_seed(params)}, {params.get('dispatch_mode')} dispatch in "
+            f"{params.get('dispatch_dtype')}, "
             f"combine in {params.get('combine_dtype')}")
     if params.get("capacity_factor") is not None:  # Megatron's drop-and-pad MoE; dropless goes unsaid, as before
         text += (f", capacity factor {params['capacity_factor']:g} ("
                  + ("padded to capacity" if params.get("pad_to_capacity") else "tokens over capacity dropped") + ")")
     return f"preset {params['preset']}: {text}" if params.get("preset") else text
+
+
+def routing_seed(params: dict) -> str:
+    """' (seed N)' where the routing draws from the seed (every routing but a trace's replay, moe/routing.route): runs
+    of seed 0 and seed 1 had the same title though their sizes differed (probe PE); '' for a trace or no seed."""
+    seed = params.get("seed")
+    if seed is None or str(params.get("routing")).startswith("trace:"):
+        return ""
+    return f" (seed {seed})"
 
 
 def measured_label(emulated) -> str:

@@ -626,6 +626,10 @@ EXTRAPOLATED_MISMATCH = "MISMATCH ON AN EXTRAPOLATION"
 def _fitted_span(fit: dict) -> str:
     from commbench.units import format_size
 
+    if "phases" in fit:   # moe_all_to_all's dispatch and combine curves, each with its own range (probe PE)
+        spans = "; ".join(f"{phase} {format_size(one['min_size_bytes'])} to {format_size(one['max_size_bytes'])}"
+                          for phase, one in fit["phases"].items())
+        return f"{spans}, group size(s) {', '.join(map(str, fit['group_sizes']))}"
     return (f"{format_size(fit['min_size_bytes'])} to {format_size(fit['max_size_bytes'])}, group size(s) "
             f"{', '.join(map(str, fit['group_sizes']))}")
 
@@ -644,8 +648,9 @@ def resweep_text(fit: dict) -> str:
     group sizes read (`groups`)."""
     from commbench.units import format_size
 
-    lo = min(int(fit["min_size_bytes"]), int(fit["lo_bytes"]))
-    hi = max(int(fit["max_size_bytes"]), int(fit["hi_bytes"]))
+    ranges = list(fit.get("phases", {}).values()) or [fit]   # each phase's curve its own range
+    lo = min(*(int(r["min_size_bytes"]) for r in ranges), int(fit["lo_bytes"]))
+    hi = max(*(int(r["max_size_bytes"]) for r in ranges), int(fit["hi_bytes"]))
     hi = 1 << (hi - 1).bit_length()
     groups = sorted(set(fit["groups"]))
     name = fit["collective"]

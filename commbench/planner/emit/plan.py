@@ -474,11 +474,23 @@ def fabric_lines(fabric) -> list[str]:
                       - set(measured))
     backends = ", ".join(sorted({str(r["backend"]) for r in fitted}))
     groups = ", ".join(str(n) for n in sorted({int(r["group_size"]) for r in fitted}))
-    largest = format_size(max(int(r["max_size_bytes"]) for r in fitted))
+    # each curve's largest message where they differ: one maximum over all of them called an fp8 dispatch measured
+    # to 4 MiB measured to its fp32 combine's 16 MiB (probe PE)
+    per_curve: dict[str, int] = {}
+    for r in fitted:
+        phase = f"[{r['algorithm']}]" if r["collective"] == "moe_all_to_all" and r.get("algorithm") else ""
+        name = f"{r['collective']}{phase}/{r['tier']}"
+        per_curve[name] = max(per_curve.get(name, 0), int(r["max_size_bytes"]))
+    if len(set(per_curve.values())) == 1:
+        largest = format_size(next(iter(per_curve.values())))
+        up_to, beyond = f"messages up to {largest}", f"messages of {largest}"
+    else:
+        each = ", ".join(f"{name} {format_size(size)}" for name, size in sorted(per_curve.items()))
+        up_to, beyond = f"messages up to: {each}", "each curve's largest message"
     lines = [f"network: {fabric.name} ({fabric.source}) measured {', '.join(measured)} with {backends} at group "
-             f"size(s) {groups}, messages up to {largest}"
+             f"size(s) {groups}, {up_to}"
              + (f"; from the preset: {', '.join(borrowed)}" if borrowed else ""),
-             f"network: beyond group size(s) {groups} and messages of {largest} the measured curves are extrapolated "
+             f"network: beyond group size(s) {groups} and {beyond} the measured curves are extrapolated "
              "(alpha-beta formula, not measured)"]
     from commbench.costmodel.plausibility import above_hardware_lines
 

@@ -2,7 +2,7 @@
 
 The banner states the MoE layer where a size sweep's minBytes/maxBytes/step stand (measure/view.moe_swept, its setup
 from results/render.moe_setup): "tokens per rank: 32,64 ([preset NAME: ]hidden 128, 4 experts, top-2, balanced
-routing, per-expert dispatch in bf16, combine in bf16[, capacity factor 1.25 (padded to capacity|tokens over capacity
+routing[ (seed N)], per-expert dispatch in bf16, combine in bf16[, capacity factor 1.25 (padded to capacity|tokens over capacity
 dropped)]; size: the busiest rank's dispatch bytes)". Each row's '# commbench point:' line states the rest
 (nccl_tests_text.MOE_POINT_KEYS: tokens per rank, seed, expert_tp, the exact capacity factor, a trace's rows). The
 exchange's ranks (ep_size) are the row's group, experts_per_rank = experts / (ranks / expert_tp)
@@ -19,7 +19,7 @@ from commbench.results.nccl_tests_text import MOE_POINT_KEYS, UNKNOWN, point_val
 
 _SWEPT_RE = re.compile(r"tokens per rank: ([\d,]+) \((.*); size: the busiest rank's dispatch bytes\)")
 _SETUP_RE = re.compile(r"(?:preset (?P<preset>\S+): )?hidden (?P<hidden>\d+), (?P<num_experts>\d+) experts, "
-                       r"top-(?P<top_k>\d+), (?P<routing>.+) routing, (?P<dispatch_mode>\S+) dispatch in "
+                       r"top-(?P<top_k>\d+), (?P<routing>.+) routing(?: \(seed (?P<seed>\d+)\))?, (?P<dispatch_mode>\S+) dispatch in "
                        r"(?P<dispatch_dtype>\S+), combine in (?P<combine_dtype>[^,]+?)"
                        r"(?:, capacity factor (?P<capacity_factor>\S+) \((?P<padding>padded to capacity|tokens over "
                        r"capacity dropped)\))?")
@@ -41,6 +41,8 @@ def parse_moe_banner(body: str) -> dict | None:
     layer = {key: setup.group(key) for key in ("routing", "dispatch_mode", "dispatch_dtype", "combine_dtype")}
     layer.update({key: int(setup.group(key)) for key in ("hidden", "num_experts", "top_k")})
     layer["preset"] = setup.group("preset")
+    if setup.group("seed") is not None:   # the banner states it from commbench 0.1.0 fix-FN on; the point line always
+        layer["seed"] = int(setup.group("seed"))
     if setup.group("capacity_factor") is not None:
         layer["capacity_factor"] = float(setup.group("capacity_factor"))   # %g: the point line's is exact
         layer["pad_to_capacity"] = setup.group("padding") == "padded to capacity"
