@@ -14,38 +14,24 @@ import os
 import signal
 
 from collectives import REGISTRY
-from collectives.base import Collective, PointSpec, PreparedPoint
+from collectives.base import PointSpec
 from commbench.results.records import Measurement, read_records
 from commbench.sweep import SweepJob, parse_sweep, run_sweep_on_backend
 from commbench.sweep.isolation import Coordinator
 from tests.distributed import free_port, run_ranks
+from tests.injected_collectives import InjectedAllReduce
 
 DIE_SIZE = 2048
 
 
-class DieOnce(Collective):
+class DieOnce(InjectedAllReduce):
     """all_reduce, except that rank 1 is killed (SIGKILL, as kill -9) before the DIE_SIZE point's collective."""
 
     name = "test_die"
-    reduces = True
-    in_place_mode = "both"
 
-    def busbw_factor(self, num_ranks: int) -> float:
-        return 1.0
-
-    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        return size_bytes // itemsize, size_bytes
-
-    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
-        buf = backend.empty(spec.size_bytes // spec.dtype.itemsize, spec.dtype)
-
-        def stage() -> None:
-            if spec.size_bytes == DIE_SIZE and comm.rank == 1:
-                os.kill(os.getpid(), signal.SIGKILL)
-            comm.all_reduce(buf, "sum")
-
-        return PreparedPoint(size_bytes=spec.size_bytes, count=len(buf), busbw_factor=1.0, stages=[("all_reduce", stage)],
-                             fill=lambda *_: None, check=lambda *_: 0)
+    def before(self, comm, spec: PointSpec) -> None:
+        if spec.size_bytes == DIE_SIZE and comm.rank == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _sweep_under_torchrun(backend, job):

@@ -15,40 +15,25 @@ from pathlib import Path
 import pytest
 
 from collectives import REGISTRY
-from collectives.base import Collective, PointSpec, PreparedPoint
+from collectives.base import PointSpec
 from commbench.results.records import Measurement, read_records
 from commbench.sweep import SweepJob, load_sweep, parse_sweep, plan_sweep, run_sweep_on_backend
 from tests.distributed import run_ranks
+from tests.injected_collectives import InjectedAllReduce
 
 HANG_SIZE = 2048
 REPO = Path(__file__).resolve().parents[1]
 
 
-class HangOnce(Collective):
+class HangOnce(InjectedAllReduce):
     """all_reduce, except that rank 1 sleeps past the timeout before the HANG_SIZE point's collective."""
 
     name = "test_hang"
-    reduces = True
-    in_place_mode = "both"
     sleep_s = 2.5
 
-    def busbw_factor(self, num_ranks: int) -> float:
-        return 1.0
-
-    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        return size_bytes // itemsize, size_bytes
-
-    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
-        count = spec.size_bytes // spec.dtype.itemsize
-        buf = backend.empty(count, spec.dtype)
-
-        def stage() -> None:
-            if spec.size_bytes == HANG_SIZE and comm.rank == 1:
-                time.sleep(self.sleep_s)
-            comm.all_reduce(buf, "sum")
-
-        return PreparedPoint(size_bytes=spec.size_bytes, count=count, busbw_factor=1.0, stages=[("all_reduce", stage)],
-                             fill=lambda *_: None, check=lambda *_: 0)
+    def before(self, comm, spec: PointSpec) -> None:
+        if spec.size_bytes == HANG_SIZE and comm.rank == 1:
+            time.sleep(self.sleep_s)
 
 
 @pytest.fixture
@@ -216,29 +201,14 @@ def test_a_resumed_sweep_over_a_failed_point_exits_1(tmp_path):
     assert done.exit_code == 0 and "nothing to do" in done.output, done.output
 
 
-class FailOnLastRank(Collective):
+class FailOnLastRank(InjectedAllReduce):
     """all_reduce, except that the last rank raises at once at the HANG_SIZE point (its peers then time out)."""
 
     name = "test_fail_last_rank"
-    reduces = True
-    in_place_mode = "both"
 
-    def busbw_factor(self, num_ranks: int) -> float:
-        return 1.0
-
-    def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        return size_bytes // itemsize, size_bytes
-
-    def prepare(self, comm, backend, spec: PointSpec) -> PreparedPoint:
-        buf = backend.empty(spec.size_bytes // spec.dtype.itemsize, spec.dtype)
-
-        def stage() -> None:
-            if spec.size_bytes == HANG_SIZE and comm.rank == comm.size - 1:
-                raise RuntimeError("injected: this rank's own failure")
-            comm.all_reduce(buf, "sum")
-
-        return PreparedPoint(size_bytes=spec.size_bytes, count=len(buf), busbw_factor=1.0, stages=[("all_reduce", stage)],
-                             fill=lambda *_: None, check=lambda *_: 0)
+    def before(self, comm, spec: PointSpec) -> None:
+        if spec.size_bytes == HANG_SIZE and comm.rank == comm.size - 1:
+            raise RuntimeError("injected: this rank's own failure")
 
 
 def test_the_failed_record_names_the_rank_that_failed_first_not_only_its_peers_timeouts(tmp_path):

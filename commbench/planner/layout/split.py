@@ -444,23 +444,23 @@ def stage_imbalance(model: ModelSpec, pp: np.ndarray, vp: np.ndarray, vocab=None
     buildable split, which layout_violations marks invalid). `vocab`: per layout, the output rows the step model
     charges (split_vocab / models.counts.step_vocab, an array like pp); default the model's own. Computed once per
     group of equal (pp, vp, vocab) (commbench.row_groups)."""
-    pp, vp = np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64)
-    columns = (pp, vp) if vocab is None else (pp, vp, np.asarray(vocab, dtype=np.float64))
-    groups = RowGroups(*columns)
-    rows = zip(groups.of(pp).tolist(), groups.of(vp).tolist(),
-               [None] * len(groups) if vocab is None else groups.of(columns[2]).tolist())
-    return groups.expand(np.array([_imbalance(model, p, v, n) for p, v, n in rows], dtype=np.float64))
+    return _per_stage_group(_imbalance, model, pp, vp, vocab)
 
 
 def loss_stage_share(model: ModelSpec, pp: np.ndarray, vp: np.ndarray, vocab=None) -> np.ndarray:
     """The loss's pipeline rank's cost (the last: its last virtual stage holds the loss, _with_ends) / the mean rank's
     under `best_split`, as stage_imbalance (<= it; 1.0 without PP or without a buildable split)."""
+    return _per_stage_group(_loss_share, model, pp, vp, vocab)
+
+
+def _per_stage_group(per_split, model: ModelSpec, pp, vp, vocab) -> np.ndarray:
+    """per_split(model, pp, vp, vocab) once per group of equal (pp, vp, vocab) rows, expanded back to the rows."""
     pp, vp = np.asarray(pp, dtype=np.int64), np.asarray(vp, dtype=np.int64)
     columns = (pp, vp) if vocab is None else (pp, vp, np.asarray(vocab, dtype=np.float64))
     groups = RowGroups(*columns)
     rows = zip(groups.of(pp).tolist(), groups.of(vp).tolist(),
                [None] * len(groups) if vocab is None else groups.of(columns[2]).tolist())
-    return groups.expand(np.array([_loss_share(model, p, v, n) for p, v, n in rows], dtype=np.float64))
+    return groups.expand(np.array([per_split(model, p, v, n) for p, v, n in rows], dtype=np.float64))
 
 
 @lru_cache(maxsize=4096)
