@@ -77,7 +77,7 @@ def _resolve_variant(name: str, rows: dict[str, dict[str, Any]], chain: tuple[st
     base = row.get("variant_of")
     if base is None:
         return row
-    if base not in rows:
+    if not isinstance(base, str) or base not in rows:
         raise invalid(f"model {name!r} variant_of", base, f"a model of the zoo or the file ({', '.join(sorted(rows))})")
     if base == name or base in chain:
         cycle = " -> ".join(chain + (name, base))
@@ -148,7 +148,7 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
             published_params_active_b=row.get("params_active_b"),
             published_flops_per_token_gflop=row.get("flops_per_token_gflop"),
             architecture=_architecture(name, row, sources or {}),
-            extra={k: v for k, v in row.items() if k in ("n_group", "topk_group")},
+            extra={k: _count(name, row, k) for k in ("n_group", "topk_group") if k in row},
         )
     except KeyError as exc:
         raise CommbenchError(f"model {name!r} lacks required key {exc.args[0]!r} "

@@ -1,0 +1,58 @@
+"""Model inputs users write (--model-file TOML, hf:PATH config.json), fuzzed field by field through `plan`
+(session 42, fix-FL): each case below was a traceback (or bad input planned without a word) on main, and is now one
+line naming the field, the value and what is allowed, exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from commbench.cli.app import app
+
+# mixtral-8x7b's sizes (commbench/data/models.toml) without its [arch] table
+MOE = {"layers": 32, "dense_layers": 0, "hidden": 4096, "heads": 32, "kv_heads": 8, "head_dim": 128,
+       "attention": "gqa", "routed_experts": 8, "shared_experts": 0, "top_k": 2, "expert_ffn": 14336,
+       "vocab": 32000, "glu": True, "seq_len": 4096}
+
+
+def _model_file(tmp_path, **changes) -> str:
+    row = {**MOE, **changes}
+    text = "[model.fz]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in row.items())
+    (tmp_path / "m.toml").write_text(text.replace("True", "true"))
+    return str(tmp_path / "m.toml")
+
+
+def _plan(args, tmp_path):
+    return CliRunner().invoke(app, ["plan", *args, "--system", "h100-hgx", "--gpus", "16", "-O", str(tmp_path / "p")],
+                              env={"COLUMNS": "200"})
+
+
+@pytest.mark.parametrize("changes, says", [
+    ({"variant_of": ["a"]}, "variant_of=['a'] is invalid"),          # TypeError: unhashable type: 'list'
+    ({"n_group": "x"}, "n_group='x' is invalid"),                      # ValueError: int('x') in ModelSpec.router_groups
+    ({"topk_group": "x"}, "topk_group='x' is invalid"),
+    ({"n_group": -1, "topk_group": 1}, "n_group=-1 is invalid"),       # planned with -1 groups
+    ({"n_group": 3, "topk_group": 1}, "fz.n_group=3 is invalid: a divisor of routed_experts (8)"),  # planned
+    ({"n_group": 4, "topk_group": 5}, "fz.topk_group=5 is invalid"),   # planned
+    ({"n_group": 4}, "fz.topk_group=0 is invalid"),                    # planned: groups without a group top-k
+])
+def test_a_bad_model_file_field_is_one_line(tmp_path, changes, says):
+    result = _plan(["--model-file", _model_file(tmp_path, **changes), "--model", "fz"], tmp_path)
+    assert result.exit_code == 2, result.output
+    assert not isinstance(result.exception, (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError))
+    assert says in " ".join(result.output.split())
+
+
+def test_group_limited_routing_in_a_model_file_without_arch_still_plans(tmp_path):
+    result = _plan(["--model-file", _model_file(tmp_path, n_group=4, topk_group=2), "--model", "fz"], tmp_path)
+    assert result.exit_code == 0, result.output
+
+
+def test_an_upper_case_hf_prefix_reads_the_path_after_it():
+    """`--model HF:PATH` was taken as hf: (zoo.load_model compares case-insensitively) and then read the file
+    'HF:PATH' (hf_config stripped only a lower-case prefix): "cannot be read: No such file or directory"."""
+    from commbench.planner.models.zoo import load_model
+    from tests.hf_configs import HF
+    assert load_model(f"HF:{HF / 'Mixtral-8x7B-v0.1'}").num_routed_experts == 8
