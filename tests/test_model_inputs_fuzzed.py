@@ -17,9 +17,16 @@ MOE = {"layers": 32, "dense_layers": 0, "hidden": 4096, "heads": 32, "kv_heads":
        "vocab": 32000, "glu": True, "seq_len": 4096}
 
 
-def _model_file(tmp_path, **changes) -> str:
+# mixtral-8x7b's [arch] table, cited to a shipped [source.*]
+ARCH = {"activation": "swiglu", "norm_epsilon": 1e-5, "rotary_base": 1000000, "max_position_embeddings": 32768}
+
+
+def _model_file(tmp_path, arch=None, **changes) -> str:
     row = {**MOE, **changes}
     text = "[model.fz]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in row.items())
+    if arch is not None:
+        text += "[model.fz.arch]\n" + "".join(f"{key} = {json.dumps(value)}\n" for key, value in {**ARCH, **arch}.items())
+        text += '[model.fz.arch_sources]\n"*" = "mlm-mixtral"\n'
     (tmp_path / "m.toml").write_text(text.replace("True", "true"))
     return str(tmp_path / "m.toml")
 
@@ -42,6 +49,20 @@ def test_a_bad_model_file_field_is_one_line(tmp_path, changes, says):
     result = _plan(["--model-file", _model_file(tmp_path, **changes), "--model", "fz"], tmp_path)
     assert result.exit_code == 2, result.output
     assert not isinstance(result.exception, (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError))
+    assert says in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("arch, says", [
+    # emitted as --moe-router-dtype x, which megatron-core's Literal['fp32', 'fp64'] refuses at launch
+    ({"router_dtype": "x"}, "architecture.router_dtype='x' is invalid: one of fp32, fp64"),
+    # rotary_percent 2.0 planned (Megatron builds the whole head), 0 planned (Megatron rotates no dimension)
+    ({"rotary_percent": 2.0}, "architecture.rotary_percent=2.0 is invalid: 0 < rotary_percent <= 1"),
+    ({"rotary_percent": 0.0}, "architecture.rotary_percent=0.0 is invalid"),
+    ({"rope_scaling": "llama3", "rope_scaling_factor": 0.0}, "architecture.rope_scaling_factor=0.0 is invalid"),
+])
+def test_a_bad_arch_field_is_one_line(tmp_path, arch, says):
+    result = _plan(["--model-file", _model_file(tmp_path, arch), "--model", "fz"], tmp_path)
+    assert result.exit_code == 2, result.output
     assert says in " ".join(result.output.split())
 
 
