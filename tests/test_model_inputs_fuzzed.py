@@ -77,3 +77,16 @@ def test_an_upper_case_hf_prefix_reads_the_path_after_it():
     from commbench.planner.models.zoo import load_model
     from tests.hf_configs import HF
     assert load_model(f"HF:{HF / 'Mixtral-8x7B-v0.1'}").num_routed_experts == 8
+
+
+@pytest.mark.parametrize("folder, rope", [
+    # planned as factor 1.0 (no scaling) without a word; transformers' _compute_llama3/yarn_parameters read ["factor"]
+    ("Llama-3.1-8B", {"rope_type": "llama3", "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                      "original_max_position_embeddings": 8192}),
+    ("Mixtral-8x7B-v0.1", {"rope_type": "yarn", "original_max_position_embeddings": 4096}),
+])
+def test_an_hf_rope_scaling_without_its_factor_is_one_line(tmp_path, folder, rope):
+    from tests.hf_configs import edited_config
+    result = _plan(["--model", edited_config(tmp_path, folder, rope_scaling=rope)], tmp_path)
+    assert result.exit_code == 2, result.output
+    assert f"lacks rope_scaling.'factor' (needed for rope_type '{rope['rope_type']}'" in " ".join(result.output.split())
