@@ -44,6 +44,13 @@ def _plan(args, tmp_path):
     ({"n_group": 3, "topk_group": 1}, "fz.n_group=3 is invalid: a divisor of routed_experts (8)"),  # planned
     ({"n_group": 4, "topk_group": 5}, "fz.topk_group=5 is invalid"),   # planned
     ({"n_group": 4}, "fz.topk_group=0 is invalid"),                    # planned: groups without a group top-k
+    # MoE fields without routed experts planned a dense model without a word (the shared expert unread) ...
+    ({"routed_experts": 0, "top_k": 0, "expert_ffn": 0, "shared_experts": 1, "dense_layers": 32, "dense_ffn": 14336},
+     "fz.shared_experts=1 is invalid: 0 without routed experts"),
+    ({"routed_experts": 0, "dense_layers": 32, "dense_ffn": 14336}, "fz.top_k=2 is invalid: 0 without routed experts"),
+    # ... and dense_layers = 0 of a dense model planned layers with no MLP at all
+    ({"routed_experts": 0, "top_k": 0, "expert_ffn": 0, "dense_ffn": 14336},
+     "fz.dense_layers=0 is invalid: 32 (= layers) without routed experts"),
 ])
 def test_a_bad_model_file_field_is_one_line(tmp_path, changes, says):
     result = _plan(["--model-file", _model_file(tmp_path, **changes), "--model", "fz"], tmp_path)

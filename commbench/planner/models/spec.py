@@ -111,6 +111,15 @@ class ModelSpec:
             raise invalid(f"{self.name}.dense_layers", self.num_dense_layers,
                           f"0..{self.num_layers - 1} for a model with routed experts (at least one MoE layer; a "
                           "model whose every layer is dense is a dense model: give it without routed experts)")
+        if not self.is_moe:   # MoE fields without routed experts: the model was planned dense, the fields unread
+            for name in ("num_shared_experts", "top_k", "expert_ffn"):
+                if getattr(self, name):
+                    raise invalid(f"{self.name}.{name.removeprefix('num_')}", getattr(self, name),
+                                  "0 without routed experts (routed_experts = 0: a dense model)")
+            if not self.layer_pattern and self.num_dense_layers != self.num_layers:
+                raise invalid(f"{self.name}.dense_layers", self.num_dense_layers,
+                              f"{self.num_layers} (= layers) without routed experts: every layer of a dense model is "
+                              "dense")
         if self.is_moe and self.expert_ffn <= 0:
             raise invalid(f"{self.name}.expert_ffn", self.expert_ffn, "MoE models need expert_ffn > 0")
         if self.is_moe and (self.top_k <= 0 or self.top_k > self.num_routed_experts):
