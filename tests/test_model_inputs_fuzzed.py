@@ -51,6 +51,8 @@ def _plan(args, tmp_path):
     # ... and dense_layers = 0 of a dense model planned layers with no MLP at all
     ({"routed_experts": 0, "top_k": 0, "expert_ffn": 0, "dense_ffn": 14336},
      "fz.dense_layers=0 is invalid: 32 (= layers) without routed experts"),
+    # Mamba sizes without a layer_pattern (or one without "M") planned a transformer, the sizes unread
+    ({"mamba_num_heads": 64, "mamba_head_dim": 64}, "model 'fz': mamba_num_heads=64 is invalid: with Mamba layers only"),
 ])
 def test_a_bad_model_file_field_is_one_line(tmp_path, changes, says):
     result = _plan(["--model-file", _model_file(tmp_path, **changes), "--model", "fz"], tmp_path)

@@ -66,6 +66,7 @@ MODEL_KEYS = frozenset({
     "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_conv_kernel", "attention_gate",
     "mtp_shared_weights", "variant_of", "csa_pattern", "csa_window", "index_heads", "index_head_dim", "index_topk",
     "o_lora_rank", "o_groups", "hc_mult", "hash_layers"})
+MAMBA_KEYS = ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups", "mamba_conv_kernel")
 # A variant (`variant_of = "NAME"`) takes NAME's fields, arch and arch_sources, and states what differs. The
 # published figures are facts about one checkpoint: a variant states its own or has none.
 NOT_INHERITED = frozenset({"params_total_b", "params_active_b", "flops_per_token_gflop"})
@@ -105,6 +106,9 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
     if unknown:
         raise CommbenchError(f"model {name!r}: key {unknown[0]!r} is not a model field (known: "
                              f"{', '.join(sorted(MODEL_KEYS))})")
+    mamba = next((k for k in MAMBA_KEYS if row.get(k)), None)
+    if mamba and "M" not in str(row.get("layer_pattern", "")):   # planned without Mamba layers, the field unread
+        raise invalid(f"model {name!r}: {mamba}", row[mamba], 'with Mamba layers only (an "M" in layer_pattern)')
     try:
         num_layers = _count(name, row, "layers")
         return ModelSpec(
