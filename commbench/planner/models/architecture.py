@@ -27,6 +27,8 @@ ROPE_SCALINGS = ("none", "llama3", "yarn")
 SOFTMAX_TYPES = ("vanilla", "learnable", "off-by-one")  # "learnable" = per-head attention sinks
 ROUTER_SCORES = ("softmax", "sigmoid", "sqrtsoftplus")  # sqrtsoftplus: DeepSeek-V4 (sqrt of softplus)
 LOAD_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none")
+# megatron-core core_v0.16.1 transformer/transformer_config.py:629 `moe_router_dtype: Optional[Literal['fp32', 'fp64']]`
+ROUTER_DTYPES = ("fp32", "fp64")
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,7 @@ class Architecture:
         for name, allowed in (("activation", ACTIVATIONS), ("normalization", NORMALIZATIONS),
                               ("position_embedding", POSITION_EMBEDDINGS), ("rope_scaling", ROPE_SCALINGS),
                               ("softmax_type", SOFTMAX_TYPES), ("router_score", ROUTER_SCORES),
-                              ("load_balancing", LOAD_BALANCING)):
+                              ("load_balancing", LOAD_BALANCING), ("router_dtype", ROUTER_DTYPES)):
             if getattr(self, name) not in allowed:
                 raise CommbenchError(f"architecture.{name}={getattr(self, name)!r} is invalid: one of {', '.join(allowed)}")
         for f in fields(self):  # every size, rate and coefficient is finite and >= 0 (a nan or -5 was emitted)
@@ -119,6 +121,13 @@ class Architecture:
         for name in ("attention_dropout", "hidden_dropout"):
             if getattr(self, name) >= 1:
                 raise CommbenchError(f"architecture.{name}={getattr(self, name)!r} is invalid: 0 <= {name} < 1")
+        # megatron-core core_v0.16.1 models/common/embeddings/rotary_pos_embedding.py:73 rotates int(dim * rotary_percent)
+        # dimensions below 1 and the whole head above: 0 rotates none, 2.0 builds 1.0
+        if not 0 < self.rotary_percent <= 1:
+            raise CommbenchError(f"architecture.rotary_percent={self.rotary_percent!r} is invalid: 0 < rotary_percent <= 1")
+        if self.rope_scaling != "none" and self.rope_scaling_factor <= 0:
+            raise CommbenchError(f"architecture.rope_scaling_factor={self.rope_scaling_factor!r} is invalid: > 0 with "
+                                 f"rope_scaling {self.rope_scaling!r}")
         if self.vocab_divisible_by < 1:
             raise CommbenchError(f"architecture.vocab_divisible_by={self.vocab_divisible_by!r} is invalid: >= 1")
         if (self.router_groups == 0) != (self.router_group_topk == 0) or self.router_group_topk > self.router_groups:

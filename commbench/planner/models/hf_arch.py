@@ -187,6 +187,9 @@ def _rope(c, out: dict[str, Any]) -> None:
         key = "rope_type" if scaling.get("rope_type") is not None else "type"
         raise c.fail(f"{scaling.prefix}{key}={kind!r} is not modelled: one of {', '.join(ROPE_KINDS[1:])}")
     if kind in ("llama3", "yarn"):
+        if scaling.get("factor") is None:   # transformers modeling_rope_utils _compute_{llama3,yarn}_parameters read
+            # rope_parameters["factor"] (a KeyError without it); it was planned as 1.0 (no scaling) without a word
+            raise scaling.fail(f"lacks {scaling.prefix}'factor' (needed for rope_type {kind!r}: a number >= 1)")
         factor = scaling.num("factor", 1.0)
         if factor < 1:   # transformers modeling_rope_utils _validate_llama3/yarn_parameters: "a float >= 1"
             raise scaling.fail(f"{scaling.prefix}factor={scaling.get('factor')!r} is invalid: >= 1 (a {kind} RoPE "

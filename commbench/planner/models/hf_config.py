@@ -755,7 +755,7 @@ def config_path(path: str) -> Path:
 
 def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     """`hf:PATH` (a config.json, or a folder holding one) as a ModelSpec."""
-    path = config_path(spec[len(PREFIX):] if spec.startswith(PREFIX) else spec)
+    path = config_path(spec[len(PREFIX):] if spec.lower().startswith(PREFIX) else spec)
     where = f"--model hf:{path}"
     try:
         raw = json.loads(read_user_file(path, "--model hf:", max_bytes=CONFIG_MAX_BYTES),

@@ -111,6 +111,15 @@ class ModelSpec:
             raise invalid(f"{self.name}.dense_layers", self.num_dense_layers,
                           f"0..{self.num_layers - 1} for a model with routed experts (at least one MoE layer; a "
                           "model whose every layer is dense is a dense model: give it without routed experts)")
+        if not self.is_moe:   # MoE fields without routed experts: the model was planned dense, the fields unread
+            for name in ("num_shared_experts", "top_k", "expert_ffn"):
+                if getattr(self, name):
+                    raise invalid(f"{self.name}.{name.removeprefix('num_')}", getattr(self, name),
+                                  "0 without routed experts (routed_experts = 0: a dense model)")
+            if not self.layer_pattern and self.num_dense_layers != self.num_layers:
+                raise invalid(f"{self.name}.dense_layers", self.num_dense_layers,
+                              f"{self.num_layers} (= layers) without routed experts: every layer of a dense model is "
+                              "dense")
         if self.is_moe and self.expert_ffn <= 0:
             raise invalid(f"{self.name}.expert_ffn", self.expert_ffn, "MoE models need expert_ffn > 0")
         if self.is_moe and (self.top_k <= 0 or self.top_k > self.num_routed_experts):
@@ -137,6 +146,8 @@ class ModelSpec:
             raise invalid(f"{self.name}.sliding_window", self.sliding_window, f"arch.sliding_window = {arch.sliding_window}")
         if arch is not None and arch.router_groups and (not self.is_moe or self.num_routed_experts % arch.router_groups):
             raise invalid(f"{self.name}.arch.router_groups", arch.router_groups, "a divisor of routed_experts")
+        if arch is None:
+            self._check_extra_router_groups()
 
     def _check_magnitudes(self) -> None:
         """Every count a whole number in 0..MAX_MODEL_COUNT and every published figure finite and > 0,
@@ -149,6 +160,19 @@ class ModelSpec:
             if f.name.startswith("published_") and value is not None and (
                     isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e12):
                 raise invalid(f"{self.name}.{f.name[len('published_'):]}", value, "a finite number > 0 (below 1e12)")
+
+    def _check_extra_router_groups(self) -> None:
+        """A model file's n_group / topk_group without an [arch] table (group-limited routing, ep_traffic.py): as
+        architecture.router_groups / router_group_topk are checked: both or neither, topk_group <= n_group, n_group a
+        divisor of routed_experts."""
+        groups, group_topk = (self.extra.get(k) or 0 for k in ("n_group", "topk_group"))
+        if not (groups or group_topk):
+            return
+        if not self.is_moe or not groups or self.num_routed_experts % groups:
+            raise invalid(f"{self.name}.n_group", groups, "a divisor of routed_experts "
+                          f"({self.num_routed_experts}), with topk_group; or both 0")
+        if not 0 < group_topk <= groups:
+            raise invalid(f"{self.name}.topk_group", group_topk, f"0 < topk_group <= n_group ({groups}), or both 0")
 
     @property
     def router_groups(self) -> tuple[int, int]:

@@ -66,6 +66,7 @@ MODEL_KEYS = frozenset({
     "gdn_num_value_heads", "gdn_key_head_dim", "gdn_value_head_dim", "gdn_conv_kernel", "attention_gate",
     "mtp_shared_weights", "variant_of", "csa_pattern", "csa_window", "index_heads", "index_head_dim", "index_topk",
     "o_lora_rank", "o_groups", "hc_mult", "hash_layers"})
+MAMBA_KEYS = ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups", "mamba_conv_kernel")
 # A variant (`variant_of = "NAME"`) takes NAME's fields, arch and arch_sources, and states what differs. The
 # published figures are facts about one checkpoint: a variant states its own or has none.
 NOT_INHERITED = frozenset({"params_total_b", "params_active_b", "flops_per_token_gflop"})
@@ -77,7 +78,7 @@ def _resolve_variant(name: str, rows: dict[str, dict[str, Any]], chain: tuple[st
     base = row.get("variant_of")
     if base is None:
         return row
-    if base not in rows:
+    if not isinstance(base, str) or base not in rows:
         raise invalid(f"model {name!r} variant_of", base, f"a model of the zoo or the file ({', '.join(sorted(rows))})")
     if base == name or base in chain:
         cycle = " -> ".join(chain + (name, base))
@@ -105,6 +106,9 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
     if unknown:
         raise CommbenchError(f"model {name!r}: key {unknown[0]!r} is not a model field (known: "
                              f"{', '.join(sorted(MODEL_KEYS))})")
+    mamba = next((k for k in MAMBA_KEYS if row.get(k)), None)
+    if mamba and "M" not in str(row.get("layer_pattern", "")):   # planned without Mamba layers, the field unread
+        raise invalid(f"model {name!r}: {mamba}", row[mamba], 'with Mamba layers only (an "M" in layer_pattern)')
     try:
         num_layers = _count(name, row, "layers")
         return ModelSpec(
@@ -148,7 +152,7 @@ def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) 
             published_params_active_b=row.get("params_active_b"),
             published_flops_per_token_gflop=row.get("flops_per_token_gflop"),
             architecture=_architecture(name, row, sources or {}),
-            extra={k: v for k, v in row.items() if k in ("n_group", "topk_group")},
+            extra={k: _count(name, row, k) for k in ("n_group", "topk_group") if k in row},
         )
     except KeyError as exc:
         raise CommbenchError(f"model {name!r} lacks required key {exc.args[0]!r} "
