@@ -208,11 +208,16 @@ def verify_plan(
 def _points(items, rows, fabric, ctx, described, resolved, topology, flags) -> list[dict]:
     """One JSON point per measured collective, both predictions beside it (the measured one on the scale-up domains
     the measured group spans of the run's racks, `topology`); adds the routing, scaled-group and mismatch flags."""
-    from commbench.workflows.verify import measured_domains, mismatch_flags, predicted_s
+    from commbench.workflows.verify import measured_domains, mismatch_flags, predicted_s, priced_domains
 
     points, fits = [], {}
     for item, row in zip(items, rows):
         group, domains = int(row["group_size"]), measured_domains(item.groups, topology)
+        if fabric is not None and (priced := priced_domains(fabric, group, domains)) > domains:
+            flags.append(f"{item.label}: 'predicted' prices the {group} ranks measured over {priced} scale-up domains, "
+                         f"as the profile's domains of {int(fabric.domain_size)} GPU(s) hold them; this run placed "
+                         f"them in {domains}")
+            domains = priced
         pred_us = plan_us = None
         imb = row["metrics"].get("imbalance_rank")   # EP: the busiest rank's received tokens / the mean, measured
         if imb:
@@ -305,10 +310,9 @@ def _fit_beyond(fabric, item, ctx, *, size_bytes: int, group: int, domains: int)
     (nothing measured) or a curve the profile did not measure."""
     from commbench.cli.predict import fitted_range
     from commbench.planner.step import moe_comm
-    from commbench.workflows.verify import ACT_BYTES
+    from commbench.workflows.verify import ACT_BYTES, priced_domains
 
-    most = int(getattr(fabric, "num_domains", 0) or 0)
-    domains = max(1, min(domains, group, most) if most else min(domains, group))
+    domains = priced_domains(fabric, group, domains)
     sizes = [int(size_bytes)]
     if item.kind == "ep":   # the dispatch's bytes, and the bf16 bytes its backward twin and the combine move
         sizes.append(int(round(size_bytes * ACT_BYTES / float(moe_comm.dispatch_bytes_per_element(ctx.quantised)))))

@@ -562,8 +562,7 @@ def predicted_s(fabric, item: CommItem, ctx: PlanContext, *, size_bytes: float, 
     fabric's): what the step model charges for one such call."""
     from commbench.costmodel import collective_time_s, hierarchical_reduce_scatter_time_s, moe_all_to_all_time_s
 
-    most = int(getattr(fabric, "num_domains", 0) or 0)
-    dom = max(1, min(domains, group, most) if most else min(domains, group))
+    dom = priced_domains(fabric, group, domains)
     if item.kind == "ep":
         etp = int(item.params.get("expert_tp", 1))   # flex with ETP: `group` is ETP x EP ranks
         dispatch, _, combine = moe_comm.ep_phases_s(
@@ -578,6 +577,18 @@ def predicted_s(fabric, item: CommItem, ctx: PlanContext, *, size_bytes: float, 
                                  dist=ctx.layout.distributed_optimizer)[0])
     return float(collective_time_s(fabric, item.collective, np.array([float(size_bytes)]), np.array([group]),
                                    np.array([dom]))[0])
+
+
+def priced_domains(fabric, group: int, domains: int) -> int:
+    """Scale-up domains the cost model prices `group` ranks over: `domains` (measured or planned), at most the group
+    and the fabric's domains, and at least the domains the fabric needs to hold the group (ceil(group / domain_size)):
+    on a profile of one GPU per domain (a 1-GPU-per-node cluster) no two ranks share one, so a pair measured on one
+    host is priced across two, as the plan prices it (placement.pair_domains); one domain was refused ('a group on
+    one domain holds at most 1 ranks; pass num_domains')."""
+    most = int(getattr(fabric, "num_domains", 0) or 0)
+    dom = max(1, min(domains, group, most) if most else min(domains, group))
+    size = int(getattr(fabric, "domain_size", 0) or 0)
+    return max(dom, -(-group // size)) if size > 0 else dom
 
 
 def measured_domains(groups, topology: Topology | None) -> int:
