@@ -14,6 +14,11 @@ from commbench.planner.models.mamba import check_hybrid
 
 ATTENTION_KINDS = ("gqa", "mla", "dsv4")
 MAX_MODEL_COUNT = 10_000_000  # any layer count, width or vocabulary beyond this is a typo, not a model
+# Decoder layers: 8x the deepest model in the zoo (Llama 3.1 405B, 126; models.toml) and above the deepest
+# transformer published (DeepNet, 1,000 layers: arXiv:2203.00555). The pipeline split weighs every uneven
+# first/last-stage pair Megatron accepts, quadratic in the layers (layout/split.py uneven_pairs): 1,000,000
+# layers kept `plan` busy for minutes; 1,024 answers in under half a minute on 2 loaded CPU cores.
+MAX_MODEL_LAYERS = 1024
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +102,10 @@ class ModelSpec:
         for name in ("num_layers", "hidden", "num_heads", "vocab", "seq_len"):
             if getattr(self, name) <= 0:
                 raise invalid(f"{self.name}.{name}", getattr(self, name), "must be > 0")
+        if self.num_layers > MAX_MODEL_LAYERS:
+            raise invalid(f"{self.name}.layers", self.num_layers, f"1..{MAX_MODEL_LAYERS:,} (commbench's bound on "
+                          "decoder layers: about 8x the deepest published LLM's 126; the pipeline split's search grows with "
+                          "their square)")
         if self.layer_pattern:
             check_hybrid(self)
         if self.linear_attention_freq and (self.layer_pattern or min(
@@ -137,6 +146,10 @@ class ModelSpec:
             raise invalid(f"{self.name}.csa_pattern", self.csa_pattern or '""', 'set exactly when attention = "dsv4"')
         if self.attention == "dsv4" and (bad := dsv4.check(self)):
             raise invalid(f"{self.name}.{bad[0]}", bad[1], bad[2])
+        if self.num_mtp_layers > self.num_layers:   # a typo: the plan would build and price them all (minutes)
+            raise invalid(f"{self.name}.mtp_layers", self.num_mtp_layers,
+                          f"0..{self.num_layers} (at most the decoder layers: each MTP depth is one more layer that "
+                          "predicts one token further ahead; published models use 1 or 2)")
         if self.hash_layers > self.num_moe_layers:
             raise invalid(f"{self.name}.hash_layers", self.hash_layers, f"0..{self.num_moe_layers} (the MoE layers)")
         arch = self.architecture

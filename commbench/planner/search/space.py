@@ -45,6 +45,8 @@ from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
 from commbench.planner.step.loss_memory import TARGETS
 from commbench.planner.search.candidates import candidates
 from commbench.planner.search.graph_recompute import graph_recompute_refused
+from commbench.planner.search.memory_floor import (OPTIMIZER_BYTES_PER_PARAM, fillable_bytes_per_gpu,
+                                                  min_gpus_for_optimizer_state, trained_params)
 from commbench.limits import DEFAULT_MEM_HEADROOM
 
 CHUNK = 65_536
@@ -238,6 +240,9 @@ def _why_none(bits: np.ndarray, req: SearchRequest, per_rack: int) -> str:
 def search(req: SearchRequest) -> SearchResult:
     """Enumerate, filter, evaluate in chunks; keep the top `req.keep` and the Pareto front."""
     start = time.perf_counter()
+    if req.num_gpus < min_gpus_for_optimizer_state(req.model, req.fabric.gpu, req.calibration,
+                                                   req.headroom_fraction, req.framework):
+        raise CommbenchError(no_fit_message(req))   # before building layouts: a model of absurd size answers at once
     arr, bits, per_rack = candidates(req)
     valid_idx = np.arange(len(arr))
     if len(valid_idx) == 0:
@@ -344,7 +349,18 @@ def no_fit_message(req: SearchRequest) -> str:
     dom = int(req.fabric.domain_size)
     what = f"no layout of {req.model.name}" + (f" with {_pinned_text(req.pins)}" if req.pins else "")
     counts = sorted({2 ** k for k in range(1, 17)} | {dom * k for k in range(1, 257)})
-    for n in (c for c in counts if c > req.num_gpus):
+    # counts whose HBM cannot hold the optimizer state are not tried (memory_floor.py): arithmetic, not layouts
+    floor = min_gpus_for_optimizer_state(req.model, req.fabric.gpu, req.calibration, req.headroom_fraction,
+                                         req.framework)
+    if floor > counts[-1]:
+        params = trained_params(req.model, req.framework)
+        fillable = fillable_bytes_per_gpu(req.fabric.gpu, req.calibration, req.headroom_fraction)
+        return (f"{what} fits in memory on {req.num_gpus} GPUs, nor on any count up to {counts[-1]:,}: its "
+                f"{params:.3g} parameters' optimizer state alone ({OPTIMIZER_BYTES_PER_PARAM:g} B each: fp32 "
+                f"master weights and two Adam moments) needs at least {floor:,} GPUs of "
+                f"{fillable / 1e9:.1f} GB fillable HBM each ({req.fabric.gpu.name}, less the model's reserve and "
+                f"{req.headroom_fraction * 100:g}% headroom)")
+    for n in (c for c in counts if c > req.num_gpus and c >= floor):
         trial = replace(req, num_gpus=n, fabric=req.fabric.scaled(num_gpus=n), keep=1)
         try:
             arr, _, _ = candidates(trial)
@@ -363,7 +379,7 @@ def no_fit_message(req: SearchRequest) -> str:
     free = ("; free some of --layout's fields, or give tp, pp, vp, ep and mbs to plan that one layout as given "
             "(with a WARNING that it does not fit)") if req.pins else ""
     return (f"{what} fits in memory on {req.num_gpus} GPUs with "
-            f"{req.headroom_fraction * 100:g}% HBM headroom, nor on any count up to 65536 at gbs {req.gbs}{free}")
+            f"{req.headroom_fraction * 100:g}% HBM headroom, nor on any count up to {counts[-1]} at gbs {req.gbs}{free}")
 
 
 def _pinned_text(pins: dict[str, object]) -> str:
