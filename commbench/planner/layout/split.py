@@ -222,39 +222,40 @@ def uneven_pairs(num_layers: int, pp: int, vp: int) -> tuple[tuple[int | None, i
     path (transformer_block.get_num_layers_to_build) and MambaStack (ssm/mamba_block.py
     _select_layers_for_pipeline_parallel, vp = 1) build from the same counts: first, then equal middle ranks, then
     last (e.g. 52 layers over pp=8: 5 + 6 x 7 + 5)."""
-    out: list[tuple[int | None, int | None]] = []
-    ends = [None] + list(range(vp, num_layers + 1, vp))
-    for first in ends:
-        for last in ends:
-            if first is None and last is None:
-                continue
-            middle = pp - (first is not None) - (last is not None)
-            rest = num_layers - (first or 0) - (last or 0)
-            if middle < 0 or rest < 0 or bool(rest) != bool(middle):
-                continue
-            if middle and (rest % middle or (rest // middle) % vp):
-                continue
-            out.append((first, last))
-    return tuple(out)
+    first, last = uneven_pair_arrays(num_layers, pp, vp)
+    return tuple((f or None, la or None) for f, la in zip(first.tolist(), last.tolist()))
+
+
+@lru_cache(maxsize=1024)
+def uneven_pair_arrays(num_layers: int, pp: int, vp: int) -> tuple[np.ndarray, np.ndarray]:
+    """uneven_pairs as two arrays, 0 for a flag left unset, in its order (first's, then last's count ascending):
+    computed at once over the grid of counts, not pair by pair (quadratic in the layers either way; 1,024 layers
+    took seconds per (pp, vp) in a Python loop)."""
+    ends = np.arange(0, num_layers + 1, vp, dtype=np.int64)   # 0: unset; a set count is a multiple of vp, >= vp
+    first, last = (grid.ravel() for grid in np.meshgrid(ends, ends, indexing="ij"))
+    middle = pp - (first > 0).astype(np.int64) - (last > 0).astype(np.int64)
+    rest = num_layers - first - last
+    per_middle = np.maximum(middle, 1)
+    ok = ((first > 0) | (last > 0)) & (middle >= 0) & (rest >= 0) & ((rest > 0) == (middle > 0))
+    ok &= (middle == 0) | ((rest % per_middle == 0) & ((rest // per_middle) % vp == 0))
+    first, last = first[ok], last[ok]
+    first.flags.writeable = last.flags.writeable = False   # cached: shared by every caller
+    return first, last
 
 
 def _uneven(model: ModelSpec, pp: int, vp: int, vocab: float | None = None) -> list[PipelineSplit]:
     """The uneven split (uneven_pairs) whose busiest rank, then busiest stage, is lightest: every pair Megatron
     accepts is weighed (vectorised over the pairs; best_split weighs only the winner again, so it needs no other)."""
     L, M, S = model.num_layers, model.num_mtp_layers, pp * vp
-    pairs = uneven_pairs(L, pp, vp)
-    if not pairs:
+    firsts, lasts = uneven_pair_arrays(L, pp, vp)
+    if not len(firsts):
         return []
     w = stage_weights(model, vocab)
-    per_rank = np.empty((len(pairs), pp), dtype=np.int64)
-    for i, (first, last) in enumerate(pairs):
-        middle = pp - (first is not None) - (last is not None)
-        rest = L - (first or 0) - (last or 0)
-        per_rank[i] = rest // middle if middle else 0
-        if first is not None:
-            per_rank[i, 0] = first
-        if last is not None:
-            per_rank[i, -1] = last
+    middle = pp - (firsts > 0).astype(np.int64) - (lasts > 0).astype(np.int64)
+    share = np.where(middle > 0, (L - firsts - lasts) // np.maximum(middle, 1), 0)
+    per_rank = np.repeat(share[:, None], pp, axis=1)
+    per_rank[:, 0] = np.where(firsts > 0, firsts, per_rank[:, 0])
+    per_rank[:, -1] = np.where(lasts > 0, lasts, per_rank[:, -1])
     counts = np.tile(per_rank // vp, (1, vp))                  # virtual stage s = chunk s // pp of rank s % pp
     layer = np.asarray(w.layer_costs if w.layer_costs else np.full(L, w.decoder), dtype=np.float64)
     prefix = np.concatenate([[0.0], np.cumsum(layer)])
@@ -262,10 +263,10 @@ def _uneven(model: ModelSpec, pp: int, vp: int, vocab: float | None = None) -> l
     stage = prefix[ends] - prefix[ends - counts]
     stage[:, 0] += w.embedding
     stage[:, -1] += M * w.mtp + w.loss
-    rank = stage.reshape(len(pairs), vp, pp).sum(axis=1)
+    rank = stage.reshape(len(firsts), vp, pp).sum(axis=1)
     key = np.lexsort((np.round((rank * rank).sum(axis=1), 6), np.round(stage.max(axis=1), 6),
                       np.round(rank.max(axis=1), 6)))
-    first, last = pairs[int(key[0])]
+    first, last = int(firsts[int(key[0])]) or None, int(lasts[int(key[0])]) or None
     return [PipelineSplit(pp=pp, vp=vp, method="uneven", stages=_with_ends(list(counts[int(key[0])]), M),
                           first_stage_layers=first, last_stage_layers=last)]
 
