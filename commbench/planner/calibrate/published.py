@@ -24,8 +24,7 @@ Mapping assumptions, the same for every row (the tables do not state them):
 - otherwise (a model the recipe table lacks, or a release older than it, e.g. the 24.07 NeMo rows): sequence
   parallel on, selective recompute, distributed optimizer, TP comm overlap and
   DP overlap on, EP all-to-all overlap off, no CUDA graphs, bf16 attention, unfused MoE kernels,
-  force-balanced routing (Megatron's random router logits: the busiest EP rank's expected load,
-  step/random_routing.py);
+  force-balanced routing;
 - MoE dispatcher by system: on NVL72 racks (GB200, GB300) the flex dispatcher (HybridEP), which
   Megatron-Bridge's performance recipes set for every DeepSeek-V3 and Qwen3 config on GB200/GB300
   (scripts/performance/configs/*/..._workload_base_configs.py: moe_flex_dispatcher_backend=
@@ -865,16 +864,6 @@ def run_megatron_core(row: dict[str, Any]) -> tuple[int, int] | None:
     return core_version(stand) if stand is not None else None
 
 
-def forced_routing(row: dict[str, Any]) -> bool:
-    """Whether a run routes as Megatron's forced load balancing (random router logits, priced by
-    step/random_routing.py): every published NVIDIA run (their tables' "force-balanced routing, token-dropless":
-    Megatron-Bridge's performance scripts set it for every dropless MoE run, v0.6.0
-    scripts/performance/utils/overrides.py:458-462); not a user's run (release "user"), whose trained router is
-    priced balanced, as `plan` prices one."""
-    release = row.get("release")
-    return not (isinstance(release, str) and release.strip() == "user")
-
-
 def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED) -> Predictions:
     """Predicted tokens/s/GPU for each modelled run (grouped into one vectorised call per system)."""
     from commbench.planner.step.evaluate import evaluate_layouts
@@ -886,14 +875,13 @@ def predict_runs(runs: list[PublishedRun], calibration: Calibration = CALIBRATED
     groups: dict[tuple, list[int]] = {}
     for j, r in enumerate(modelled):
         key = (r.model, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), step_framework(r.row),
-               run_megatron_core(r.row), forced_routing(r.row))
+               run_megatron_core(r.row))
         groups.setdefault(key, []).append(j)
-    for (model, preset, num_gpus, seq_len, framework, core, forced), idx in groups.items():
+    for (model, preset, num_gpus, seq_len, framework, core), idx in groups.items():
         fabric = _preset(preset, num_gpus)
         bd = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([modelled[j].layout for j in idx]),
                               seq_len=seq_len, calibration=calibration, framework=framework, megatron_core=core,
-                              loss=run_loss(framework),   # the cross entropy the run ran (TE's for Megatron)
-                              force_balanced_routing=forced)
+                              loss=run_loss(framework))   # the cross entropy the run ran (TE's for Megatron)
         pred[idx], fits[idx], valid[idx] = bd.tokens_per_s_per_gpu, bd.fits, bd.valid
         mem[idx], cap[idx] = bd.mem_total_bytes, bd.mem_capacity_bytes
         model_tflops[idx], peak[idx] = bd.model_tflops_per_gpu, bd.peak_tflops

@@ -157,8 +157,7 @@ def sensitivity(result: SearchResult, scenarios=SCENARIOS) -> list[dict]:
         fabric = scale_tier_bandwidth(req.fabric, sc.tier, sc.factor) if sc.tier else req.fabric
         imbalance = sc.moe_imbalance if sc.moe_imbalance is not None else req.moe_imbalance
         bd = evaluate_layouts(req.model, fabric, result.layouts, seq_len=req.seq_len, calibration=req.calibration,
-                              moe_imbalance=imbalance, framework=req.framework, loss=req.loss,
-                              force_balanced_routing=req.force_balanced_routing and sc.moe_imbalance is None)
+                              moe_imbalance=imbalance, framework=req.framework, loss=req.loss)
         tok = np.where(bd.fits, bd.tokens_per_s_per_gpu, 0.0)
         best = int(np.argmax(tok))
         out.append({"scenario": sc.label, "winner_tokens_per_s_per_gpu": float(tok[0]),

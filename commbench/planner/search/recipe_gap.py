@@ -83,7 +83,7 @@ def versus_recipe(result: SearchResult) -> dict | None:
     bd = evaluate_layouts(req.model, req.fabric, LayoutArrays.from_layouts([lay]), seq_len=req.seq_len,
                           calibration=req.calibration, moe_imbalance=req.moe_imbalance,
                           moe_capacity_factor=req.moe_capacity_factor, framework=req.framework,
-                          loss=run_loss(req.framework), force_balanced_routing=req.force_balanced_routing)
+                          loss=run_loss(req.framework))
     if not bool(bd.valid[0]):
         return where | {"recipe_layout": short(lay), "unavailable": f"its layout {short(lay)} {_broken(result, lay, bd)}"}
     out = where | {"recipe_layout": short(lay), "recipe_flags": _flags(lay), "recipe_pins": _pins(lay, req.model)} \

@@ -83,14 +83,6 @@ class SearchRequest:
     target: str = "launch"
 
     @property
-    def force_balanced_routing(self) -> bool:
-        """Whether the router is Megatron's forced load balancing (random logits: step/random_routing.py prices the
-        busiest EP rank): a published run (Megatron-Bridge's performance scripts force it for every dropless MoE run,
-        v0.6.0 scripts/performance/utils/overrides.py:458-462) at moe_imbalance 1. A launch trains its own router:
-        priced at moe_imbalance (1 unless given: balanced)."""
-        return self.target == "published" and self.moe_imbalance == 1.0
-
-    @property
     def loss(self) -> str:
         """The cross entropy whose logits the memory charges (step/loss_memory.py): the target's."""
         from commbench.planner.step.loss_memory import target_loss
@@ -300,7 +292,7 @@ def _evaluated_chunks(req: SearchRequest, arr: LayoutArrays, valid_idx: np.ndarr
         bd = evaluate_layouts(req.model, req.fabric, arr.take(valid_idx[lo:hi]), seq_len=req.seq_len,
                               calibration=req.calibration, moe_imbalance=req.moe_imbalance,
                               moe_capacity_factor=req.moe_capacity_factor, framework=req.framework,
-                              loss=req.loss, force_balanced_routing=req.force_balanced_routing)
+                              loss=req.loss)
         for start in range(lo, hi, CHUNK):
             stop = min(start + CHUNK, hi)
             yield valid_idx[start:stop], bd.take(slice(start - lo, stop - lo))
@@ -360,8 +352,7 @@ def no_fit_message(req: SearchRequest) -> str:
             if len(idx) == 0:
                 continue
             bd = evaluate_layouts(trial.model, trial.fabric, arr.take(idx[:CHUNK * 4]), seq_len=req.seq_len,
-                                  calibration=req.calibration, framework=req.framework, loss=req.loss,
-                                  force_balanced_routing=req.force_balanced_routing)
+                                  calibration=req.calibration, framework=req.framework, loss=req.loss)
         except CommbenchError:
             continue
         if np.any(bd.fits & (bd.mem_capacity_bytes * (1 - req.headroom_fraction) >= bd.mem_total_bytes)):
@@ -432,8 +423,7 @@ def with_full_graphs(req: SearchRequest, arr: LayoutArrays) -> tuple[LayoutArray
         return np.where(bd.fits & bd.valid & (room >= 0), bd.tokens_per_s_per_gpu, -1.0)
 
     kw = dict(seq_len=req.seq_len, calibration=req.calibration, moe_imbalance=req.moe_imbalance,
-              moe_capacity_factor=req.moe_capacity_factor, framework=req.framework, loss=req.loss,
-              force_balanced_routing=req.force_balanced_routing)
+              moe_capacity_factor=req.moe_capacity_factor, framework=req.framework, loss=req.loss)
     # what the release runs, less for a launch what its Megatron-LM takes in no spelling (SearchRequest.target)
     has = req.searched_features(release_features(req.software, req.gpu_name, req.precision, recipe_model(req.model),
                                                  req.model.is_moe))
@@ -471,8 +461,7 @@ def best_for_pins(req: SearchRequest) -> tuple[LayoutArrays, StepBreakdown]:
     one = arr.take(np.array([0]))
     return one, evaluate_layouts(req.model, req.fabric, one, seq_len=req.seq_len, calibration=req.calibration,
                                  moe_imbalance=req.moe_imbalance, moe_capacity_factor=req.moe_capacity_factor,
-                                 framework=req.framework, loss=req.loss,
-                                 force_balanced_routing=req.force_balanced_routing)
+                                 framework=req.framework, loss=req.loss)
 
 
 def is_complete(pins: dict[str, object]) -> bool:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from commbench.planner.step import cp_comm, fsdp, gemm_shape, kernels, loss_time, mamba, memory, module_precision, \
-    moe_comm, random_routing, tp_comm
+    moe_comm, tp_comm
 from commbench.planner.step.mamba import block_counts
 from commbench.planner.step.stage_memory import candidate_arrays
 from commbench.planner.step.dp_sync import ddp_param_gather_bytes, dp_sync_s, grad_bytes, hidden as _hidden, \
@@ -196,8 +196,7 @@ def peak_tflops(gpu, precision_codes: np.ndarray) -> np.ndarray:
 def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len: int | None = None,
                      calibration: Calibration = CALIBRATED, moe_imbalance: float = 1.0,
                      moe_capacity_factor: float | None = None, framework: str = "megatron",
-                     megatron_core: tuple[int, int] | None = None, loss: str | None = None,
-                     force_balanced_routing: bool = False) -> StepBreakdown:
+                     megatron_core: tuple[int, int] | None = None, loss: str | None = None) -> StepBreakdown:
     """Predict one training step for every layout in `layouts` on `system` (a commbench.costmodel
     Fabric: `.gpu` datasheet, `.domain_size`, `.num_gpus`). Invalid layouts get valid=False,
     step_s=inf and fits=False; their other figures are meaningless. `framework` (megatron, torchtitan)
@@ -207,9 +206,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     step/fsdp.py mamba_units). `loss`: the cross entropy the run runs, whose logits the loss stage holds
     (step/loss_memory.py: None, the framework's emitted launch's; run_loss for a published run or a recipe); the step
     time prices TE's kernel in the fitted terms and native's traffic over it explicitly (step/loss_time.py,
-    loss_kernel_extra_s). `force_balanced_routing`: the run routes as Megatron's --moe-router-force-load-balancing
-    (a published benchmark run): the busiest EP rank's load is the expected maximum of uniform random top-k routing
-    per layout (step/random_routing.py) in place of `moe_imbalance`, which must then be 1."""
+    loss_kernel_extra_s)."""
     model = framework_model(model, framework)   # what the emitted launch trains (TorchTitan: no MTP)
     mamba_units = fsdp.mamba_units(framework, megatron_core)
     collective_time_s, moe_all_to_all_time_s = _costmodel()
@@ -287,11 +284,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # (moe_imbalance x the mean); a full-iteration CUDA graph needs static shapes, so every expert's
     # input is padded to its capacity (moe_capacity_factor x the mean, at least the busiest rank's:
     # Megatron --moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity).
-    if force_balanced_routing and model.is_moe:   # per layout: the EP group's tokens set the random excess
-        assert moe_imbalance == 1.0, "force-balanced routing replaces moe_imbalance"
-        moe_imbalance = random_routing.force_balanced_imbalance(tokens_mb / (tp * cp), ep, model.num_routed_experts,
-                                                                model.top_k)
-    capacity = np.maximum(moe_capacity_factor if moe_capacity_factor is not None else moe_imbalance, 1.0)
+    capacity = max(moe_capacity_factor if moe_capacity_factor is not None else moe_imbalance, 1.0)
     expert_load = np.where(a.cuda_graph == CODE_FIELDS["cuda_graph"].index("full"),
                            np.maximum(capacity, np.where(ep > 1, moe_imbalance, 1.0)),
                            np.where(ep > 1, moe_imbalance, 1.0))
@@ -427,8 +420,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     totals = [tuple(g.expand(x) for x in pair) for pair in moe_comm.ep_etp_totals_each_s(
         model, system, g.columns(a, ("dispatcher", "precision")), tokens_mb=g.of(tokens_mb), tp=g.of(tp),
         cp=g.of(cp), ep=g.of(ep), etp=g.of(etp), moe_stage=g.of(moe_stage), rack_gpus=dom, max_domains=max_dom,
-        moe_imbalance=g.of(moe_imbalance) if np.ndim(moe_imbalance) else moe_imbalance, cal=cal,
-        collective_time_s=collective_time_s, moe_all_to_all_time_s=moe_all_to_all_time_s, framework=framework,
+        moe_imbalance=moe_imbalance, cal=cal, collective_time_s=collective_time_s,
+        moe_all_to_all_time_s=moe_all_to_all_time_s, framework=framework,
         reruns=(0.0, 1.0) if model.is_moe and np.any(rerun_full > 0) else (0.0,))]
     ep_total_mb, etp_total_mb = totals[0]
     if len(totals) > 1:

@@ -118,7 +118,7 @@ def ep_phases_s(model, system, *, tokens_rank, ep, ep_dom, flex, quantised, moe_
     # MoE dispatcher guide), so flex is taken as the faster of its measured curve and NCCL's on the
     # same (deduplicated) bytes.
 
-    def phase_times(elems, group, domains, flex, quantised, fewest=None, moe_imbalance=moe_imbalance):
+    def phase_times(elems, group, domains, flex, quantised, fewest=None):
         """(8-bit-where-quantised dispatch, bf16 dispatch, combine) seconds of one kernel moving
         `elems` elements per rank over `group` ranks in `domains` domains (arrays of equal length)."""
         thin = {} if fewest is None else {"fewest_per_domain": fewest}   # only where a split is uneven
@@ -161,7 +161,7 @@ def ep_phases_s(model, system, *, tokens_rank, ep, ep_dom, flex, quantised, moe_
     if rows.size:
         fan_elems = np.broadcast_to(tokens_rank * fanout * model.expert_width, flex.shape)[rows]
         fan = phase_times(fan_elems, np.ceil(group_ranks / ep_dom)[rows], np.ones(rows.size), flex[rows],
-                          quantised[rows], moe_imbalance=np.broadcast_to(moe_imbalance, flex.shape)[rows])
+                          quantised[rows])
         legs = [leg.copy() for leg in (dispatch_s, dispatch_bf16_s, combine_s)]  # two may be one array
         for leg, fan_leg in zip(legs, fan):
             leg[rows] = np.maximum(leg[rows], fan_leg)
