@@ -40,10 +40,10 @@ def test_auto_judges_the_min_with_samples_the_median_without_and_nccl_time_for_i
     b, n = write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", new)
     shown = run_cli(b, n)
     assert shown.exit_code == 0 and "statistic judged: min" in shown.output and "median ratio" in shown.output
-    doc = json.loads(run_cli(b, n, "--json").output)
+    doc = json.loads(run_cli(b, n, "--json").stdout)
     assert doc["noise"]["statistics"] == ["min"] and doc["points"][0]["median_ratio"] is not None
     assert doc["noise"]["quantile_collective"] < doc["noise"]["quantile"]
-    median = json.loads(run_cli(b, n, "--json", "--statistic", "median").output)
+    median = json.loads(run_cli(b, n, "--json", "--statistic", "median").stdout)
     assert median["noise"]["statistics"] == ["median"] and median["points"][0]["median_ratio"] is None
 
 
