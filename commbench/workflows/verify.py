@@ -581,14 +581,13 @@ def predicted_s(fabric, item: CommItem, ctx: PlanContext, *, size_bytes: float, 
 
 def priced_domains(fabric, group: int, domains: int) -> int:
     """Scale-up domains the cost model prices `group` ranks over: `domains` (measured or planned), at most the group
-    and the fabric's domains, and at least the domains the fabric needs to hold the group (ceil(group / domain_size)):
-    on a profile of one GPU per domain (a 1-GPU-per-node cluster) no two ranks share one, so a pair measured on one
-    host is priced across two, as the plan prices it (placement.pair_domains); one domain was refused ('a group on
-    one domain holds at most 1 ranks; pass num_domains')."""
+    and the fabric's domains; on a profile of one GPU per domain (a 1-GPU-per-node cluster) no two ranks share one,
+    so a group measured on one host is priced across as many domains as ranks, as the plan prices it
+    (placement.pair_domains, which spreads a pair only at domain size 1); one domain was refused ('a group on one
+    domain holds at most 1 ranks; pass num_domains')."""
     most = int(getattr(fabric, "num_domains", 0) or 0)
     dom = max(1, min(domains, group, most) if most else min(domains, group))
-    size = int(getattr(fabric, "domain_size", 0) or 0)
-    return max(dom, -(-group // size)) if size > 0 else dom
+    return max(dom, group) if int(getattr(fabric, "domain_size", 0) or 0) == 1 else dom
 
 
 def measured_domains(groups, topology: Topology | None) -> int:
