@@ -15,8 +15,7 @@ import math
 
 from commbench.planner.models.counts import framework_model, param_counts
 from commbench.planner.models.spec import ModelSpec
-
-OPTIMIZER_BYTES_PER_PARAM = 12.0   # step/memory.py static_bytes_per_rank: optimizer_dense / optimizer_expert
+from commbench.planner.step.memory import OPTIMIZER_STATE_BYTES_PER_PARAM
 
 
 def trained_params(model: ModelSpec, framework: str) -> float:
@@ -38,4 +37,4 @@ def min_gpus_for_optimizer_state(model: ModelSpec, gpu, calibration, headroom_fr
     fillable = fillable_bytes_per_gpu(gpu, calibration, headroom_fraction)
     if fillable <= 0:
         return 1   # the search's own memory check says why (the reserve alone fills the GPU)
-    return max(1, math.ceil(OPTIMIZER_BYTES_PER_PARAM * trained_params(model, framework) / fillable))
+    return max(1, math.ceil(OPTIMIZER_STATE_BYTES_PER_PARAM * trained_params(model, framework) / fillable))

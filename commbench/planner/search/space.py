@@ -45,7 +45,7 @@ from commbench.planner.step.evaluate import StepBreakdown, evaluate_layouts
 from commbench.planner.step.loss_memory import TARGETS
 from commbench.planner.search.candidates import candidates
 from commbench.planner.search.graph_recompute import graph_recompute_refused
-from commbench.planner.search.memory_floor import (OPTIMIZER_BYTES_PER_PARAM, fillable_bytes_per_gpu,
+from commbench.planner.search.memory_floor import (OPTIMIZER_STATE_BYTES_PER_PARAM, fillable_bytes_per_gpu,
                                                   min_gpus_for_optimizer_state, trained_params)
 from commbench.limits import DEFAULT_MEM_HEADROOM
 
@@ -356,7 +356,7 @@ def no_fit_message(req: SearchRequest) -> str:
         params = trained_params(req.model, req.framework)
         fillable = fillable_bytes_per_gpu(req.fabric.gpu, req.calibration, req.headroom_fraction)
         return (f"{what} fits in memory on {req.num_gpus} GPUs, nor on any count up to {counts[-1]:,}: its "
-                f"{params:.3g} parameters' optimizer state alone ({OPTIMIZER_BYTES_PER_PARAM:g} B each: fp32 "
+                f"{params:.3g} parameters' optimizer state alone ({OPTIMIZER_STATE_BYTES_PER_PARAM:g} B each: fp32 "
                 f"master weights and two Adam moments) needs at least {floor:,} GPUs of "
                 f"{fillable / 1e9:.1f} GB fillable HBM each ({req.fabric.gpu.name}, less the model's reserve and "
                 f"{req.headroom_fraction * 100:g}% headroom)")

@@ -361,6 +361,9 @@ def fused_mlp_offload_elements(model: ModelSpec, arr, *, tp, cp, etp, tokens_mb,
 # sure the reloading won't block the main stream" (the offload margin: one per name, fused_group_mlp's one layer).
 FUSED_MLP_KEPT_LAYERS = 1
 
+# Adam's optimizer state per trained parameter: fp32 master copy + two fp32 moments (search/memory_floor.py reads it)
+OPTIMIZER_STATE_BYTES_PER_PARAM = 12.0
+
 
 def fused_mlp_offloaded_layers(moe_layers) -> np.ndarray:
     """MoE layers of a rank whose fused grouped MLP's large tensors go to host memory: all but the margin."""
@@ -567,8 +570,8 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
     # HSDP with outer "optim" sharding: the state of a shard group's shard split again across the replicas
     outer = getattr(arr, "outer_optim_shards", None)
     outer = outer_optim_shards(arr) if outer is None else outer
-    optimizer_dense = 12.0 * np.where(dist, dense_share / (dense_group * outer), dense_share)
-    optimizer_expert = 12.0 * np.where(dist, expert_share / (expert_group * outer), expert_share)
+    optimizer_dense = OPTIMIZER_STATE_BYTES_PER_PARAM * np.where(dist, dense_share / (dense_group * outer), dense_share)
+    optimizer_expert = OPTIMIZER_STATE_BYTES_PER_PARAM * np.where(dist, expert_share / (expert_group * outer), expert_share)
     any_fsdp = bool(np.any(arr.fsdp))
     double, keep_transposes = fsdp_double_buffer(arr), keep_fp8_transposes(arr)
     mtp_dense, mtp_expert = _per_kind_params(model, _layer_kinds(model))[3]
