@@ -145,6 +145,23 @@ whose Megatron-FSDP has no expert mesh: search/frameworks.py MEGATRON_FSDP_EXPER
 layouts at EP 1). On Hopper its per-tensor fp8 weights' transposes are now charged ("Hopper per-tensor fp8 weights"
 below): for the layout above 1.5 s of 67.4 s and 2.5 GB (80.2 -> 82.7 GB); it falls to 1902 tokens/s, behind tp2 pp8
 vp3 ep8 (no FSDP) at 1917, +34% over the published layout either way.
+Checked a third time (session 43, fix-G1), by hand at 25.11 (row 69: gbs 2048, so one micro-batch of mbs 8; predicted
+1900 tokens/s, +34% over the predicted published layout): each GPU all-gathers 2 x 233.9 GB a step (94 units of 2.488B
+parameters at 1 B) and reduce-scatters 468 GB (2 B), 1.22 s each at the node's 384 GB/s, beside 15.4 s of compute (a
+unit's gather 6.5 ms against ~41 ms of its forward; gather + reduce-scatter 19.5 ms against ~123 ms of its backward
+with the recompute). The charge is that: 1.27 + 1.27 s (expert + dense), 1.79 s exposed. Memory (82.7 of 84.9 GB): the 10 GB of logits
+and the recompute's 5.5 GB working set are charged together, though the fused cross entropy's in-place gradient is
+freed by the output layer's backward before the last layer's recompute, while the backward's gradient transients at
+262,144 routed rows (~4-5 GB) are not charged; the peak is no higher than charged. Grouped GEMMs at 2,048 tokens per
+expert: an fc1 GEMM is priced 46.6 us of FLOPs + 20.3 us fixed, 0.85x the per-FLOP rate of the published EP32's 4,096.
+Accepted: validate_args sets no MoE or EP condition on Megatron-FSDP (arguments.py:671-691 at core_v0.16.1; none at
+core_v0.14.0 or 25.11's 0d8e0714 either), and Megatron-LM's Megatron-FSDP user guide (core_v0.16.1 docs/discussions/
+megatron-fsdp-user-guide) asks for no EP (its DeepSeek-V3 script defaults to EP8: sbatch_mfsdp_deepseek_v3.sh:23). It
+lists --no-gradient-accumulation-fusion as required, but Megatron-Bridge's FSDP override turns the fusion on at every
+release (scripts/performance/utils/helpers.py:78 at v0.1.0rc3 / 25.09, :125 at v0.2.0, overrides.py:106 at v0.6.0),
+as the plans launch. Nor does FSDP carry the claim: with fsdp=false pinned the best is tp2 pp8 vp4 ep8 at 1880
+tokens/s (the FSDP layout 1900).
+No form was found wrong; the charge stays untested against a measurement (calibrate/coverage.py MOE_FSDP).
 
 Hopper per-tensor fp8 weights (fix-DA, fix-DI, session 40): dgrad reads each fp8 weight transposed, and Hopper's fp8
 GEMMs take only the TN layout (memory.fp8_transpose_needed), so a gathered unit's Float8Tensor weights need a
