@@ -350,9 +350,41 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         memory_bound_s = memory_bound_s + np.where(a.fsdp, _fsdp_fp8_transpose_bytes(
             model, a, tp=tp, ep=ep, etp=etp, gpu=gpu, framework=framework, mamba_units=mamba_units,
             vocab=vocab) * passes_per_mb, 0.0) / memory_rate
+    # Host launches run ahead of the GPU: a layer exposes only what its host time exceeds its GPU time by.
     # The share of the stage's layers whose forward full recompute re-runs, collectives included (tp_comm.py,
     # moe_comm.py); selective recompute re-runs the attention core (core_attn), which communicates only under CP.
     rerun_full = np.where(recompute == 2, memory.full_recompute_share(model, a), 0.0)
+    gpu_layer_s = (gemm_s + attention_s + memory_bound_s + recompute_s) / np.maximum(layers_stage, 1e-9)
+    overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal, gpu_layer_s, model=model,
+                                     graph_scope=a.cuda_graph_scope)
+    compute_mb = gemm_s + attention_s + memory_bound_s + overhead_s + recompute_s
+    # The loss's cross entropy where the run launches megatron-core's native kernel: the HBM time it takes over
+    # Transformer Engine's, which the fitted terms price (step/loss_time.py), on the loss's pipeline rank (the last: its
+    # compute is loss_stage_share of the mean rank's, as the busiest's is imbalance of it). It adds what that rank, with
+    # it, then takes beyond the busiest's compute (all of it without PP, or where the loss's rank is the busiest).
+    loss_extra_mb = loss_time.loss_extra_bytes_per_microbatch(model, tp=tp, cp=cp, tokens_mb=tokens_mb,
+                                                              framework=framework, loss=loss) / memory_rate
+    if np.any(loss_extra_mb > 0):
+        loss_rank_mb = compute_mb * loss_stage_share(model, pp, vp, vocab) / imbalance + loss_extra_mb
+        loss_extra_mb = np.maximum(loss_rank_mb - compute_mb, 0.0)
+        compute_mb = compute_mb + loss_extra_mb
+    # CPU offloading: the offloaded layers' activations cross the host link out and back (kernels.py).
+    offload_mb, moved = np.zeros(len(a)), None
+    if np.any(a.cpu_offload_layers > 0):
+        moved = memory.offloaded_bytes_per_microbatch(model, a, tp=tp, cp=cp, pp=pp, etp=etp, tokens_mb=tokens_mb,
+                                                      sp=sp, framework=framework)
+    # Module-level offload of the fused grouped MLP's large saved tensors (memory.fused_mlp_offload_elements): the
+    # stage's MoE layers but the kept margin send them out after their forward and read them back before their
+    # backward, on their own copy streams (fine_grained_activation_offload.py: d2h_stream / h2d_stream, "asynchronously
+    # transferring activations"): the same copies as layer offloading, charged by kernels.offload_exposed_s.
+    if model.is_moe and np.any(a.fused_mlp_offload_min > 0):
+        fused = memory.fused_mlp_offload_elements(model, a, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb,
+                                                  framework=framework)
+        fused_moved = tokens_mb * fused * memory.fused_mlp_offloaded_layers(block_counts(model).moe / pp) * memory.BF16
+        moved = fused_moved if moved is None else moved + fused_moved
+    if moved is not None:
+        offload_mb = kernels.offload_exposed_s(moved / kernels.host_link_bytes_per_s(gpu), compute_mb)
+
     # Tensor parallel: per (column, row) linear pair the forward and backward collectives (tp_comm.py).
     if np.any(tp > 1):
         g = structure
@@ -396,42 +428,6 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         ep_rerun, etp_rerun = totals[1]
         ep_total_mb = ep_total_mb + rerun_full * (ep_rerun - ep_total_mb)
         etp_total_mb = etp_total_mb + rerun_full * (etp_rerun - etp_total_mb)
-    # Host launches run ahead of the GPU: a layer exposes only what its host time exceeds its GPU time by. The
-    # collectives the layer's compute stream waits on are GPU time too: the host enqueues the next kernels while
-    # they run (kernels.host_time_s, in_series_comm_s).
-    in_series_s = kernels.in_series_comm_s(tp_exposed_mb, ep_total_mb, etp_total_mb, a.moe_a2a_overlap)
-    gpu_layer_s = (gemm_s + attention_s + memory_bound_s + recompute_s + in_series_s) \
-        / np.maximum(layers_stage, 1e-9)
-    overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal, gpu_layer_s, model=model,
-                                     graph_scope=a.cuda_graph_scope)
-    compute_mb = gemm_s + attention_s + memory_bound_s + overhead_s + recompute_s
-    # The loss's cross entropy where the run launches megatron-core's native kernel: the HBM time it takes over
-    # Transformer Engine's, which the fitted terms price (step/loss_time.py), on the loss's pipeline rank (the last: its
-    # compute is loss_stage_share of the mean rank's, as the busiest's is imbalance of it). It adds what that rank, with
-    # it, then takes beyond the busiest's compute (all of it without PP, or where the loss's rank is the busiest).
-    loss_extra_mb = loss_time.loss_extra_bytes_per_microbatch(model, tp=tp, cp=cp, tokens_mb=tokens_mb,
-                                                              framework=framework, loss=loss) / memory_rate
-    if np.any(loss_extra_mb > 0):
-        loss_rank_mb = compute_mb * loss_stage_share(model, pp, vp, vocab) / imbalance + loss_extra_mb
-        loss_extra_mb = np.maximum(loss_rank_mb - compute_mb, 0.0)
-        compute_mb = compute_mb + loss_extra_mb
-    # CPU offloading: the offloaded layers' activations cross the host link out and back (kernels.py).
-    offload_mb, moved = np.zeros(len(a)), None
-    if np.any(a.cpu_offload_layers > 0):
-        moved = memory.offloaded_bytes_per_microbatch(model, a, tp=tp, cp=cp, pp=pp, etp=etp, tokens_mb=tokens_mb,
-                                                      sp=sp, framework=framework)
-    # Module-level offload of the fused grouped MLP's large saved tensors (memory.fused_mlp_offload_elements): the
-    # stage's MoE layers but the kept margin send them out after their forward and read them back before their
-    # backward, on their own copy streams (fine_grained_activation_offload.py: d2h_stream / h2d_stream, "asynchronously
-    # transferring activations"): the same copies as layer offloading, charged by kernels.offload_exposed_s.
-    if model.is_moe and np.any(a.fused_mlp_offload_min > 0):
-        fused = memory.fused_mlp_offload_elements(model, a, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb,
-                                                  framework=framework)
-        fused_moved = tokens_mb * fused * memory.fused_mlp_offloaded_layers(block_counts(model).moe / pp) * memory.BF16
-        moved = fused_moved if moved is None else moved + fused_moved
-    if moved is not None:
-        offload_mb = kernels.offload_exposed_s(moved / kernels.host_link_bytes_per_s(gpu), compute_mb)
-
     # The other micro-batch's wall time hides it, launch-bound stretches included; the syncs stall both.
     ep_window = compute_mb - kernels.moe_sync_time_s(moe_stage, a.cuda_graph, cal)
     ep_exposed_mb = np.where(a.moe_a2a_overlap, _hidden(ep_total_mb, ep_window, cal.ep_overlap_efficiency), ep_total_mb)

@@ -23,8 +23,7 @@ launch time vs CUDA-graph scope, SMs taken by an overlapped MoE dispatcher. Vect
   graph_layer_residual of the layer; a Mamba layer needs "mamba" in the scope); a full-iteration
   graph replays the whole step (no launch time). Launches are asynchronous: the host runs ahead of
   the GPU through the stream's queue, so a layer costs the slower of its GPU time and its host
-  time (its GPU time counts the collectives its stream waits on: in_series_comm_s), and only the
-  excess of host over GPU time is exposed (CUDA C++ Programming Guide,
+  time, and only the excess of host over GPU time is exposed (CUDA C++ Programming Guide,
   "Asynchronous Concurrent Execution"; the CPU-bound regime PyTorch's CUDA-graph notes describe is
   the one where the host is the slower side). Taken smoothly (smooth_max) because kernel and
   launch times vary within a layer. Dropless MoE also syncs the per-expert token counts to the
@@ -166,21 +165,6 @@ def host_time_s(layers, moe_layers, cuda_graph, cal, gpu_layer_s=0.0, *, model, 
         exposed_layer_s = np.maximum(smooth_max(gpu_layer_s, host_layer_s) - gpu_layer_s, 0.0)
         exposed_s = exposed_s + layers * (count / total) * exposed_layer_s
     return exposed_s + moe_sync_time_s(moe_layers, cuda_graph, cal)
-
-
-def in_series_comm_s(tp_exposed_s, ep_total_s, etp_total_s, moe_a2a_overlap) -> np.ndarray:
-    """Seconds per micro-batch of the collectives the layers' compute stream waits on: GPU time against which the
-    host's launches run ahead as they do against kernels (host_time_s). NCCL runs a collective on its own stream and
-    torch.distributed makes the compute stream, not the host, wait for it (ProcessGroupNCCL WorkNCCL::wait ->
-    synchronizeStream; the host blocks only under TORCH_NCCL_BLOCKING_WAIT), so the host enqueues the kernels after an
-    all-to-all while it runs. Dropless MoE drains the queue once per MoE layer forward, before the dispatch all-to-all
-    (megatron-core core_v0.14.0 transformer/moe/token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess:
-    cuda_sync_point "before_ep_alltoall", "to get the input_splits and output_splits CPU values"), so the
-    all-to-alls, expert GEMMs and combine after it are the GPU time the host's launches of that stretch hide behind.
-    In series: the exposed TP communication, and the EP all-to-alls and ETP gather/scatter where they are not
-    overlapped with another micro-batch (with EP overlap they run beside that micro-batch's kernels, which are the
-    GPU time already)."""
-    return np.asarray(tp_exposed_s) + np.where(moe_a2a_overlap, 0.0, np.asarray(ep_total_s) + np.asarray(etp_total_s))
 
 
 def moe_sync_time_s(moe_layers, cuda_graph, cal) -> np.ndarray:
