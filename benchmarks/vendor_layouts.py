@@ -113,6 +113,32 @@ Row 7 (DeepSeek-V3): the 0.23 s extra p2p of pp4 is 0.7 of every send/recv; the 
 - 1) of them (38 vs 18 ms), but charging only those ranks the table worse (pipeline_replay.py docstring). The pp2
 outrankers of rows 0 / 1 are predicted at 91-98% of the 197.6 GB (pub 76-77%); on GB300 the search itself picks pp4
 vp10 / vp20 at tp1 (newer rows, ranks 3 and 6): whether tp2 pp2 runs on GB200 is not measured.
+Checked (session 43, fix-G2; STEP_MODEL 2026-12-06.17): the "MoE, EP inside a domain" rows without a later% (all
+PREDICTED, step s published -> best):
+- 80/81 Qwen3-235B 64x GB200 25.09 (tp2 pp1 ep64 mbs1, alltoall, whole-layer graphs; -4.1% vs MEASURED; best tp1 ep32,
+  +29%): 15.35 -> 11.86 = EP all-to-all 4.83 -> 2.80 (134 MB over 64 ranks 401 us, of it 222 us latency, 8.4 + 63 x
+  3.4 us; 268 MB over 32 ranks 465 us), host launches exposed 1.22 -> 0.10 (TP2 halves the GPU time a layer's
+  launches hide behind), TP 0.37 -> 0. The 3.4 us per peer is NCCL's ring hwLat (presets.NVL72_UP), while NCCL runs
+  an all-to-all's peers at once (src/enqueue.cc v2.29.7-1: p2pnChannels / nChannelsPerPeer x
+  NCCL_MAX_DEV_WORK_P2P_PER_BATCH concurrent tasks); but one wave of latency (formulas.ALGORITHM_STEPS pairwise = 1)
+  over-predicts these rows +14.9 / +15.4% and lifts the other NVL72 EP rows 3-6 points (7 -4.4 -> +0.5, 18 -1.9 ->
+  +3.6, 43 -0.5 -> +5.2, 76 +6.4 -> +11.7%): the step times say a 64-rank all-to-all on NVL72 costs about what the
+  form charges, whatever the cause. No NVL72 all-to-all measurement here to split it.
+- 45 Qwen3-235B 256x B200 26.02 (tp1 pp8 ep8 mbs1, no graphs; +5.1%; best the same at mbs2, +19.6%): 32.77 -> 27.39 =
+  per-expert GEMM kernels (16 local experts x 6 x expert_gemm_kernel_s per layer-mb) about 5.9 -> 2.9, host launches
+  exposed 3.12 -> 0.35, bubble +0.54; memory 115.3 -> 185.0 of 191.5 GB (96.6%). NVIDIA runs this model at mbs1 on
+  both 186 GB parts at every release (B200, GB200: 25.09 to 26.08) and at mbs2 on both 270+ GB ones from 26.04
+  (B300 pp8 ep8, GB300 pp4 vp12 ep32; benchmarks/data/newer-release-runs.json): the gain rests on a layout 3.4% from
+  the capacity, inside the memory model's error (published layouts that ran are predicted up to 98.3%).
+- 9/34 DeepSeek-V3 256x B200 26.02.01 (pp16 ep8; best pp8 vp2, +12.7%): compute 20.61 -> 18.66 (stage imbalance),
+  bubble 1.34 -> 0.56, DP +0.31; 86 (25.09, pp16 -> pp4 vp4, +19.1%): compute -1.52, bubble -1.21, DP +0.76:
+  the pipeline-depth preference fix-EE / fix-FC checked (rows 9 / 34 later%: +19 / +24% MEASURED at pp8).
+- 8/33 DeepSeek-V3 256x B300 (later% +14/+19): GEMM 11.35 -> 6.87, of it per-expert kernels 3.9 -> 0.9 s (fix-DC).
+Tried (commit 7b06353f, reverted): the collectives a layer's stream waits on (exposed TP, non-overlapped EP/ETP) as
+GPU time the host's launches hide behind (NCCL's own stream, torch makes the compute stream wait; megatron-core
+core_v0.14.0 token_dispatcher.py syncs before the dispatch all-to-all), host terms refitted: in-sample 3.7% both,
+held-out GB300 6.3 -> 6.5%, leave-one-release-out 26.02 5.2 -> 5.4% / 25.11 6.6 -> 7.3%, newer releases 4.6 ->
+4.9%, median rank 11 -> 12, within band 68 -> 66%: held out worse, not kept.
 """
 
 from __future__ import annotations
