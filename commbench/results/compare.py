@@ -26,7 +26,8 @@ estimate's df whichever noise is larger (compare_judge._df). Three tests per jud
 5% (alpha_split.py: half to the collective tests, half to the point tests; Bonferroni: the whole
 comparison of unchanged code fails at most 5% of the time under the model), q being Student's t
 quantile with the degrees of freedom of the noise estimate used (a point's own runs, or the run
-shifts; normal for within-run noise):
+shifts; normal for within-run noise); a point test's, where the points' scatter was measured on repeated runs,
+that of a heavy-tailed noise (a unit-variance t with 4 df: noise.point_quantile):
 - a point: its slowdown beyond `max_regression` and beyond q * sqrt(sigma_run^2 + sigma_k^2) * sqrt(1/Rn + 1/Rb);
 - a point against its own run: its slowdown beyond the threshold both against BASE and against the
   median shift of its collective's points in that run, beyond q * sigma_k * ... (>= 3 points);
