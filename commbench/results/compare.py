@@ -26,7 +26,8 @@ estimate's df whichever noise is larger (compare_judge._df). Three tests per jud
 5% (alpha_split.py: half to the collective tests, half to the point tests; Bonferroni: the whole
 comparison of unchanged code fails at most 5% of the time under the model), q being Student's t
 quantile with the degrees of freedom of the noise estimate used (a point's own runs, or the run
-shifts; normal for within-run noise):
+shifts; normal for within-run noise); a point test's, where the points' scatter was measured on repeated runs,
+that of a heavy-tailed noise (a unit-variance t with 4 df: noise.point_quantile):
 - a point: its slowdown beyond `max_regression` and beyond q * sqrt(sigma_run^2 + sigma_k^2) * sqrt(1/Rn + 1/Rb);
 - a point against its own run: its slowdown beyond the threshold both against BASE and against the
   median shift of its collective's points in that run, beyond q * sigma_k * ... (>= 3 points);
@@ -160,6 +161,8 @@ class Comparison:
     # why a statistic other than the low tail was judged where a side's records hold too few per-iteration samples
     # for it (compare_samples.fallback_text; "" where none)
     statistic_fallback: str = ""
+    # why each judged statistic was judged (compare_samples.statistic_reason): compare --json's statistic_reason
+    statistic_reason: str = ""
 
     @property
     def lost(self) -> list[str]:
@@ -587,10 +590,11 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
                    statistic=statistic, allow_missing=allow_missing, allow_unchecked=allow_unchecked, alpha=alpha,
                    only_in_new=len(new_keys - set(base_keys)), planned_whole=planned_whole,
                    cut_allowed=cut_allowed)
+    from commbench.results.compare_samples import fallback_text, statistic_reason
     if statistic not in TAIL_STATISTICS:
-        from commbench.results.compare_samples import fallback_text
         result = dataclasses.replace(result, statistic_fallback=fallback_text(base_runs, new_runs, result.points,
                                                                               statistic))
+    result = dataclasses.replace(result, statistic_reason=statistic_reason(base_runs, new_runs, result.points, statistic))
     repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
     return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys),
                                empty_runs=list(empty_runs), history_of_new=history_of_new,

@@ -13,7 +13,8 @@ from commbench.results.compare import (GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TA
                                        CollectiveShift, PointComparison, bad_reason, choose_statistic, gate_time_us,
                                        is_bad, is_unchecked, log_table, point_label, record_within_sd)
 from commbench.results.alpha_split import AlphaSplit
-from commbench.results.noise import RunToRun, assumed_scatter, estimate_run_to_run, pair_scatter, t_quantile
+from commbench.results.noise import (RunToRun, assumed_scatter, estimate_run_to_run, pair_scatter, point_quantile,
+                                     t_quantile)
 
 _MEDIAN_EFFICIENCY = math.pi / 2  # var(median of K normals) ~ (pi/2) sigma^2 / K
 
@@ -235,14 +236,22 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                        shift_known=r2r is not None and r2r.shift_known)
     num_tests = split.num_tests
     any_key = next(iter(collective_of), None)
-    q = t_quantile(1 - split.alpha_of("point", any_key, True), r2r.df if r2r else math.inf) if any_key else math.nan
+    # a point's noise is heavy-tailed (noise.POINT_TAIL_DF) where measured on repeated runs; a scatter read from the
+    # pair's own points already takes few df for that (noise.PAIR_DF_PER_POINT), an assumed one its largest sd
+    heavy = r2r is not None and r2r.scatter_from == "repeated runs"
+
+    def point_q(p: float, df: float) -> float:
+        return point_quantile(p, df) if heavy else t_quantile(p, df)
+
+    q = point_q(1 - split.alpha_of("point", any_key, True), r2r.df if r2r else math.inf) if any_key else math.nan
     q_collective = t_quantile(1 - split.alpha_of("collective", None, True), r2r.shift_and_scatter_df(
         r2r.sigma_pooled ** 2, r2r.df, len(stats) / max(len(set(collective_of.values())), 1)) if r2r else math.inf)
     tests: dict = {k: [] for k in stats}
     shifts = []
     for scope, indices in scopes:
         def quantile(df: float, kind: str, of, whole=scope == "all runs") -> float:
-            return t_quantile(1 - split.alpha_of(kind, of, whole), df)
+            p = 1 - split.alpha_of(kind, of, whole)
+            return t_quantile(p, df) if kind == "collective" else point_q(p, df)
         per_key, scope_shifts = _scope_tests(list(stats), (bt, within[0]), (nt, within[1]), scope, indices,
                                              r2r, quantile, max_regression, collective_of, split)
         for k, found in per_key.items():

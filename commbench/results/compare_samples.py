@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from commbench.errors import CommbenchError
 from commbench.results.compare import (AUTO, AUTO_TAIL, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS, is_bad, point_label)
+from commbench.results.records import TIME_STATISTICS
 
 
 def _counts(runs, key) -> list[int]:
@@ -71,4 +72,27 @@ def fallback_text(base_runs, new_runs, points, requested: str = AUTO) -> str:
                 f"the low tail needs: base {_held(base)}, new {_held(new)}")
         parts.append(f"{statistic} at {len(keys)} point(s), not the low tail: {held}" if requested == AUTO else
                      f"{statistic} at {len(keys)} point(s) as --statistic asks ({held})")
+    return "; ".join(parts)
+
+
+def statistic_reason(base_runs, new_runs, points, requested: str = AUTO) -> str:
+    """Why each judged statistic was judged, one clause per statistic (compare --json `statistic_reason`): as
+    --statistic asks; or under auto the low tail where every record of a point on both sides holds enough
+    per-iteration samples, else the fallback and the samples that forced it (fallback_text)."""
+    judged: dict = {}
+    for p in points:
+        if p.statistic != "-" and p.ratio is not None:
+            judged.setdefault(p.statistic, []).append(p.key)
+    if requested != AUTO:
+        return f"{requested} at {sum(map(len, judged.values()))} point(s) as --statistic asks" if judged else ""
+    parts = [f"{statistic} at {len(keys)} point(s): {AUTO} judges the low tail where every record of a point on both "
+             f"sides holds >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples"
+             for statistic, keys in sorted(judged.items()) if statistic in TAIL_STATISTICS]
+    fallback = fallback_text(base_runs, new_runs, points, requested)
+    if fallback:
+        parts.append(fallback)
+    else:   # a fallback no sample count explains (a side holds no median: nccl-tests' time is what both hold)
+        parts += [f"{statistic} at {len(keys)} point(s): the first of {', '.join(TIME_STATISTICS)} every record of "
+                  "the point on both sides holds" for statistic, keys in sorted(judged.items())
+                  if statistic not in TAIL_STATISTICS]
     return "; ".join(parts)
