@@ -18,7 +18,7 @@ from collectives.base import PointSpec
 from commbench.results.records import Measurement, read_records
 from commbench.sweep import SweepJob, parse_sweep, run_sweep_on_backend
 from commbench.sweep.isolation import Coordinator
-from tests.distributed import free_port, run_ranks
+from tests.distributed import free_port, run_ranks, run_ranks_to_exit
 from tests.injected_collectives import InjectedAllReduce
 
 DIE_SIZE = 2048
@@ -70,3 +70,53 @@ def test_the_agreement_wait_lets_a_signal_handler_run():
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert failed == []
+
+
+TIMEOUT_S = 20.0
+
+
+def _sweep_rank_3_dies_making_subgroups(backend, job, death_file):
+    """Rank 3 is killed as the second entry's sub-groups ({0,1}, {2,3}) are made: rank 2 then waits in gloo's
+    connectFullMesh (C++) for rank 3's address, ranks 0 and 1 measure on their own pair and wait for rank 2."""
+    import time
+
+    from commbench.sweep import isolation
+
+    if backend.rank == 3:
+        split = isolation.IsolatedBackend.split
+
+        def dying_split(self, groups, *, fresh=False):
+            if len(groups[0]) == 2:
+                with open(death_file, "w") as handle:
+                    handle.write(repr(time.monotonic()))
+                os.kill(os.getpid(), signal.SIGKILL)
+            return split(self, groups, fresh=fresh)
+
+        isolation.IsolatedBackend.split = dying_split
+    return run_sweep_on_backend(backend, job, launcher="torchrun")
+
+
+def test_every_rank_stops_soon_after_a_peer_dies_in_group_creation_with_the_dead_rank_named(tmp_path):
+    """On main the three others waited TIMEOUT_S in new_group / the world's reduction and then the agreement
+    (3 x TIMEOUT_S + 30 s) for rank 3's report: 70 s at timeout_s 10. Now rank 0's peer watch sees rank 3's
+    connection close, every rank learns it, and the ones blocked in C++ end themselves: exit 1, the point recorded
+    failed with rank 3 named first, the first point kept."""
+    import time
+
+    out, death_file = tmp_path / "out.jsonl", tmp_path / "died"
+    spec = parse_sweep({"defaults": {"iters": 3, "warmup_iters": 1, "timeout_s": TIMEOUT_S},
+                        "run": [{"collective": "all_reduce", "sizes": ["1K"]},
+                                {"collective": "all_reduce", "sizes": ["1K"], "group_sizes": [2]}]}, "t.toml")
+    job = SweepJob(sweep=spec, backend="gloo", output_path=str(out), show_progress=False)
+    ended = run_ranks_to_exit(_sweep_rank_3_dies_making_subgroups, 4, args=(job, str(death_file)),
+                              timeout_s=3 * TIMEOUT_S)
+    died_at = float(death_file.read_text())
+    assert ended[3][0] == -signal.SIGKILL
+    for rank, (code, at) in enumerate(ended[:3]):
+        assert code is not None, f"rank {rank} still running {time.monotonic() - died_at:.0f} s after rank 3 died"
+        assert (at - died_at) < 0.5 * TIMEOUT_S, (rank, at - died_at)
+        assert code == 1, (rank, code)
+    records = [r for r in read_records([out]) if isinstance(r, Measurement)]
+    assert [(r.group_size, r.status) for r in records] == [(4, "ok"), (2, "failed")]
+    assert records[1].error.startswith("failed while measuring") and "rank 3" in records[1].error, records[1].error
+
