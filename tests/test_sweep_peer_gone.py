@@ -120,3 +120,32 @@ def test_every_rank_stops_soon_after_a_peer_dies_in_group_creation_with_the_dead
     assert [(r.group_size, r.status) for r in records] == [(4, "ok"), (2, "failed")]
     assert records[1].error.startswith("failed while measuring") and "rank 3" in records[1].error, records[1].error
 
+
+class DieOnRank2(InjectedAllReduce):
+    """all_reduce, except that rank 2 is killed (SIGKILL) before the DIE_SIZE point's collective."""
+
+    name = "test_die_rank2"
+
+    def before(self, comm, spec: PointSpec) -> None:
+        if spec.size_bytes == DIE_SIZE and comm.rank == 2:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_every_surviving_rank_of_the_cli_says_which_rank_died_and_exits_1(tmp_path):
+    """`commbench sweep` under torchrun (faked), rank 2 of 3 killed: rank 0 and rank 1 each print one line naming
+    rank 2 and exit 1 (on main rank 1 said nothing and exited 0, rank 0's line named no rank)."""
+    from tests.launched import launch_cli
+
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text('[defaults]\niters = 3\nwarmup_iters = 1\ntimeout_s = 20.0\n\n[[run]]\n'
+                          f'collective = "test_die_rank2"\nsizes = ["1K", {DIE_SIZE}, "4K"]\n')
+    REGISTRY[DieOnRank2.name] = DieOnRank2()
+    try:
+        results = launch_cli(["sweep", str(sweep_file), "-O", str(tmp_path / "out.jsonl"), "--backend", "gloo"],
+                             ("a", "a", "a"), ranks=(0, 1), timeout_s=60)
+    finally:
+        del REGISTRY[DieOnRank2.name]
+    for rank, (code, _, output) in enumerate(results):
+        lines = [line for line in output.splitlines() if "rank 2 died" in line]
+        assert code == 1 and len(lines) == 1, (rank, code, output)
+    assert results[1][2].count("sweep stopped") == 1 and "rank 1: sweep stopped: rank 2 died" in results[1][2]
