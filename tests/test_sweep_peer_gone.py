@@ -149,3 +149,36 @@ def test_every_surviving_rank_of_the_cli_says_which_rank_died_and_exits_1(tmp_pa
         lines = [line for line in output.splitlines() if "rank 2 died" in line]
         assert code == 1 and len(lines) == 1, (rank, code, output)
     assert results[1][2].count("sweep stopped") == 1 and "rank 1: sweep stopped: rank 2 died" in results[1][2]
+
+
+class StopSignalOnRank1(InjectedAllReduce):
+    """all_reduce, except that rank 1 takes a stop signal (KeyboardInterrupt, as stops_raise makes SIGTERM) before
+    the DIE_SIZE point's collective."""
+
+    name = "test_stop_rank1"
+
+    def before(self, comm, spec: PointSpec) -> None:
+        if spec.size_bytes == DIE_SIZE and comm.rank == 1:
+            raise KeyboardInterrupt
+
+
+def _interrupted_under_torchrun(backend, job):
+    try:
+        return run_sweep_on_backend(backend, job, launcher="torchrun")
+    except KeyboardInterrupt:
+        return "interrupted"
+
+
+def test_a_peer_interrupted_is_not_named_dead(tmp_path):
+    """A rank ended by a stop signal says BYE to the peer watch: its peers stop on the closed connection as before,
+    never with 'rank 1 died' (batch systems signal every task; a death would be the wrong word in the record)."""
+    REGISTRY[StopSignalOnRank1.name] = StopSignalOnRank1()
+    try:
+        spec = parse_sweep({"defaults": {"iters": 3, "warmup_iters": 1, "timeout_s": 20.0},
+                            "run": [{"collective": "test_stop_rank1", "sizes": ["1K", DIE_SIZE, "4K"]}]}, "t.toml")
+        job = SweepJob(sweep=spec, backend="gloo", output_path=str(tmp_path / "out.jsonl"), show_progress=False)
+        outcome, interrupted = run_ranks(_interrupted_under_torchrun, 2, args=(job,), timeout_s=60)
+    finally:
+        del REGISTRY[StopSignalOnRank1.name]
+    assert interrupted == "interrupted"
+    assert outcome.stopped and "died" not in outcome.stopped and "closed its connection" in outcome.stopped, outcome

@@ -66,7 +66,8 @@ def end_stuck(watch, current: dict, writer, output_path: str, rank: int) -> None
             except Exception as exc:  # noqa: BLE001 - the line says it; the exit is the same
                 line += f" (its failed record could not be written: {type(exc).__name__}: {first_line(exc)})"
         where = f"; {results_so_far(output_path)}" if rank == 0 else "; rank 0 keeps what was measured"
-        print(f"sweep stopped: {line}{where}; continue with --resume under the same launch", file=sys.stderr,
-              flush=True)
+        who = "" if rank == 0 else f"rank {rank}: "   # as the CLI's lines: rank 0's names no rank (cli/sweep.py)
+        print(f"error: {who}sweep stopped: {line}{where}; continue with --resume under the same launch",
+              file=sys.stderr, flush=True)
         flush_std_streams()
         os._exit(1)

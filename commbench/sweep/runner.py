@@ -172,6 +172,9 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
             if stopped:
                 break
         ended = True
+    except KeyboardInterrupt:   # a stop signal is an interruption, never a death: batch systems signal every task,
+        ended = True            # and a peer told 'rank 1 died' first would record the point as failed
+        raise
     finally:
         if watch is not None:
             watch.close(bye=ended)
