@@ -115,7 +115,9 @@ def test_every_rank_stops_soon_after_a_peer_dies_in_group_creation_with_the_dead
     for rank, (code, at) in enumerate(ended[:3]):
         assert code is not None, f"rank {rank} still running {time.monotonic() - died_at:.0f} s after rank 3 died"
         assert (at - died_at) < 0.5 * TIMEOUT_S, (rank, at - died_at)
-        assert code == 1, (rank, code)
+        # 1: ended by the watch while blocked; 0: the sweep returned its stopped outcome to this harness (the CLI
+        # then exits 1: test_every_surviving_rank_of_the_cli_says_which_rank_died_and_exits_1)
+        assert code in (0, 1), (rank, code)
     records = [r for r in read_records([out]) if isinstance(r, Measurement)]
     assert [(r.group_size, r.status) for r in records] == [(4, "ok"), (2, "failed")]
     assert records[1].error.startswith("failed while measuring") and "rank 3" in records[1].error, records[1].error
