@@ -136,7 +136,7 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
         from commbench.comm.peer_watch import start_peer_watch
 
         watch = start_peer_watch(backend.rank, backend.world_size,
-                                 lambda value: coord.share("peer-watch", value, SHARE_TIMEOUT_S))
+                                 lambda value: coord.share(f"peer-watch/{run_id}", value, SHARE_TIMEOUT_S))
     writer = JsonlWriter(job.output_path) if is_writer else None
     current: dict = {"step": -1, "label": None, "pending": None, "recorded": set()}
     if watch is not None:
