@@ -87,3 +87,35 @@ def _launch(fn: Callable[..., Any], world_size: int, timeout_s: float, args: tup
             if proc.is_alive():
                 proc.kill()
     return results, errors
+
+
+def run_ranks_to_exit(fn: Callable[..., Any], world_size: int, *, timeout_s: float = 60.0,
+                      args: tuple = ()) -> list[tuple[int | None, float]]:
+    """Run `fn(backend, *args)` on forked gloo ranks as run_ranks does, for a test of how the ranks end rather than
+    what they return (a rank may end itself with os._exit or be killed): each rank's (exit code, time.monotonic() when
+    its process was seen gone), in rank order; a rank still running after `timeout_s` is killed: (None, that time)."""
+    import time
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    port = free_port()
+    procs = [ctx.Process(target=_rank_main, args=(r, world_size, port, fn, args, queue, timeout_s), daemon=True)
+             for r in range(world_size)]
+    for proc in procs:
+        proc.start()
+    ended: dict[int, tuple[int | None, float]] = {}
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(ended) < world_size and time.monotonic() < deadline:
+            wait([p.sentinel for r, p in enumerate(procs) if r not in ended], timeout=0.05)
+            for r, proc in enumerate(procs):
+                if r not in ended and not proc.is_alive():
+                    ended[r] = (proc.exitcode, time.monotonic())
+    finally:
+        for r, proc in enumerate(procs):
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
+                ended.setdefault(r, (None, time.monotonic()))
+    return [ended[r] for r in range(world_size)]

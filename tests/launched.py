@@ -54,7 +54,9 @@ def _rank_main(rank, hosts, launcher, port, args, extra_env, queue) -> None:
 
 
 def launch_cli(args: Sequence[str], hosts: Sequence[str], *, launcher: str = "torchrun",
-               extra_env: dict[str, str] | None = None, timeout_s: float = 90.0) -> list[tuple[int, str, str]]:
+               extra_env: dict[str, str] | None = None, timeout_s: float = 90.0,
+               ranks: Sequence[int] | None = None) -> list[tuple[int, str, str]]:
+    """`ranks`: the ranks whose results are awaited and returned (default every rank; a test may kill the others)."""
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
     port = free_port()
@@ -64,7 +66,7 @@ def launch_cli(args: Sequence[str], hosts: Sequence[str], *, launcher: str = "to
         proc.start()
     results: dict[int, tuple[int, str, str]] = {}
     try:
-        for _ in procs:
+        for _ in (procs if ranks is None else ranks):
             rank, value = queue.get(timeout=timeout_s)
             results[rank] = value
     finally:
@@ -72,6 +74,7 @@ def launch_cli(args: Sequence[str], hosts: Sequence[str], *, launcher: str = "to
             proc.join(timeout=5)
             if proc.is_alive():
                 proc.kill()
-    missing = [r for r in range(len(hosts)) if r not in results]
+    awaited = range(len(hosts)) if ranks is None else ranks
+    missing = [r for r in awaited if r not in results]
     assert not missing, f"ranks {missing} gave no result within {timeout_s} s"
-    return [results[r] for r in range(len(hosts))]
+    return [results[r] for r in awaited]

@@ -409,7 +409,11 @@ def sweep(
         outcomes, (ok_before, failed_before) = run_with_fresh_ranks(job, spec, local_nproc, resolved,
                                                                     lambda: go_on_text(output, again))
     outcome = outcomes.get(0)
-    if outcome is None:  # a non-zero rank under a launcher: rank 0 reports
+    if outcome is None:  # a non-zero rank under a launcher: rank 0 reports, except that its sweep stopped
+        mine = next(iter(outcomes.values()), None)
+        if mine is not None and mine.stopped:
+            raise fail(f"rank {launched.rank}: sweep stopped: {mine.stopped}; rank 0 keeps what was measured",
+                       exit_code=1)
         return
     if outcome.num_ok + outcome.num_failed + ok_before + failed_before == 0 and outcome.num_skipped:
         print_nothing_to_do(outcome.num_planned, output, outcome.earlier)

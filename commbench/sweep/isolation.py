@@ -15,8 +15,10 @@ How a failed point is contained (torch.distributed backends):
 - A rank that never reports back (hung inside a non-collective call, or dead) makes the wait time
   out: the sweep stops cleanly with what it has written.
 - Under a launcher that is not commbench's own (torchrun, srun, mpirun) no fresh ranks replace a dead one: a rank
-  whose own collective failed because a peer closed its connection (peer_gone) records the point failed and stops
-  at once, as bench does, instead of waiting the whole agreement for a peer that will never report.
+  whose own collective failed because a peer failed under it (peer_failure: gloo's closed connection, NCCL's
+  remote error) records the point failed and stops at once, as bench does, instead of waiting the whole agreement
+  for a peer that will never report; the peer watch (commbench.comm.peer_watch) names the dead rank on every rank
+  and ends the agreement's wait (PeerDied), so ranks on a sub-group without it stop as soon.
 - Every wait on the store polls it (wait_for_keys), so a stop signal's handler runs during the wait.
 """
 
@@ -31,16 +33,50 @@ POLL_MAX_S = 0.05  # the longest pause between two looks at the store
 # what gloo's tcp transport says when the other end of a pair closed its socket (third_party/gloo/gloo/transport/
 # tcp/pair.cc: a read of 0 bytes is 'Connection closed by peer'; ECONNRESET and EPIPE come as strerror text)
 PEER_GONE_TEXTS = ("Connection closed by peer", "Connection reset by peer", "Broken pipe")
+# what NCCL, through torch's ProcessGroupNCCL, says when a peer's process exited mid-collective. torch raises
+# DistBackendError "NCCL error in: FILE:LINE, <ncclGetErrorString(result)>, NCCL version V\n<detail>" (torch/csrc/
+# distributed/c10d/NCCLUtils.hpp C10D_NCCL_CHECK, pytorch 04dbcd01). ncclGetErrorString: ncclRemoteError is
+# 'remote process exited or there was a network error', ncclSystemError 'unhandled system error (run with
+# NCCL_DEBUG=INFO for details)' (NCCL src/init.cc, v2.21.5-1:2261-2265, v2.30.7-1:3422-3430), and a remote exit was a
+# system error before NCCL 2.13 added ncclRemoteError (NCCLUtils.cpp getNcclErrorDetailStr: 'It can be also caused by
+# unexpected exit of a remote peer'); NCCL's own last error names the closed socket ('socketProgress: Connection
+# closed by remote peer', src/misc/socket.cc v2.30.7-1:58). After torch's watchdog aborted a communicator (a peer's
+# error, or the collective timeout) every call on it raises 'NCCL communicator was aborted on rank R.'
+# (NCCLUtils.cpp NCCLComm::getNcclComm).
+NCCL_PEER_GONE_TEXTS = ("remote process exited", "ncclRemoteError", "Connection closed by remote peer")
+NCCL_PEER_FAILED_TEXTS = ("unhandled system error", "ncclSystemError", "NCCL communicator was aborted")
+
+
+def peer_failure(error: str | None) -> str | None:
+    """What this rank's error says of its peers, in words for the stop line, or None where it says nothing of them.
+
+    During a point no live rank closes a connection (a failed point's groups are abandoned only after every rank has
+    reported), so a closed one means the peer's process has ended. NCCL's system error and an aborted communicator
+    may also be a local fault or a peer that hung past the timeout: named as NCCL says them, not as a death."""
+    if error is None:
+        return None
+    if any(text in error for text in PEER_GONE_TEXTS):
+        return "a peer closed its connection"
+    if any(text in error for text in NCCL_PEER_GONE_TEXTS):
+        return "NCCL reported a remote process exited (or a network error)"
+    if any(text in error for text in NCCL_PEER_FAILED_TEXTS):
+        return ("NCCL's communicator was aborted (a peer failed or timed out)" if "was aborted" in error
+                else "NCCL reported a system error (a peer's exit, or a local fault)")
+    return None
 
 
 def peer_gone(error: str | None) -> bool:
-    """Whether this rank's error says a peer closed its connection: during a point no live rank closes one (a
-    failed point's groups are abandoned only after every rank has reported), so the peer's process has ended."""
-    return error is not None and any(text in error for text in PEER_GONE_TEXTS)
+    """Whether this rank's error says a peer failed under it (peer_failure): its report is all it can add."""
+    return peer_failure(error) is not None
 
 
-def wait_for_keys(store, keys: list[str], timeout_s: float) -> None:
-    """Return once every key is in the store; raise TimeoutError if one is still missing after `timeout_s`.
+class PeerDied(Exception):
+    """A wait on the store ended because a peer rank died (commbench.comm.peer_watch)."""
+
+
+def wait_for_keys(store, keys: list[str], timeout_s: float, died=None) -> None:
+    """Return once every key is in the store; raise TimeoutError if one is still missing after `timeout_s`, PeerDied
+    as soon as `died` (a threading.Event: a peer rank died, so its key never comes) is set.
 
     Polls store.check with short sleeps: torch's store.wait(keys, timeout) blocks in C++ for the whole timeout, and
     CPython runs a Python signal handler only once it returns (a sweep under srun took a SIGTERM 210 s late, the
@@ -49,6 +85,8 @@ def wait_for_keys(store, keys: list[str], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     pause_s = 0.001
     while not store.check(keys):
+        if died is not None and died.is_set():
+            raise PeerDied("a peer rank died")
         left_s = deadline - time.monotonic()
         if left_s <= 0:
             raise TimeoutError(f"store keys {', '.join(keys)} not all set within {timeout_s:g} s")
@@ -126,6 +164,7 @@ class Coordinator:
 
     def __init__(self, store, rank: int, world_size: int, prefix: str = "commbench/sweep") -> None:
         self.store, self.rank, self.world_size, self.prefix = store, rank, world_size, prefix
+        self.died = None  # a threading.Event set when a peer rank died (PeerWatch.died): waits end at once
 
     @classmethod
     def from_default_group(cls, backend) -> "Coordinator":
@@ -150,7 +189,7 @@ class Coordinator:
         self.report(step, error)
         keys = [f"{self.prefix}/{step}/done/{r}" for r in range(self.world_size)]
         try:
-            wait_for_keys(self.store, keys, timeout_s)
+            wait_for_keys(self.store, keys, timeout_s, self.died)
         except TimeoutError:
             missing = [r for r in range(self.world_size) if not self.store.check([keys[r]])]
             raise TimeoutError(f"rank(s) {missing} did not report within {timeout_s:g} s") from None

@@ -8,6 +8,7 @@ Ctrl-C keeps everything already measured. Failures are contained as isolation.py
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from pathlib import Path
@@ -19,7 +20,9 @@ from commbench.comm.launch import RankEnv
 from commbench.comm.progress import NO_PROGRESS, RankProgress
 from commbench.measure.harness import failed_measurement, measure_point
 from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_dict
-from commbench.sweep.isolation import RECOVERABLE_BACKENDS, Coordinator, IsolatedBackend, peer_gone
+from commbench.sweep.dead_peer import dead_peer_stop, end_stuck, report_alone
+from commbench.sweep.isolation import (RECOVERABLE_BACKENDS, Coordinator, IsolatedBackend, PeerDied, peer_failure,
+                                       peer_gone)
 from commbench.sweep.plan import SweepPoint, plan_sweep
 from commbench.files import repair_torn_tail
 from commbench.sweep.resume import earlier_problems, recorded_keys, sweep_identity
@@ -28,6 +31,7 @@ from commbench.comm.topology import resolve_on_ranks
 
 SHARE_TIMEOUT_S = 300.0
 AGREE_MARGIN_S = 30.0
+OWN_LAUNCHES = ("local", "single")  # launches whose parent process watches the ranks (local_ranks.py)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +131,17 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     if refused:  # every rank: nothing written, the group torn down together (as check_same_config's refusal)
         backend.shutdown()
         raise CommbenchError(refused)
+    watch = None
+    if launcher not in OWN_LAUNCHES and backend.world_size > 1:
+        from commbench.comm.peer_watch import start_peer_watch
+
+        watch = start_peer_watch(backend.rank, backend.world_size,
+                                 lambda value: coord.share(f"peer-watch/{run_id}", value, SHARE_TIMEOUT_S))
     writer = JsonlWriter(job.output_path) if is_writer else None
+    current: dict = {"step": -1, "label": None, "pending": None, "recorded": set()}
+    if watch is not None:
+        coord.died = watch.died
+        watch.on_stuck = lambda dead: end_stuck(watch, current, writer, job.output_path, iso.rank)
     view = (SweepView(title=f"sweep {job.sweep.name} on {backend.name}, {backend.world_size} rank(s)",
                       num_points=len(pending), num_skipped=len(points) - len(pending), output_path=job.output_path,
                       emulated=bool(header.emulated))
@@ -137,6 +151,7 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
         if job.resume:
             for line in resumed_elsewhere(job.output_path, header):
                 view.console.print(line, highlight=False, markup=False)
+    ended = False
     try:
         if writer:
             writer.write(header)
@@ -144,17 +159,25 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
             if view:
                 view.starting(point.label)
             record, stopped = _measure_isolated(iso, coord, point, step, run_id, progress,
-                                                fresh_ranks=launcher == "local")
+                                                fresh_ranks=launcher == "local", watch=watch, current=current)
             counts["ok" if record.status == "ok" else "failed"] += 1
             counts["wrong"] += record.num_wrong or 0
             if writer:
-                writer.write(record)
+                with watch.lock if watch is not None else contextlib.nullcontext():
+                    writer.write(record)
+                    current["recorded"].add(step)
                 progress.recorded(step, record.status == "ok")
             if view:
                 view.finished(point.label, record)
             if stopped:
                 break
+        ended = True
+    except KeyboardInterrupt:   # a stop signal is an interruption, never a death: batch systems signal every task,
+        ended = True            # and a peer told 'rank 1 died' first would record the point as failed
+        raise
     finally:
+        if watch is not None:
+            watch.close(bye=ended)
         if view:
             view.close()
         if writer:
@@ -165,20 +188,26 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
 
 def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoint, step: int,
                       run_id: str, progress: RankProgress = NO_PROGRESS, *,
-                      fresh_ranks: bool = True) -> tuple[Measurement, str | None]:
+                      fresh_ranks: bool = True, watch=None, current: dict | None = None) -> tuple[Measurement, str | None]:
     """Measure one point; on any rank's failure, record it and recover (gloo) or say why we stop.
 
     `fresh_ranks`: commbench's own launch, whose watcher kills the ranks a dead peer left waiting and starts fresh ones
     (local_ranks.py). Under another launcher (torchrun, srun) nothing replaces a dead rank: a rank whose collective
     failed because a peer closed its connection records the point failed and stops at once (as bench), instead of
-    waiting the agreement's 3 x timeout_s + 30 s for a report that never comes, deaf to the launcher's SIGTERM."""
+    waiting the agreement's 3 x timeout_s + 30 s for a report that never comes, deaf to the launcher's SIGTERM.
+
+    `watch` (a PeerWatch, under such a launcher): once it knows a rank died, every rank stops at once naming it,
+    whether its own collective failed on the dead rank, ran on a sub-group without it, or waits in the agreement;
+    `current` tells its stuck handler where the sweep is (rank 0: the failed record it writes)."""
     collective = get_collective(point.config.collective)
     spec, loop = point.point.spec, point.config.loop
     record, error, stopped = None, None, None
     group_size = iso.world_size if point.point.groups is None else len(point.point.groups[0])
-    progress.at(step, point.label, to_dict(failed_measurement(
-        collective, spec, iso, group_size, loop, run_id=run_id, error="", group=point.point.group,
-        point_key=point.key)) if iso.rank == 0 else None)
+    unmeasured = failed_measurement(collective, spec, iso, group_size, loop, run_id=run_id, error="",
+                                    group=point.point.group, point_key=point.key) if iso.rank == 0 else None
+    if current is not None:
+        current.update(step=step, label=point.label, pending=unmeasured)
+    progress.at(step, point.label, to_dict(unmeasured) if unmeasured is not None else None)
     try:
         iso.set_timeout(point.config.timeout_s)
         comm = iso.comm_for(point.point.groups)
@@ -187,15 +216,18 @@ def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoin
     except Exception as exc:  # noqa: BLE001 - a point that raises or times out is a failed record
         error = typed_first_line(exc)
         progress.failed(step, error)
-    if not fresh_ranks and peer_gone(error):
-        try:   # a live peer waiting in its agreement sees why, and a cause posted before this one leads the record
-            coord.report(f"point{step}", error)
-            failed = coord.failures(f"point{step}")
-        except RuntimeError:   # the store went with the peer that hosted it (rank 0 under srun): this rank's own
-            failed = [(iso.rank, error)]
-        stopped = f"a peer closed its connection while measuring {point.label}; nothing replaces it under a launcher"
-    else:
-        failed, stopped = _agree(coord, point, step, error, iso.rank)
+    reported = False
+    dead_peer = watch is not None and (watch.died.is_set() or peer_gone(error))
+    if not dead_peer and not (not fresh_ranks and peer_gone(error)):
+        try:
+            failed, stopped = _agree(coord, point, step, error, iso.rank)
+        except PeerDied:   # a rank died while this one waited for every rank's report
+            dead_peer = reported = True
+    if dead_peer:
+        failed, stopped = dead_peer_stop(coord, watch, point, step, error, iso.rank, reported=reported)
+    elif not fresh_ranks and peer_gone(error):   # no peer watch: who died is not known here
+        failed = report_alone(coord, step, error, iso.rank)
+        stopped = f"{peer_failure(error)} while measuring {point.label}; nothing replaces it under a launcher"
     if not failed:
         assert record is not None
         return record, None
