@@ -546,3 +546,20 @@ def test_the_load_line_counts_the_rules_for_this_communicator_and_names_the_unch
     assert "2 of them for this communicator (nNodes=1 nRanks=8); a requirement unchecked" in loaded[1], loaded[1]
     assert ("its NCCL 2.27.3 matches, its GPU NVIDIA H100 80GB HBM3 is unchecked (no CUDA context found here)"
             in loaded[1]), loaded[1]
+
+
+def test_a_predicted_file_requires_the_nccl_and_gpu_it_was_predicted_for(library, tmp_path, config_env):
+    """Probe P2: `nccl-tuner --system h100-hgx --gpus 8` wrote no `# requires:` line, so the plugin applied rules
+    priced from NCCL 2.27.7's tables for an H100 under any NCCL and on any GPU, and its header said "sizes between
+    measured points". Now it requires both and speaks of predicted points."""
+    conf, configs = write_config(tmp_path, "--system", "h100-hgx", "--gpus", "8")
+    text = open(conf).read()
+    assert "# requires: nccl 2.27.7\n" in text and "# requires: gpu NVIDIA H100 80GB HBM3\n" in text, text[:800]
+    assert "measured points" not in text and "sizes between predicted points go to the nearer one" in text
+    for version, applied in ((22809, False), (22707, True)):
+        fake = ctypes.CDLL(_compile(tmp_path, f"libfakenccl-pred{version}.so", FAKE_NCCL, f"-DFAKE_VERSION={version}"))
+        driver = Driver(library, conf, ranks=8, nodes=1,
+                        logger_address=ctypes.cast(fake.fakeLog, ctypes.c_void_p).value)
+        c = configs[0]
+        assert (picked(driver.call(c["coll"], c["min"])[1]) == (c["algo"], c["proto"])) == applied, (version, c)
+        driver.close()

@@ -670,5 +670,37 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
         notes += (forced_channel_notes(channels, checked_fabric, dropped + replaced) if "nccl" in sources else []) \
             + unpriced
     notes += nccl_check_notes(dropped, "nccl" in sources, "curves" in sources, replaced)
-    return TunerResult(points=points, cells=cells, rules=rules, notes=notes, csv_cells=cells, csv_rules=rules,
-                       switch_backs=switches, sources=[fabric.name])
+    requires, unrequired = predicted_requirements(fabric, sources)
+    return TunerResult(points=points, cells=cells, rules=rules, notes=notes + unrequired, csv_cells=cells,
+                       csv_rules=rules, switch_backs=switches, sources=[fabric.name], requires=requires)
+
+
+# The device name CUDA gives a preset's GPU (cuDeviceGetName, which torch.cuda.get_device_name returns): the SXM parts
+# every preset describes, as costmodel/profile.py lists them ("SXM names carry no marker"). A GPU not here gets no
+# `# requires: gpu` line (said in the header).
+CUDA_DEVICE_NAMES = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200", "b200": "NVIDIA B200",
+                     "gb200": "NVIDIA GB200"}
+
+
+def predicted_requirements(fabric, sources) -> tuple[list[str], list[str]]:
+    """(`# requires:` values, notes) of predicted rules, as system_requirements gives measured ones: the NCCL release
+    whose tables priced the pairs (nccl_tables.NCCL_RELEASE, where the NCCL structure did: `sources` holds "nccl") and
+    the fabric's GPU by its CUDA device name (CUDA_DEVICE_NAMES). commbench's plugin then uses no rule under another
+    NCCL or GPU, whose choices those tables and that GPU's links do not describe; a note says what is left unchecked."""
+    import re
+
+    requires, notes = [], []
+    if "nccl" in sources:
+        release = re.match(r"v?(\d+\.\d+\.\d+)", NCCL_RELEASE).group(1)   # "v2.27.7-1" -> "2.27.7"
+        requires.append(f"nccl {release}")
+    else:
+        notes.append("no 'requires: nccl' line: the pairs were priced from the fabric's curves, whose NCCL version it "
+                     "does not give; commbench's plugin uses these rules under any NCCL")
+    gpu = fabric.gpu.name if fabric.gpu is not None else ""
+    if gpu in CUDA_DEVICE_NAMES:
+        requires.append(f"gpu {CUDA_DEVICE_NAMES[gpu]}")
+    else:
+        named = gpu or "the fabric's GPU"
+        notes.append(f"no 'requires: gpu' line: the CUDA device name of {named} is not known here; "
+                     "commbench's plugin uses these rules on any GPU")
+    return requires, notes
