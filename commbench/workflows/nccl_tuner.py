@@ -11,6 +11,7 @@ import numpy as np
 from commbench.comm.nccl_tuning import NCCL_MAX_CHANNELS, TuningCombo
 from commbench.costmodel.nccl_tables import NCCL_RELEASE
 from commbench.errors import CommbenchError
+from commbench.results.records import IMPORTED_LAUNCHER
 from commbench.results.nccl_tuner_targets import RULE_PIPE_OPS
 from commbench.results.nccl_tuner import (PLUGIN_COLLECTIVES, Cell, Rule, TunedPoint, choose_cells, expressible,
                                           merge_rules, points_from_records)
@@ -25,6 +26,10 @@ PAIRING_NOTE = ("cost-model algorithm -> protocol pairing assumed: ring=ring/sim
                 "tree=tree/ll inside one domain, tree/simple across domains")
 
 
+# Why an nccl-tests import never becomes a rule (said beside "no combination ..." where the records hold one)
+IMPORTS_NO_RULES = ("; nccl-tests imports cannot become rules: an import records no combination (nccl_algo, "
+                    "nccl_proto, nccl_channels), so a run forced through NCCL_ALGO/NCCL_PROTO/NCCL_*_NCHANNELS is left "
+                    "out as forced by its environment and the rest is NCCL's default, with nothing to beat")
 # The cost model's error a predicted rule must lead by: the held-out goal of benchmarks/costmodel_accuracy.py,
 # median |error| <= 15% on busbw over all sizes. Within it NCCL's own model may rightly pick another pair, and a
 # rule forcing the wrong one makes NCCL slower than no config: there NCCL decides.
@@ -260,7 +265,9 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     if not any(expressible(p.combo, any_channels=any_channels) for p in points):
         notes.append("no combination names an algorithm and a protocol" + ("" if any_channels else " and a channel count")
                      + ", so none can become a rule: measure with --nccl-algo, --nccl-proto"
-                     + ("" if any_channels else " and --nccl-channels") + " (docs/nccl-tuner.md)")
+                     + ("" if any_channels else " and --nccl-channels") + " (docs/nccl-tuner.md)"
+                     + (IMPORTS_NO_RULES if any(getattr(r, "launcher", None) == IMPORTED_LAUNCHER for r in records)
+                        else ""))
     from commbench.results.nccl_tuner import failed_default_sizes, with_failed_defaults
     failed_defaults = failed_default_sizes(records)   # a kept cell says the default failed there, not "not measured"
     cells, uncovered, switches = for_target(with_failed_defaults(choose_cells(points, min_gain=min_gain,
