@@ -424,7 +424,8 @@ static void loadRules(Context* ctx, const char* path, void* loggerAddress) {
   int forThis = 0;
   for (int i = 0; i < ctx->numRules; i++) {
     const Rule* r = &ctx->rules[i];
-    forThis += (r->nNodes == -1 || (size_t)r->nNodes == ctx->nNodes) && (r->nRanks == -1 || (size_t)r->nRanks == ctx->nRanks);
+    forThis += (r->nNodes == -1 || (size_t)r->nNodes == ctx->nNodes) &&
+               (r->nRanks == -1 || (size_t)r->nRanks == ctx->nRanks);
   }
   if ((wanted.nccl[0] && !nccl[0]) || (wanted.gpu[0] && !gpu[0])) {
     char ncclCheck[160] = "", gpuCheck[400] = "", checks[600]; /* each requirement's check */
