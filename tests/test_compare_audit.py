@@ -23,7 +23,7 @@ def test_the_fastest_iteration_is_compared_over_as_many_iterations_on_both_sides
     first n iterations of each record, n the fewest on any side, and said."""
     rng = np.random.default_rng(5)
     long, short = _run(rng, "long", 400), _run(rng, "short", 20)
-    same = compare(long, short, max_regression=0.1)
+    same = compare(long, short, max_regression=0.1, allow_fewer_iters=True)   # refused without it (compare_iters)
     assert same.passed, [(p.label, p.ratio, p.verdict) for p in same.regressions] + same.regressed_collectives
     assert set(same.trimmed.values()) == {20} and len(same.trimmed) == len(SIZES)
     slower = compare(_run(rng, "base", 20), _run(rng, "new", 400, factor=1.25), max_regression=0.1)
@@ -97,7 +97,7 @@ def test_compare_json_says_which_points_were_compared_over_fewer_iterations(tmp_
     new = write(tmp_path / "n.jsonl", _run(rng, "n", 20))
     same = write(tmp_path / "s.jsonl", _run(rng, "s", 400))
     for other, expected in ((new, {20}), (same, {None})):
-        result = CliRunner().invoke(app, ["compare", base, other, "--json"])
+        result = CliRunner().invoke(app, ["compare", base, other, "--json", "--allow-fewer-iters"])
         assert result.exit_code == 0, result.output
         doc = json.loads(result.stdout)
         jsonschema.validate(doc, schema("compare"), cls=jsonschema.Draft202012Validator)

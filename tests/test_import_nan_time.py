@@ -51,3 +51,42 @@ def test_compare_allow_missing_fails_a_run_with_a_nan_time(tmp_path):
     assert "1 point(s) failed, kept as such" in " ".join(imported.output.split())
     gate = runner.invoke(app, ["compare", str(tmp_path / "base.jsonl"), str(tmp_path / "new.jsonl"), "--allow-missing"])
     assert gate.exit_code == 1 and "failed" in gate.output, gate.output
+
+
+def _with_per_iter(doc: dict, scale: float) -> dict:
+    """`doc` as an -I 1 run wrote it: each cell's `<placement>_per_iter` (20 iterations, util.cu writePerIterReport)."""
+    doc["config"]["per_iter_timing"] = True
+    for row in doc["results"]:
+        for key in ("out_of_place", "in_place"):
+            times = [row[key]["time"] * scale * (1 + 0.01 * (i % 5)) for i in range(20)]
+            row[f"{key}_per_iter"] = {"skipped_iterations": 0, "min_us": min(times), "max_us": max(times),
+                                      "times_us": times}
+    return doc
+
+
+def test_a_nan_time_with_nan_per_iteration_times_is_a_failed_point_and_fails_compare(tmp_path):
+    """A -J row of an -I 1 run whose time is "nan" has "nan" per-iteration times too (jsonDouble): the per-iteration
+    reader refused them, so the row was "unparsable", the point read as planned and never reached, and
+    `compare --allow-cut-short` passed the run (probe P2: jbase vs jnan3, exit 0). Now it is a failed point."""
+    runner = CliRunner()
+    for name, scale in (("base", 1.0), ("new", 1.01)):
+        doc = _with_per_iter(json.loads(json_file()), scale)
+        if name == "new":
+            cell = doc["results"][1]["in_place"]
+            cell.update(time="nan", alg_bw="nan", bus_bw="nan")
+            per_iter = doc["results"][1]["in_place_per_iter"]
+            per_iter.update(min_us="nan", max_us="nan", times_us=["nan"] * 20)
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+    result = import_file(str(tmp_path / "new.json"))
+    points = _points(result)
+    assert result.problems == [] and len(points) == 6
+    failed = points[(1 << 22, True)]
+    assert failed.status == "failed" and failed.iter_times_us == [] and "nan" in failed.error
+    assert len(points[(1 << 22, False)].iter_times_us) == 20   # the row's valid half keeps its samples
+    for name in ("base", "new"):
+        imported = runner.invoke(app, ["import", "nccl-tests", str(tmp_path / f"{name}.json"),
+                                       "-O", str(tmp_path / f"{name}.jsonl")])
+        assert imported.exit_code == 0, imported.output
+    for allow in ((), ("--allow-cut-short",), ("--allow-missing",)):
+        gate = runner.invoke(app, ["compare", str(tmp_path / "base.jsonl"), str(tmp_path / "new.jsonl"), *allow])
+        assert gate.exit_code == 1 and "newly failed" in gate.output, gate.output

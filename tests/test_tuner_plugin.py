@@ -522,3 +522,44 @@ def test_conflicting_or_unreadable_env_requirements_refuse_the_file(library, tmp
         assert driver.call("allreduce", 500) == (0, untouched())
         assert [f for level, f in driver.logged if level == 2 and "requires %s: no rules" in f], driver.logged
         driver.close()
+
+
+def test_the_load_line_counts_the_rules_for_this_communicator_and_names_the_unchecked_requirement(library, tmp_path,
+                                                                                                  config_env):
+    """Probe P2: with NCCL 2.27.3 matched and only the GPU unknown the line said "its NCCL 2.27.3 / GPU ... unchecked:
+    not found here" (which one?), and a 2-node 16-rank communicator read "loaded 2 rule(s) ... for nNodes=2
+    nRanks=16" of rules both for 1 node / 8 ranks. Now it counts the rules for the communicator and names what was
+    checked."""
+    conf = tmp_path / "one-node.conf"
+    conf.write_text("# requires: nccl 2.27.3\n# requires: gpu NVIDIA H100 80GB HBM3\n"
+                    "allreduce,0,1000,tree,ll,8,1,8,1,-1\nallreduce,1001,4000,ring,ll,8,1,8,1,-1\n")
+    fake = ctypes.CDLL(_compile(tmp_path, "libfakenccl-count.so", FAKE_NCCL, "-DFAKE_VERSION=22703"))
+    logger = ctypes.cast(fake.fakeLog, ctypes.c_void_p).value
+    for ranks, nodes in ((16, 2), (8, 1)):
+        driver = Driver(library, str(conf), ranks=ranks, nodes=nodes, logger_address=logger)
+        driver.close()
+    lines = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(fake, "fakeLogText"))).decode().splitlines()
+    loaded = [line for line in lines if "loaded" in line]
+    assert len(loaded) == 2, lines   # no CUDA context in this process: the GPU cannot be told
+    assert "loaded 2 rule(s)" in loaded[0] and "0 of them for this communicator (nNodes=2 nRanks=16): NCCL decides" \
+        in loaded[0], loaded[0]
+    assert "2 of them for this communicator (nNodes=1 nRanks=8); a requirement unchecked" in loaded[1], loaded[1]
+    assert ("its NCCL 2.27.3 matches, its GPU NVIDIA H100 80GB HBM3 is unchecked (no CUDA context found here)"
+            in loaded[1]), loaded[1]
+
+
+def test_a_predicted_file_requires_the_nccl_and_gpu_it_was_predicted_for(library, tmp_path, config_env):
+    """Probe P2: `nccl-tuner --system h100-hgx --gpus 8` wrote no `# requires:` line, so the plugin applied rules
+    priced from NCCL 2.27.7's tables for an H100 under any NCCL and on any GPU, and its header said "sizes between
+    measured points". Now it requires both and speaks of predicted points."""
+    conf, configs = write_config(tmp_path, "--system", "h100-hgx", "--gpus", "8")
+    text = open(conf).read()
+    assert "# requires: nccl 2.27.7\n" in text and "# requires: gpu NVIDIA H100 80GB HBM3\n" in text, text[:800]
+    assert "measured points" not in text and "sizes between predicted points go to the nearer one" in text
+    for version, applied in ((22809, False), (22707, True)):
+        fake = ctypes.CDLL(_compile(tmp_path, f"libfakenccl-pred{version}.so", FAKE_NCCL, f"-DFAKE_VERSION={version}"))
+        driver = Driver(library, conf, ranks=8, nodes=1,
+                        logger_address=ctypes.cast(fake.fakeLog, ctypes.c_void_p).value)
+        c = configs[0]
+        assert (picked(driver.call(c["coll"], c["min"])[1]) == (c["algo"], c["proto"])) == applied, (version, c)
+        driver.close()

@@ -495,6 +495,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
                       "point_sd_log_pooled": r2r.sigma_pooled if r2r else None, "df": r2r.df if r2r else None},
             "missing": result.missing, "not_planned": result.not_planned, "allow_missing": result.allow_missing,
             "unchecked": result.unchecked, "allow_unchecked": result.allow_unchecked,
+            "fewer_iters": result.fewer_iters,
             "known_failed": result.known_failed, "setup_unknown": list(setup_unknown),
             "failed_only_in_new": result.failed_only_in_new, "empty_runs": result.empty_runs,
             "unmatched_runs": result.unmatched_runs,
@@ -516,6 +517,7 @@ def compare_cmd(
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails. A run of NEW holding no point of BASE at all (another dtype, world size, backend or collective) misses every point of BASE: it fails too unless this option is given, except NEW's newest run (the one whose header started last, ties and runs without a start time by file order: what bench -O or sweep appended last), which is refused (exit 2) as a NEW holding no point is, with this option or without. Where NEW's run holds every point its header plans, the points it lacks are named 'not planned' (its plan differs from BASE's: another sweep, or tune's built-in sweep of another version): a narrower plan checks less than BASE did, so it fails too unless --allow-missing accepts it (or compare against a BASE measured with the new plan).")] = False,
     allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds, the points it planned and never reached allowed; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan). A BASE cut short or with unreadable lines is refused (exit 2: NEW's points beyond its cut would go unjudged) unless this option is given: then NEW is judged on the points BASE holds, said in the pass line and in --json (base_incomplete).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
+    allow_fewer_iters: Annotated[bool, typer.Option("--allow-fewer-iters", help="Judge a run of NEW that measured a point over fewer timed iterations (-n: the records' iters) than BASE's records there (named, also in --json: fewer_iters); without it that is refused (exit 2, both counts named): a time over fewer iterations is noisier than the base's, whose run-to-run noise the gate judges it by, so the gate would check less than BASE did. More iterations in NEW are fine.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices, on an emulated instead of a real fabric (or the reverse), or on gloo with another torch version (gloo's collectives are torch's own code) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. Another torch under NCCL runs, or another commbench version, is noted and judged. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
     allow_layout_change: Annotated[bool, typer.Option("--allow-layout-change", help="Judge NEW (or --history) although its runs sat on another node layout than BASE's at the same world size (other host or rack counts, other ranks per host: 2 nodes x 4 against 1 x 8, say; what differs is named); without it that is refused (exit 2): the same ranks on other nodes cross other links. Other host names alone (CI runners) are only noted.")] = False,
     allow_stale: Annotated[bool, typer.Option("--allow-stale", help="Compare although a run of NEW started before the newest run of BASE or of --history (headers' start times): without it that is refused (exit 2, both times named), as a stale NEW (a CI step that did not overwrite it, BASE and NEW swapped) passes on no new measurement. For a baseline measured again after the change.")] = False,
@@ -572,7 +574,8 @@ def compare_cmd(
                      empty_runs=[run for run in empty_runs_of([*new_headers, *new_records])
                                  if run not in empty_runs_of([*base_headers, *base_records])
                                  and run not in new_continuations],
-                     complete_runs=plans, cut_short_runs=cut_runs, new_started=new_started)
+                     complete_runs=plans, cut_short_runs=cut_runs, new_started=new_started,
+                     allow_fewer_iters=allow_fewer_iters)
     plan_change = plan_change_text(base_headers, plans, base_records) if result.not_planned else ""
     if as_json:
         print_json(comparison_document(result, base, new, unreadable=len(unreadable),
@@ -631,6 +634,11 @@ def compare_cmd(
                                  "checked: {}", len(result.unchecked),
                                  ", ".join(result.unchecked[:20]) + (" ..." if len(result.unchecked) > 20 else "")),
                           highlight=False)
+        if result.fewer_iters:
+            console.print(styled("allowed (--allow-fewer-iters): {} point run(s) of the new file measured over fewer "
+                                 "iterations than the base (noisier than the base's noise the gate judges them by): {}",
+                                 len(result.fewer_iters), ", ".join(result.fewer_iters[:5])
+                                 + (" ..." if len(result.fewer_iters) > 5 else "")), highlight=False)
         for side, count in result.repeated_runs.items():
             console.print(styled("[yellow]note[/]: {}: {} run(s) repeating an earlier run of the file record for "
                                  "record: counted once (the same log imported twice, the baseline copied into the "

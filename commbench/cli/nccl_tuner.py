@@ -249,7 +249,9 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
         intro = [f"commbench nccl-tuner: PREDICTED rules for {fabric.name}, nRanks={gpus} nNodes={num_nodes}",
                  *([f"fabric profile {fabric_path} ({fabric.source})"] if fabric_path else []),
                  *(piece for line in stale for piece in comment_pieces(f"WARNING: {line}")),
-                 node_note, *result.notes]
+                 node_note, *(f"requires: {what}" for what in result.requires),
+                 *(["commbench's plugin uses no rule of this file under another NCCL version or GPU (requires: lines): "
+                    "the predictions are for them"] if result.requires else []), *result.notes]
     else:
         if not files:
             raise CommbenchError("nothing to tune from: give results files (from commbench bench/sweep --nccl-algo ...) "

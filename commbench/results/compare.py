@@ -39,7 +39,8 @@ BASE does (runs of different sizes, as in BASE, are no loss: a file against itse
 sweep's runs are one run: results/resumed.py, joined where the CLI reads a file). A point a run
 of NEW measured without the data check (num_wrong None: bench/sweep -c 0, nccl-tests' "N/A") where BASE
 checked it fails the gate too (unchecked data never counts as wrong: it is unverified, not right);
-`allow_unchecked` permits it, named.
+`allow_unchecked` permits it, named. A run of NEW that measured a point over fewer iterations (`iters`, which points do
+not match on) than BASE's records there is refused unless `allow_fewer_iters` (compare_iters.py says why).
 """
 
 from __future__ import annotations
@@ -163,6 +164,9 @@ class Comparison:
     statistic_fallback: str = ""
     # why each judged statistic was judged (compare_samples.statistic_reason): compare --json's statistic_reason
     statistic_reason: str = ""
+    # "label (run i/n): iters N, base M" per record of NEW measured over fewer iterations than BASE's, judged as
+    # --allow-fewer-iters permits (compare_iters; without it compare refuses them)
+    fewer_iters: list[str] = field(default_factory=list)
 
     @property
     def lost(self) -> list[str]:
@@ -547,7 +551,7 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
             statistic: str = AUTO, history: Iterable[Measurement] = (), allow_missing: bool = False,
             allow_unchecked: bool = False, alpha: float = ALPHA, empty_runs: Iterable[str] = (),
             complete_runs: Iterable[str] = (), cut_short_runs: Iterable[str] = (),
-            new_started: dict[str, datetime.datetime] | None = None) -> Comparison:
+            new_started: dict[str, datetime.datetime] | None = None, allow_fewer_iters: bool = False) -> Comparison:
     """Judge every run of `new` against `base` (+ `history` runs for the run-to-run noise). `empty_runs`: run ids of
     NEW's file with a header and no record (empty_runs_of): each misses every point of BASE. `complete_runs`: run
     ids of NEW whose records hold every point their header plans (results.resumed.runs_holding_their_plan): a point
@@ -555,7 +559,9 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     ids of NEW cut short (results.resumed.runs_cut_short): the points of BASE they lack are Comparison.cut_short_lost
     (verdict "not reached"), not missing; the caller fails such a run unless --allow-cut-short, which judges it on the
     points it holds. `new_started`: {run id of NEW: when its header says it started} (run_start_times), which tells NEW's
-    newest run (newest_run); without it, or where a run has none, the file's last run is taken as the newest."""
+    newest run (newest_run); without it, or where a run has none, the file's last run is taken as the newest.
+    A run of NEW that measured a point of BASE over fewer iterations than BASE did is refused unless
+    `allow_fewer_iters` (compare_iters)."""
     from commbench.results.compare_judge import judge
 
     base, new, history = list(base), list(new), list(history)
@@ -579,6 +585,8 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
             raise CommbenchError(f"the new file's {how[0]} run ({where}{how[1]}) holds no point of the base: nothing "
                                  "of it can be judged (a new file holding only it is refused so), and an earlier run "
                                  f"of the file does not stand in for it; {why}")
+    from commbench.results.compare_iters import check_new_iters
+    fewer = check_new_iters(base_runs, new_runs, base_keys, allow=allow_fewer_iters)
     if statistic == AUTO:   # a run of NEW too short for the low tail would put every run on the median
         from commbench.results.compare_samples import check_new_samples
         check_new_samples(base_runs, new_runs, base_keys)
@@ -598,7 +606,8 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     repeated = {side: n for side, n in (("base", base_repeats), ("new", new_repeats), ("history", hist_repeats)) if n}
     return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys),
                                empty_runs=list(empty_runs), history_of_new=history_of_new,
-                               unmatched_runs=[f"{where}: {why}" for _, where, why in unmatched])
+                               unmatched_runs=[f"{where}: {why}" for _, where, why in unmatched],
+                               fewer_iters=fewer)
 
 
 def run_start_times(records) -> dict[str, datetime.datetime]:

@@ -197,9 +197,11 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
     lines += [comment(text) for text in TARGET_LINES[target]]
     lines += [comment(text) for text in GROUP_LINES[target]]
     lines.append(comment(f"format: {PLUGIN_FIELDS} (-1 = any)"))
-    lines.append(comment("sizes between measured points go to the nearer one (midpoint)"
-                         + ("; next to a size where NCCL's default was kept or the rule's combination lost or failed, "
-                            "below the smallest and above the largest: NCCL" if target == "commbench" else "")))
+    predicted = bool(cells) and all(cell.predicted for cell in cells)
+    lines.append(comment(f"sizes between {'predicted' if predicted else 'measured'} points go to the nearer one "
+                         "(midpoint)" + (("; next to a size where NCCL's default was kept" + (
+                             "" if predicted else " or the rule's combination lost or failed")
+                             + ", below the smallest and above the largest: NCCL") if target == "commbench" else "")))
     if target == "example-plugin":
         scales = list(dict.fromkeys(f"{r.collective}/{r.nodes}/{r.ranks}" for r in rules))
         lines.append(comment(f"covered (collective/nNodes/nRanks): {', '.join(scales) or 'none'}"))

@@ -420,14 +420,30 @@ static void loadRules(Context* ctx, const char* path, void* loggerAddress) {
       return;
     }
   }
+  /* the rules this communicator can use: the others name another node or rank count */
+  int forThis = 0;
+  for (int i = 0; i < ctx->numRules; i++) {
+    const Rule* r = &ctx->rules[i];
+    forThis += (r->nNodes == -1 || (size_t)r->nNodes == ctx->nNodes) &&
+               (r->nRanks == -1 || (size_t)r->nRanks == ctx->nRanks);
+  }
   if ((wanted.nccl[0] && !nccl[0]) || (wanted.gpu[0] && !gpu[0])) {
-    LOG(ctx, CB_LOG_INFO, PREFIX "loaded %d rule(s) from %s (%d line(s) dropped) for nNodes=%zu nRanks=%zu; its "
-        "NCCL %s / GPU %s unchecked: not found here", ctx->numRules, path, dropped, ctx->nNodes, ctx->nRanks,
-        wanted.nccl[0] ? wanted.nccl : "-", wanted.gpu[0] ? wanted.gpu : "-");
+    char ncclCheck[160] = "", gpuCheck[400] = "", checks[600]; /* each requirement's check */
+    if (wanted.nccl[0])
+      snprintf(ncclCheck, sizeof(ncclCheck), "its NCCL %s %s", wanted.nccl,
+               nccl[0] ? "matches" : "is unchecked (this NCCL's version not found here)");
+    if (wanted.gpu[0])
+      snprintf(gpuCheck, sizeof(gpuCheck), "its GPU %s %s", wanted.gpu,
+               gpu[0] ? "matches" : "is unchecked (no CUDA context found here)");
+    snprintf(checks, sizeof(checks), "%s%s%s", ncclCheck, ncclCheck[0] && gpuCheck[0] ? ", " : "", gpuCheck);
+    LOG(ctx, CB_LOG_INFO, PREFIX "loaded %d rule(s) from %s (%d line(s) dropped), %d of them for this communicator "
+        "(nNodes=%zu nRanks=%zu)%s; a requirement unchecked, the rules used: %s", ctx->numRules, path, dropped,
+        forThis, ctx->nNodes, ctx->nRanks, forThis ? "" : ": NCCL decides every call", checks);
     return;
   }
-  LOG(ctx, CB_LOG_INFO, PREFIX "loaded %d rule(s) from %s (%d line(s) dropped) for nNodes=%zu nRanks=%zu",
-      ctx->numRules, path, dropped, ctx->nNodes, ctx->nRanks);
+  LOG(ctx, CB_LOG_INFO, PREFIX "loaded %d rule(s) from %s (%d line(s) dropped), %d of them for this communicator "
+      "(nNodes=%zu nRanks=%zu)%s", ctx->numRules, path, dropped, forThis, ctx->nNodes, ctx->nRanks,
+      forThis ? "" : ": NCCL decides every call");
 }
 
 /* Never fails: NCCL fails the communicator's init when the tuner's init does (src/init.cc NCCLCHECK). */

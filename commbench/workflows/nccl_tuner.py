@@ -11,6 +11,7 @@ import numpy as np
 from commbench.comm.nccl_tuning import NCCL_MAX_CHANNELS, TuningCombo
 from commbench.costmodel.nccl_tables import NCCL_RELEASE
 from commbench.errors import CommbenchError
+from commbench.results.records import IMPORTED_LAUNCHER
 from commbench.results.nccl_tuner_targets import RULE_PIPE_OPS
 from commbench.results.nccl_tuner import (PLUGIN_COLLECTIVES, Cell, Rule, TunedPoint, choose_cells, expressible,
                                           merge_rules, points_from_records)
@@ -25,6 +26,10 @@ PAIRING_NOTE = ("cost-model algorithm -> protocol pairing assumed: ring=ring/sim
                 "tree=tree/ll inside one domain, tree/simple across domains")
 
 
+# Why an nccl-tests import never becomes a rule (said beside "no combination ..." where the records hold one)
+IMPORTS_NO_RULES = ("; nccl-tests imports cannot become rules: an import records no combination (nccl_algo, "
+                    "nccl_proto, nccl_channels), so a run forced through NCCL_ALGO/NCCL_PROTO/NCCL_*_NCHANNELS is left "
+                    "out as forced by its environment and the rest is NCCL's default, with nothing to beat")
 # The cost model's error a predicted rule must lead by: the held-out goal of benchmarks/costmodel_accuracy.py,
 # median |error| <= 15% on busbw over all sizes. Within it NCCL's own model may rightly pick another pair, and a
 # rule forcing the wrong one makes NCCL slower than no config: there NCCL decides.
@@ -260,7 +265,9 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     if not any(expressible(p.combo, any_channels=any_channels) for p in points):
         notes.append("no combination names an algorithm and a protocol" + ("" if any_channels else " and a channel count")
                      + ", so none can become a rule: measure with --nccl-algo, --nccl-proto"
-                     + ("" if any_channels else " and --nccl-channels") + " (docs/nccl-tuner.md)")
+                     + ("" if any_channels else " and --nccl-channels") + " (docs/nccl-tuner.md)"
+                     + (IMPORTS_NO_RULES if any(getattr(r, "launcher", None) == IMPORTED_LAUNCHER for r in records)
+                        else ""))
     from commbench.results.nccl_tuner import failed_default_sizes, with_failed_defaults
     failed_defaults = failed_default_sizes(records)   # a kept cell says the default failed there, not "not measured"
     cells, uncovered, switches = for_target(with_failed_defaults(choose_cells(points, min_gain=min_gain,
@@ -670,5 +677,37 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
         notes += (forced_channel_notes(channels, checked_fabric, dropped + replaced) if "nccl" in sources else []) \
             + unpriced
     notes += nccl_check_notes(dropped, "nccl" in sources, "curves" in sources, replaced)
-    return TunerResult(points=points, cells=cells, rules=rules, notes=notes, csv_cells=cells, csv_rules=rules,
-                       switch_backs=switches, sources=[fabric.name])
+    requires, unrequired = predicted_requirements(fabric, sources)
+    return TunerResult(points=points, cells=cells, rules=rules, notes=notes + unrequired, csv_cells=cells,
+                       csv_rules=rules, switch_backs=switches, sources=[fabric.name], requires=requires)
+
+
+# The device name CUDA gives a preset's GPU (cuDeviceGetName, which torch.cuda.get_device_name returns): the SXM parts
+# every preset describes, as costmodel/profile.py lists them ("SXM names carry no marker"). A GPU not here gets no
+# `# requires: gpu` line (said in the header).
+CUDA_DEVICE_NAMES = {"h100": "NVIDIA H100 80GB HBM3", "h200": "NVIDIA H200", "b200": "NVIDIA B200",
+                     "gb200": "NVIDIA GB200"}
+
+
+def predicted_requirements(fabric, sources) -> tuple[list[str], list[str]]:
+    """(`# requires:` values, notes) of predicted rules, as system_requirements gives measured ones: the NCCL release
+    whose tables priced the pairs (nccl_tables.NCCL_RELEASE, where the NCCL structure did: `sources` holds "nccl") and
+    the fabric's GPU by its CUDA device name (CUDA_DEVICE_NAMES). commbench's plugin then uses no rule under another
+    NCCL or GPU, whose choices those tables and that GPU's links do not describe; a note says what is left unchecked."""
+    import re
+
+    requires, notes = [], []
+    if "nccl" in sources:
+        release = re.match(r"v?(\d+\.\d+\.\d+)", NCCL_RELEASE).group(1)   # "v2.27.7-1" -> "2.27.7"
+        requires.append(f"nccl {release}")
+    else:
+        notes.append("no 'requires: nccl' line: the pairs were priced from the fabric's curves, whose NCCL version it "
+                     "does not give; commbench's plugin uses these rules under any NCCL")
+    gpu = fabric.gpu.name if fabric.gpu is not None else ""
+    if gpu in CUDA_DEVICE_NAMES:
+        requires.append(f"gpu {CUDA_DEVICE_NAMES[gpu]}")
+    else:
+        named = gpu or "the fabric's GPU"
+        notes.append(f"no 'requires: gpu' line: the CUDA device name of {named} is not known here; "
+                     "commbench's plugin uses these rules on any GPU")
+    return requires, notes

@@ -1087,7 +1087,9 @@ def parse_json(data: dict, source: str, collective: str | None = None, ranks_per
                 time_us = float(time_us)   # "nan" (util.cu jsonDouble writes a NaN so): a failed point, kept
                 wrong = cell.get("nwrong")
                 agg = int(config.get("aggregated_iterations", 1) or 1)
-                samples, sample_notes = per_iter.from_json(row.get(f"{key}_per_iter"), agg)
+                # a NaN time's per-iteration times are NaN too (jsonDouble's "nan"): a failed point, no samples
+                samples, sample_notes = (per_iter.from_json(row.get(f"{key}_per_iter"), agg)
+                                         if not math.isnan(time_us) else ({}, []))
                 made.append(_measurement(
                     run_id, name, size=int(row["size"]), count=int(row["count"]), dtype=str(row["type"]),
                     redop=str(row.get("redop", "none")), root=root, in_place=in_place, world=world,
