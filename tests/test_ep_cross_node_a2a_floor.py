@@ -6,6 +6,7 @@ change that prices the published Qwen3-235B-A22B EP32 layout faster than the 400
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from commbench.costmodel import collective_time_s, load_preset
 from commbench.planner import Layout, LayoutArrays, evaluate_layouts, load_model
@@ -50,3 +51,23 @@ def test_published_ep32_layout_charges_every_all_to_all_at_least_the_floor():
     floor_step = n_mb * 4 * model.num_layers / 8 * _floor_s(134_217_728.0)
     assert bd.ep_total_s[0] >= floor_step
     assert bd.ep_exposed_s[0] == bd.ep_total_s[0]
+
+
+def test_ep8_inside_a_node_fits_an_h100_by_hand():
+    """What EP8 adds over the published EP32 (step/moe_comm.py "Checked again (session 43, fix-G6)"): 4x the routed
+    experts per GPU at 2 B (fp8_param_gather's weight + its Hopper transpose) + 2 B of bf16 gradients, the optimizer's
+    12 B spread over an expert-DP group of 4 instead of 1 (so the same), the activations unchanged; by hand it still
+    fits the 80 GB H100, so memory does not rule the planner's EP8 out."""
+    model = load_model("qwen3-235b-a22b")
+    fabric = load_preset("h100-hgx", num_gpus=256)
+    ep32 = Layout(tp=2, pp=8, vp=4, ep=EP, mbs=1, gbs=2048, dp=16, precision="fp8", sequence_parallel=True, etp=1)
+    ep8 = Layout(tp=2, pp=8, vp=4, ep=8, mbs=1, gbs=2048, dp=16, precision="fp8", sequence_parallel=True, etp=1)
+    bd = evaluate_layouts(model, fabric, LayoutArrays.from_layouts([ep32, ep8]), seq_len=4096)
+    layers = 12                                   # the busiest pipeline rank's (with the embedding)
+    experts_per_layer = 128 * 3 * 4096 * 1536     # 128 routed experts, SwiGLU fc1 (2 x 1536) + fc2
+    extra_params = layers * experts_per_layer * (1 / 8 - 1 / EP)
+    static = bd.mem_weights_bytes + bd.mem_grads_bytes + bd.mem_optimizer_bytes
+    assert static[1] - static[0] == pytest.approx(extra_params * (2 + 2), rel=1e-9)
+    assert bd.mem_optimizer_bytes[1] == bd.mem_optimizer_bytes[0]
+    assert bd.mem_activations_bytes[1] == bd.mem_activations_bytes[0]
+    assert bd.mem_total_bytes[1] < bd.mem_capacity_bytes[1]

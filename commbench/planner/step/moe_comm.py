@@ -46,6 +46,22 @@ compromise with the in-node rows, terms.py), not a cheaper all-to-all. Predicted
 planner's best (EP8 in a node, or Megatron-FSDP at EP1) by +19% to +61% (25.09, measured 1,204 against 1,880
 predicted at EP8, 74.2 of 79.1 GiB): the cross-node all-to-all is at the NIC's floor, so the gap is a find or a
 feasibility question (memory), not this module's price. Nothing changed; tests/test_ep_cross_node_a2a_floor.py pins it.
+
+Checked again (session 43, fix-G6), the published EP32 against the EP8 the planner puts first (25.11 flags, per step):
+the term that separates them is this one, 13.9 s of all-to-all at EP32 (9.3 s exposed under EP overlap) against 2.1 s
+inside a node; the expert GEMMs go the other way (4.5 s at 4 local experts x 4096 tokens, 6.7 s at 16 x 1024), and so
+does the host time (1.9 s against 1.2 s: less compute per layer hides less of it). Memory by hand (busiest rank: 12
+layers + the embedding): EP8 holds 4x EP32's experts, 12 x 128 x 3 x 4096 x 1536 / 8 = 3.62e9 parameters at 2 B
+(fp8_param_gather + the Hopper transpose) + 2 B of bf16 gradients (recipes' grad_reduce_in_fp32 = False), and the
+optimizer's 12 B over an expert-DP group of 4 (EDP 1 at EP32): +10.9 GB against EP32, 75.2 of 79.1 GiB usable, the
+activations (40.6 GiB, 39 chunk-micro-batches in flight) unchanged; it fits, so memory does not rule EP8 out. What
+says the gain is a find-class one: NVIDIA's own MoE playbook gave this shape "low-300s TFLOPS/GPU, around 30% MFU" with
+DeepEP (Megatron-Bridge e43a7468f skills/perf-techniques/moe-hardware-configs/SKILL.md:31, "TP2, EP32, PP8, DeepEP";
+"historical low-300s snapshots" since 302976773), against the 233-242 of the published alltoall rows; the planner
+prices that EP32 + flex layout (EP overlap on) at 1,865-1,886 tokens/s/GPU (~277 TFLOPS/GPU) and its EP8 at 1,950-1,984
+(~290): a gain of +26% over the recipe is what NVIDIA measured on the shape, not a model error, and the playbook's first rule is "Keep EP x TP
+within the fast interconnect domain" (docs/training/moe-optimization.md @067f987df). Tried, not kept (step/terms.py
+layer_overhead_s): host time hidden behind the exposed communication too.
 """
 
 from __future__ import annotations

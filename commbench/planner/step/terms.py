@@ -51,6 +51,19 @@ Terms (why each exists):
   tokens, small experts) are launch-bound. Charged in series with the GPU (the v2 form), the fit
   held it at its 1 ms bound and a CUDA graph removed it whole from every layout, so graph-heavy
   layouts looked 8-20% better than NVIDIA's eager recipes on large layers.
+  Tried (session 43, fix-G6; not kept, patch on branch fix-G6-tried): the GPU time the host hides behind taken as the
+  layer's compute plus its exposed TP / EP / ETP / CP collectives (the host queues NCCL kernels like the GEMMs, and the
+  alltoall dispatcher's sync, megatron-core 0d8e0714 token_dispatcher.py token_dispatch
+  _maybe_dtoh_and_synchronize("before_ep_alltoall"), holds it only until the GPU reaches the all-to-all). It prices
+  the published Qwen3-235B H100 EP32 rows 20 / 46 / 69 at -4.7 / -6.0 / -3.7% (-11.3 / -12.5 / -10.3%) and 97 at +5.1%
+  (-1.6%), but the in-node EP8 rows already too fast go faster (B300 19 / 44 +59 / +65% -> +65 / +69%, Qwen3-30B B200 41
+  +22% -> +30%), and applied to every dispatcher the flex rows held out too (newer releases: Qwen3-30B 16 H100 EP16
+  +1% -> +7%, Nemotron-3-Super GB300 +3% -> +9..13%). Applied with the alltoall dispatcher only (no refit, same
+  machine): in-sample 3.7% both (MoE 4.4 -> 4.1, dense 2.5 -> 2.8), held-out GB300 6.3% -> 6.2%, newer releases 4.6% ->
+  4.5% (dense 4.0 -> 3.1), but leave-one-release-out 26.02 5.2% -> 5.5% and 25.11 6.6% -> 7.3% and the MoE gain band's
+  80th percentile 26.5% -> 30.9%; vendor_layouts median rank 11 / 9 and within band 68% / 69% unchanged (rows 20 / 46 /
+  69 / 97 rank 785 / 785 / 630 / 1648, from 1158 / 1158 / 965 / 2115). Held out worse: not kept. What the in-node rows
+  lack (step/terms.py ep_overlap_efficiency) has to be priced before this form can be.
 - moe_sync_s: per MoE layer per micro-batch, the device-to-host sync of per-expert token counts
   that dropless routing needs before the grouped GEMM (gone with full-iteration graphs).
 - all_to_all_efficiency: achieved fraction of the fabric model's all-to-all bandwidth for MoE.
