@@ -257,11 +257,11 @@ def main() -> None:
                  "the file's software terms, the kernel terms shipped, as plan uses it)", held, errs)
         _summary("  diagnostic, every term the file's (as plan used it before the kernel terms were scoped to the "
                  "file's GPUs)", held, every_term)
-    _absent_gb300(absent, releases_absent, calibration, args.rows)
+    _absent_gb300(absent, releases_absent, calibration, args.rows, args.calibration)
     print("goals (issue 24): " + ", ".join(f"{k} <= {v:g}%" for k, v in GOALS.items()))
 
 
-def _absent_gb300(absent, releases, calibration, show_rows: bool) -> None:
+def _absent_gb300(absent, releases, calibration, show_rows: bool, calibration_name: str | None = None) -> None:
     """The GB300 rows of the 26.02 / 26.02.01 tables (ABSENT_GB300): shipped, and after calibrate on the release's
     calibration rows of the other GPUs (`releases`)."""
     print(f"\n{len(absent)} GB300 rows of the 26.02 / 26.02.01 tables ({ABSENT_GB300.name}; absent from "
@@ -270,7 +270,7 @@ def _absent_gb300(absent, releases, calibration, show_rows: bool) -> None:
     if show_rows:
         for r, e in sorted(zip(absent, errors), key=lambda x: x[0].label):
             print(f"  {r.label:58s} {e:+7.1f}")
-    _summary("predicted with the shipped calibration vs published", absent, errors)
+    _summary(f"predicted with {calibration_name or 'the shipped calibration'} vs published", absent, errors)
     labels = {r.label for r in absent}   # the GB300 row over the same run on GB200 / B300 (a calibration row)
     steps = gpu_steps(*_with_pool(absent, errors, calibration), same_job=_as_modelled)
     _gpu_steps_summary([s for s in steps if s[2] in labels], show_rows)

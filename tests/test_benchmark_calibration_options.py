@@ -90,3 +90,15 @@ def test_a_term_driven_to_a_floor_of_zero_counts_as_at_its_bound_and_fit_with_ca
     with pytest.raises(SystemExit) as exc:
         planner_calibration.main(["--fit", "--calibration", "x.json"])
     assert exc.value.code == 2 and "give one of them" in capsys.readouterr().err
+
+
+def test_newer_releases_names_the_calibration_file_on_the_gb300_table_too(capsys):
+    """The GB300 table's line said 'predicted with the shipped calibration' under --calibration FILE, though its
+    figure came from the file (fix-G3's finding, session 43)."""
+    import newer_releases
+    absent = [r for r in published_runs(tuple(json.loads(newer_releases.ABSENT_GB300.read_text())))
+              if r.layout is not None][:2]
+    newer_releases._absent_gb300(absent, [], CALIBRATED, False, "held.json")
+    printed = capsys.readouterr().out
+    assert "predicted with held.json vs published" in printed
+    assert "shipped calibration" not in printed
