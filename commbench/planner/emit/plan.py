@@ -240,6 +240,7 @@ def model_dict(model: ModelSpec) -> dict[str, Any]:
     out = asdict(model)
     out.pop("extra", None)
     out.pop("hybrid_uneven_split", None)   # the release's build, not the model: plan_model sets it from inputs.software
+    out.pop("gdn_context_parallel", None)   # the same
     return out
 
 
@@ -408,6 +409,7 @@ def plan_model(doc: dict[str, Any]) -> ModelSpec:
         if fields.get("architecture") is not None:
             fields["architecture"] = architecture_from_json(fields["architecture"])
         fields.pop("hybrid_uneven_split", None)
+        fields.pop("gdn_context_parallel", None)
         model = ModelSpec(**fields)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CommbenchError):

@@ -145,10 +145,12 @@ class SearchRequest:
         if self.framework == "megatron":   # what the release's Megatron-LM cannot build (hybrid MoE before 26.02)
             from commbench.planner.layout.release_flags import check_model_in_release
             check_model_in_release(self.model, self.software, asked if given else None)
-            from commbench.planner.layout.release_flags import hybrid_pp_refusal, release_model
-            # the splits the release's Megatron-LM builds (a hybrid stack: even only before 26.02.01)
+            from commbench.planner.layout.release_flags import gdn_cp_refusal, hybrid_pp_refusal, release_model
+            # the splits the release's Megatron-LM builds (a hybrid stack: even only before 26.02.01; Gated DeltaNet
+            # over CP from 26.06)
             object.__setattr__(self, "model", release_model(self.model, self.software))
-            refusal = hybrid_pp_refusal(self.model, self.software, int(self.pins.get("pp", 1) or 1))
+            refusal = (hybrid_pp_refusal(self.model, self.software, int(self.pins.get("pp", 1) or 1))
+                       or gdn_cp_refusal(self.model, self.software, int(self.pins.get("cp", 1) or 1)))
             if refusal:
                 raise CommbenchError(refusal)
         if not 0 <= self.headroom_fraction < 1:
