@@ -152,7 +152,13 @@ def assert_architecture(args, cfg, model) -> None:
         if (cfg.beta_fast, cfg.beta_slow) != betas:
             assert any("beta_fast" in n or "beta_slow" in n for n in architecture_notes(model)), betas
             assert (cfg.beta_fast, cfg.beta_slow) == (32, 1)  # MLATransformerConfig's defaults
-    assert args.vocab_size == model.vocab and args.make_vocab_size_divisible_by == arch.vocab_divisible_by
+    # the rows Megatron-LM builds (training/tokenizer/tokenizer.py _vocab_size_with_padding: up to a multiple of
+    # make_vocab_size_divisible_by x TP) are the rows the step model priced (models/counts.step_vocab)
+    from commbench.planner.models.counts import megatron_vocab_divisor, step_vocab
+    tp = args.tensor_model_parallel_size
+    assert args.vocab_size == model.vocab and args.make_vocab_size_divisible_by == megatron_vocab_divisor(model, tp)
+    multiple = args.make_vocab_size_divisible_by * tp
+    assert -(-args.vocab_size // multiple) * multiple == step_vocab(model, tp, "megatron")
     assert args.untie_embeddings_and_output_weights == (not model.tied_embeddings)
     assert (cfg.num_layers, cfg.hidden_size, cfg.num_attention_heads) == (model.num_layers, model.hidden, model.num_heads)
     assert (cfg.mtp_num_layers or 0) == model.num_mtp_layers

@@ -124,7 +124,10 @@ REFERENCE = {"2026-12-05.1": [17.085285043756077, 29.81942600822918],
              "2026-12-06.15": [17.25348543679896, 29.62521206225039],   # .15 moves hybrid PP rows at 25.09-26.02 only
              "2026-12-06.16": [17.25348543679896, 29.62521206225039],   # .16 memory only (the loss kernel a release launches)
              # .17 a launch of native (these two: no release named) prices its cross entropy's traffic over TE's
-             "2026-12-06.17": [17.69713495440708, 30.52302612865731]}
+             "2026-12-06.17": [17.69713495440708, 30.52302612865731],
+             # .18 the launch keeps DeepSeek-V3's 129,280 rows at TP2 (divisor 640), not 130,560 (the TP2 row)
+             "2026-12-06.18": [17.69713495440708, 30.430047134609158],
+             "2026-12-06.19": [17.69713495440708, 30.430047134609158]}  # .19 moves Gated DeltaNet CP rows only
 
 
 def test_the_step_model_identifier_moves_with_the_physics():

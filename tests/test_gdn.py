@@ -39,7 +39,8 @@ def test_blocks_rules_and_step_terms():
 
 def test_a_dense_gated_deltanet_model_is_searched_and_stepped():
     """Qwen3.5-27B (dense: every layer's MLP of 17408, no experts): its blocks (the MTP layer gated attention + the
-    dense MLP), the GDN rules (16 key / 48 value heads divide TP, no CP) and a search whose layouts all keep them."""
+    dense MLP), the GDN rules (16 key / 48 value heads divide TP, no CP before 26.06, tp*cp dividing them from it:
+    tests/test_gdn_context_parallel.py) and a search whose layouts all keep them."""
     from commbench.planner.search.space import SearchRequest, search
     m = load_model(f"hf:{Path(__file__).parent / 'data' / 'hf' / 'Qwen3.5-27B'}")
     c = block_counts(m)
@@ -55,9 +56,14 @@ def test_a_dense_gated_deltanet_model_is_searched_and_stepped():
     # 17 attention cores (16 + the MTP layer's) where all-attention would have 65; GDN activations kept instead
     assert bd.valid[0] and bd.attention_s[0] < full.attention_s[0] * 17 / 65 * 1.01
     assert bd.mem_activations_bytes[0] != full.mem_activations_bytes[0]
-    found = search(SearchRequest(model=m, fabric=fabric, num_gpus=64, gbs=512, precision="mxfp8", keep=50)).layouts
+    found = search(SearchRequest(model=m, fabric=fabric, num_gpus=64, gbs=512, precision="mxfp8", keep=50,
+                                 software="26.04")).layouts
     tp, cp = np.asarray(found.tp), np.asarray(found.cp)
     assert len(tp) and (16 % tp == 0).all() and (cp == 1).all()
+    found = search(SearchRequest(model=m, fabric=fabric, num_gpus=64, gbs=512, precision="mxfp8", keep=50,
+                                 software="26.08")).layouts
+    tp, cp = np.asarray(found.tp), np.asarray(found.cp)
+    assert len(tp) and (16 % (tp * cp) == 0).all() and (48 % (tp * cp) == 0).all()
 
 
 @pytest.mark.parametrize("kw", [dict(tp=1, pp=1, ep=64, etp=1, dp=64), dict(tp=2, pp=2, ep=16, etp=1, dp=16)])

@@ -192,3 +192,12 @@ def test_a_moe_config_with_no_moe_layer_is_refused_not_planned_with_expert_paral
     mlp_only_layers); it was planned as MoE with EP/ETP over experts that do not exist and --num-experts emitted."""
     out = _refused(_variant(tmp_path, folder, **changes), "--gpus", "64")
     assert named in out and "at least one MoE layer" in out
+
+
+# --- probe P1 (session 43): no decoder layer at all --------------------------------------------------------------------
+
+def test_zero_hidden_layers_is_refused_naming_num_hidden_layers(tmp_path):
+    """num_hidden_layers=0 with first_k_dense_replace=1 was refused as "first_k_dense_replace=1 is invalid: 0..-1":
+    the key at fault is num_hidden_layers, checked first."""
+    out = _refused(_variant(tmp_path, "DeepSeek-V3", num_hidden_layers=0), "--gpus", "64")
+    assert "num_hidden_layers=0 is invalid: 1..1,024" in out and "first_k_dense_replace" not in out, out

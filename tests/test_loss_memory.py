@@ -88,7 +88,7 @@ def test_bytes_per_logit_per_implementation_and_which_run_holds_which():
     assert loss_memory.launch_loss("torchtitan") == loss_memory.run_loss("torchtitan") == "torchtitan"
     model = load_model("qwen3-30b-a3b")
     kw = dict(tp=2, cp=1, tokens_mb=4096)
-    logits = 4096 * 152064 / 2     # per TP rank: 151936 rows padded to a multiple of 128 x 2 (step_vocab)
+    logits = 4096 * 151936 / 2     # per TP rank: 151936 rows, kept at TP2 (divisor 64, counts.step_vocab)
     assert float(memory.logits_bytes(model, **kw, loss="te")) == logits * 2.0
     assert float(memory.logits_bytes(model, **kw)) == logits * 4.0           # the launch's: native
     with pytest.raises(CommbenchError, match=r"loss='te' is invalid: a cross entropy framework torchtitan runs"):

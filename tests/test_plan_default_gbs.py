@@ -45,3 +45,12 @@ def test_recipe_models_take_the_recipes_gbs_and_given_ones_are_kept():
     assert resolve_gbs(None, {"gbs": 64}, model="llama3.1-70b", num_gpus=64, **common) == (64, None)
     gbs, note = resolve_gbs(None, {}, model="llama3.1-70b", num_gpus=48, **common)   # no recipe at 48 GPUs
     assert gbs == 16 * 48 and "median" in note
+
+
+def test_the_default_line_names_the_release_planned():
+    """With --software 25.09 the line cited "Megatron-Bridge 26.08's performance recipes" alone (probe P1): it names
+    the release whose recipes it looked in, and 26.08 as where the 16 per GPU comes from."""
+    gbs, note = resolve_gbs(None, {}, model="hf:tests/data/hf/Qwen3-8B", gpu="h100", precision="fp8", num_gpus=8,
+                            software="25.09")
+    assert gbs == 128 and "no performance recipe of Megatron-Bridge 25.09 (the release planned)" in note, note
+    assert f"the median global batch per GPU of {newest_release()}'s recipes" in note

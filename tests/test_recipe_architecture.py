@@ -291,13 +291,16 @@ def test_an_mla_yarn_original_context_other_than_megatron_cores_is_said_in_the_p
 
 
 @pytest.mark.parametrize("name", ["qwen3-30b-a3b", "qwen3-235b-a22b"])
-def test_qwen3_pads_its_vocabulary_as_megatron_bridge_trains_it(name):
-    """Megatron-Bridge (dc805f5 and every release recipes.json reads): GPTModelProvider.make_vocab_size_divisible_by
-    = 128, not overridden by Qwen3MoEModelProvider; model_bridge.make_vocab_size_divisible_by(151936) = 128. The zoo
-    had Megatron-LM ModelOpt's 1187, so TP 2 charged 151,936 rows where Megatron-Core pads to 152,064."""
-    from commbench.planner.models.counts import step_vocab
+def test_qwen3_keeps_its_vocabulary_at_every_tp_as_megatron_bridge_builds_it(name):
+    """Megatron-Bridge (v0.3.0 .. v0.6.0 training/setup.py _validate_and_set_vocab_size): a provider's explicit
+    vocab_size (Qwen3MoEModelProvider 151936) gives should_pad_vocab False, and gpt_provider.py builds 151,936 rows at
+    every TP; its divisor is 128 (GPTModelProvider, model_bridge.make_vocab_size_divisible_by(151936)). The plan passed
+    128 at every TP, so Megatron-LM's pretrain_gpt.py padded to 128 x TP (152,064 rows at TP2, priced so, said
+    nowhere); it now passes 128 / TP where that keeps 151,936 (models/counts.megatron_vocab_divisor)."""
+    from commbench.planner.models.counts import megatron_vocab_divisor, step_vocab
 
     model = load_model(name)
-    assert flag_values(model_args(model))["--make-vocab-size-divisible-by"] == "128"
     assert model.architecture.vocab_divisible_by == 128
-    assert step_vocab(model, 2, "megatron") == 152_064   # ceil(151936 / 256) x 256
+    for tp, divisor in ((1, 128), (2, 64), (4, 32), (8, 16)):
+        assert flag_values(model_args(model, tp=tp))["--make-vocab-size-divisible-by"] == str(divisor)
+        assert megatron_vocab_divisor(model, tp) == divisor and step_vocab(model, tp, "megatron") == 151_936

@@ -175,9 +175,12 @@ def test_the_loss_stage_weighs_the_padded_vocabulary_the_step_model_charges(monk
     from commbench.planner.layout.split import split_vocab
     from commbench.planner.models.counts import step_vocab
 
+    # a vocabulary TP8 cannot divide, so Megatron-LM must pad it (DeepSeek-V3's own is kept: divisor 160 at TP8)
+    DSV3 = dataclasses.replace(load_model("deepseek-v3"), vocab=129_283)
+
     vocab = split_vocab(DSV3, 8)
-    assert vocab == step_vocab(DSV3, 8, "megatron") == 133_120 and split_vocab(DSV3, 8, "torchtitan") == 129_280
-    assert stage_weights(DSV3, vocab).loss == pytest.approx(stage_weights(DSV3).loss * 133_120 / 129_280)
+    assert vocab == step_vocab(DSV3, 8, "megatron") == 133_120 and split_vocab(DSV3, 8, "torchtitan") == 129_283
+    assert stage_weights(DSV3, vocab).loss == pytest.approx(stage_weights(DSV3).loss * 133_120 / 129_283)
     padded, unpadded = choose_split(DSV3, 8, 1, vocab), choose_split(DSV3, 8, 1)
     assert padded.stages != unpadded.stages   # the heavier loss stage moves a layer off the last rank
     section = megatron_section(Layout(tp=8, pp=8, ep=8, etp=1, dp=8, mbs=1, gbs=4096), DSV3, gpu_name="h100",

@@ -129,9 +129,10 @@ def test_dp_group_across_racks_is_predicted_across_racks(tmp_path):
     assert dp.plan_group_size == 32 and dp.plan_domains == 4
     fabric = load_preset("gb300-nvl72", num_gpus=256)
     ctx = plan_context(doc)
-    # the local gradient, bf16, with the embedding/output rows Megatron builds (128,256 padded to 129,024 at TP8)
-    assert step_vocab(ctx.model, 8, ctx.framework) == 129024
-    whole = param_counts(ctx.model, vocab=129024).non_expert / 8 * 2
+    # the local gradient, bf16, with the embedding/output rows Megatron builds (128,256 kept at TP8: the plan passes
+    # --make-vocab-size-divisible-by 16, models/counts.megatron_vocab_divisor)
+    assert step_vocab(ctx.model, 8, ctx.framework) == 128256
+    whole = param_counts(ctx.model, vocab=128256).non_expert / 8 * 2
     plan_s = predicted_s(fabric, dp, ctx, size_bytes=whole, tokens=0, group=32, domains=dp.plan_domains)
     assert plan_s == pytest.approx(doc["predicted"]["dp_dense_rs_total_s"], rel=1e-9)
     in_rack = float(collective_time_s(fabric, "reduce_scatter", np.array([whole]), np.array([32]), np.array([1]))[0])

@@ -246,7 +246,8 @@ def plan(
                         gbs=gbs, precision=precision, precision_asked=precision_asked,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
                         moe_capacity_factor=moe_capacity_factor,
-                        pins=pins, calibration=cal, framework=framework, software=software)
+                        pins=pins, calibration=cal, framework=framework, software=software,
+                        torchtitan_version=torchtitan_version)
     spec = req.model   # as the release's Megatron-LM splits it (release_flags.release_model)
     if not complete:
         from commbench.cli.search_view import run_plan_search

@@ -216,7 +216,7 @@ PRECISION_ARGS = {
 }
 
 
-def model_args(model: ModelSpec, seq_len: int | None = None, release: str | None = None) -> list[str]:
+def model_args(model: ModelSpec, seq_len: int | None = None, release: str | None = None, tp: int = 1) -> list[str]:
     """Architecture flags: sizes here, the rest from the model's Architecture (megatron_arch.py); `release`: the
     plan's recipe-table release (None: the target core_v0.16.1), whose Megatron-LM must build the model's YaRN where it
     is on non-MLA attention (needs_release_flags). megatron_args checks the whole launch first
@@ -225,7 +225,7 @@ def model_args(model: ModelSpec, seq_len: int | None = None, release: str | None
                                                         if needs_release_flags(model) else None)
     if reason:
         raise CommbenchError(reason)
-    return _architecture_args(model, seq_len, release)
+    return _architecture_args(model, seq_len, release, tp)
 
 
 # --mtp-use-repeated-layer (TransformerConfig.mtp_use_repeated_layer: the MTP depths run one layer's weights), first in
@@ -234,8 +234,9 @@ def model_args(model: ModelSpec, seq_len: int | None = None, release: str | None
 MTP_REPEATED_LAYER_CORE = (0, 17, 0)
 
 
-def _architecture_args(model: ModelSpec, seq_len: int | None, release: str | None = None) -> list[str]:
-    """model_args' flags, for a model whose launch is already checked; `release` as model_args'."""
+def _architecture_args(model: ModelSpec, seq_len: int | None, release: str | None = None, tp: int = 1) -> list[str]:
+    """model_args' flags, for a model whose launch is already checked; `release` as model_args'; `tp` the launch's
+    (the vocabulary divisor, megatron_arch.architecture_args)."""
     s, arch = seq_len or model.seq_len, model.architecture
     out = ["--num-layers", str(model.num_layers), "--hidden-size", str(model.hidden),
            "--num-attention-heads", str(model.num_heads), "--seq-length", str(s),
@@ -245,7 +246,7 @@ def _architecture_args(model: ModelSpec, seq_len: int | None, release: str | Non
            # graphed core_attn recompute, as megatron-core's TransformerConfig does.
            "--attention-dropout", str(arch.attention_dropout if arch else 0.0),
            "--hidden-dropout", str(arch.hidden_dropout if arch else 0.0)]
-    out += architecture_args(model, s)
+    out += architecture_args(model, s, tp)
     if model.is_hybrid:
         out += hybrid_model_args(model, release)
     out += linear_attention_args(model)
@@ -352,7 +353,7 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     a = layout
     check_megatron_layout(a, model, release)
     split = choose_split(model, a.pp, a.vp, split_vocab(model, a.tp, "megatron"))   # as the step model's
-    out = _architecture_args(model, seq_len, release)   # its launch checked above, once
+    out = _architecture_args(model, seq_len, release, a.tp)   # its launch checked above, once
     out += ["--tensor-model-parallel-size", str(a.tp), "--pipeline-model-parallel-size", str(a.pp)]
     out += split.megatron_args()
     if model.is_moe:

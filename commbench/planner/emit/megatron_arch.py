@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from commbench.planner.emit.torchtitan_mla import LATENT_NORM_EPS
 from commbench.planner.models.architecture import Architecture
+from commbench.planner.models.counts import megatron_vocab_divisor
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.search.frameworks import MEGATRON_LM_RELEASE, megatron_unbuildable as unbuildable
 
@@ -220,15 +221,17 @@ def _mla_yarn_note(model: ModelSpec) -> list[str]:
             "Megatron-Bridge) to train this model's"]
 
 
-def architecture_args(model: ModelSpec, seq_len: int) -> list[str]:
-    """The flags beyond sizes (empty for a user model without an [arch] table; the plan notes it)."""
+def architecture_args(model: ModelSpec, seq_len: int, tp: int = 1) -> list[str]:
+    """The flags beyond sizes (empty for a user model without an [arch] table; the plan notes it); `tp` picks the
+    --make-vocab-size-divisible-by that keeps the model's vocabulary (models/counts.megatron_vocab_divisor)."""
     arch = model.architecture
     if arch is None:
         return ["--normalization", "RMSNorm", "--disable-bias-linear",
                 "--position-embedding-type", "none" if model.is_hybrid else "rope"] + \
             (["--swiglu"] if model.glu else ["--squared-relu"] if model.is_hybrid else [])
     out = _activation(arch) + _attention(arch) + _position(model, arch)
-    out += ["--vocab-size", str(model.vocab), "--make-vocab-size-divisible-by", str(arch.vocab_divisible_by)]
+    out += ["--vocab-size", str(model.vocab), "--make-vocab-size-divisible-by",
+            str(megatron_vocab_divisor(model, tp))]
     if model.is_moe:
         out += router_args(model, arch)
     return out

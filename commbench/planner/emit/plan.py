@@ -28,7 +28,8 @@ from commbench.typed_json import check_fields, non_finite_path
 from commbench.planner.layout.precision import checkpoint_note
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.architecture import architecture_from_json
-from commbench.planner.models.counts import FLOPS_COUNTS, framework_flops_per_token, step_vocab
+from commbench.planner.models.counts import (FLOPS_COUNTS, framework_flops_per_token, megatron_vocab_padding_note,
+                                             step_vocab)
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, split_vocab, stage_weights
 
@@ -115,6 +116,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
                                                domain_size=domain_size, script=megatron_script(model),
                                                connections_why=connections_why),
             "notes": precision_notes(layout, model, release) + connections_notes(layout, gpu_name) + architecture_notes(model)
+            + megatron_vocab_padding_note(model, layout.tp)
             + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss, fits=fits,
                                                                 release=release)])
             + release_core_note(release, args.get("args"), asked=release_asked,
@@ -238,6 +240,7 @@ def model_dict(model: ModelSpec) -> dict[str, Any]:
     out = asdict(model)
     out.pop("extra", None)
     out.pop("hybrid_uneven_split", None)   # the release's build, not the model: plan_model sets it from inputs.software
+    out.pop("gdn_context_parallel", None)   # the same
     return out
 
 
@@ -406,6 +409,7 @@ def plan_model(doc: dict[str, Any]) -> ModelSpec:
         if fields.get("architecture") is not None:
             fields["architecture"] = architecture_from_json(fields["architecture"])
         fields.pop("hybrid_uneven_split", None)
+        fields.pop("gdn_context_parallel", None)
         model = ModelSpec(**fields)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CommbenchError):

@@ -412,34 +412,81 @@ def titan_model_of(model: ModelSpec) -> TitanModel | None:
                       router_03=mla_router(model) if model.is_moe else None, mla=True)
 
 
+def _no_model(model: ModelSpec, version: str) -> str:
+    """Why TorchTitan `version` has no model for `model` (titan_model_of gave None)."""
+    mla = titan_mla_refusal(model) if model.attention == "mla" else None
+    return mla or titan_dense_refusal(model) or (titan_unemitted(model) if version == "0.3" else None) or \
+        f"TorchTitan {TORCHTITAN_VERSIONS[version]} has no {model.name} model{titan_nearest_flavor(model)}"
+
+
+def _model_refusal_02(titan: TitanModel, model: ModelSpec) -> str | None:
+    """Why a TorchTitan 0.2.2 TOML, which names a shipped flavor, cannot train `model` whatever the layout, or None."""
+    full = TORCHTITAN_VERSIONS["0.2"]
+    if not titan.in_02:
+        return (f"TorchTitan {full} has no {titan.module} flavor {titan.flavor} (its TOML names a shipped one; "
+                "torchtitan 0.2.2's llama3 has 8B, 70B, 405B): plan it with --torchtitan-version 0.3")
+    if titan.mla:
+        return (f"TorchTitan {full} has no {model.name} flavor (its TOML names a shipped one): plan it with "
+                "--torchtitan-version 0.3")
+    rope = _rope_misfits(titan, model)
+    if rope:
+        fix = ("plan it with --torchtitan-version 0.3 (its config function sets the model's RoPE)"
+               if flavor_fix_lines(titan, model) is not None else "no TorchTitan launch trains it")
+        return (f"TorchTitan {full}'s {titan.module} {titan.flavor} builds {', '.join(rope)}, and its TOML "
+                f"names the flavor and sets no RoPE, so it would train another model than {model.name}: {fix}")
+    return None
+
+
+def titan_02_pins(model: ModelSpec, pins: dict[str, object], precision: str) -> dict[str, object]:
+    """`pins` plus what a TorchTitan 0.2.2 launch fixes, so a --framework torchtitan --torchtitan-version 0.2 search
+    proposes only layouts its TOML can write (what _refusal refuses of a layout at 0.2): no HSDP for a MoE model,
+    tp=1 under mxfp8 (compile_refusal_02), pp=1 where the 0.2 model has no pipelining function. A model 0.2 cannot
+    train at all (no flavor, MLA, another RoPE), nvfp4, or a pin against these: a CommbenchError, one line, before
+    the search."""
+    titan = titan_model_of(model)
+    reason = _no_model(model, "0.2") if titan is None else _model_refusal_02(titan, model)
+    if titan is None and "--framework megatron" not in reason:
+        reason += ": plan it with --framework megatron"
+    if reason is None and precision == "nvfp4":
+        reason = (f"--precision nvfp4 is invalid with --torchtitan-version 0.2: TorchTitan "
+                  f"{TORCHTITAN_VERSIONS['0.2']} has no nvfp4 converter; plan with fp8, mxfp8 or bf16, or "
+                  "--torchtitan-version 0.3")
+    if reason:
+        raise CommbenchError(reason)
+    full = TORCHTITAN_VERSIONS["0.2"]
+    fixed: dict[str, tuple[int, str]] = {}
+    if precision == "mxfp8":
+        fixed["tp"] = (1, compile_refusal_02("mxfp8", 2).split(", and the prediction")[0])
+    if not titan.pipeline_02:
+        fixed["pp"] = (1, f"TorchTitan {full} cannot pipeline {model.name} (its model spec has no pipelining function)")
+    if model.is_moe:
+        fixed["fsdp_replicas"] = (1, f"TorchTitan {full}'s MoE HSDP (EP with data_parallel_replicate_degree > 1) is "
+                                     "not checked against its ParallelDims here")
+    out = dict(pins)
+    for key, (value, why) in fixed.items():
+        if int(out.get(key, value) or value) != value:
+            raise CommbenchError(f"{key}={out[key]} is invalid with --torchtitan-version 0.2 for {model.name}: {why}; "
+                                 f"pin {key}={value} or plan with --torchtitan-version 0.3")
+        out[key] = value
+    return out
+
+
 def _refusal(layout: Layout, model: ModelSpec, version: str,
              seq_len: int | None = None) -> tuple[TitanModel | None, str | None]:
     full = TORCHTITAN_VERSIONS[version]
     titan = titan_model_of(model)
     if titan is None:
-        mla = titan_mla_refusal(model) if model.attention == "mla" else None
-        return None, mla or titan_dense_refusal(model) or (titan_unemitted(model) if version == "0.3" else None) or \
-            f"TorchTitan {full} has no {model.name} model{titan_nearest_flavor(model)}"
+        return None, _no_model(model, version)
     limit = titan_seq_len_limit(model) if version == "0.3" else None
     if limit is not None and (seq_len or model.seq_len) > limit:
         return titan, (f"{titan_limit_why(model)}, and TorchTitan {full} refuses training.seq_len "
                        f"{seq_len or model.seq_len}: plan with --seq-len <= {limit}")
-    if not titan.in_02 and version == "0.2":
-        return titan, (f"TorchTitan {full} has no {titan.module} flavor {titan.flavor} (its TOML names a shipped one; "
-                       "torchtitan 0.2.2's llama3 has 8B, 70B, 405B): plan it with --torchtitan-version 0.3")
+    if version == "0.2" and _model_refusal_02(titan, model):
+        return titan, _model_refusal_02(titan, model)
     if titan.tied and version == "0.3" and layout.pp > 1:
         return titan, (f"TorchTitan {full}'s {titan.module} {titan.flavor} ties its embeddings and refuses pipeline "
                        "parallelism with weight tying (models/common/decoder.py: 'Weight tying is not supported with "
                        "Pipeline Parallel'): plan with pp=1")
-    if titan.mla and version == "0.2":
-        return titan, (f"TorchTitan {full} has no {model.name} flavor (its TOML names a shipped one): plan it with "
-                       "--torchtitan-version 0.3")
-    rope = _rope_misfits(titan, model) if version == "0.2" else []
-    if rope:
-        fix = ("plan it with --torchtitan-version 0.3 (its config function sets the model's RoPE)"
-               if flavor_fix_lines(titan, model) is not None else "no TorchTitan launch trains it")
-        return titan, (f"TorchTitan {full}'s {titan.module} {titan.flavor} builds {', '.join(rope)}, and its TOML "
-                       f"names the flavor and sets no RoPE, so it would train another model than {model.name}: {fix}")
     if layout.pp > 1 and not (titan.pipeline_03 if version == "0.3" else titan.pipeline_02):
         return titan, f"TorchTitan {full} cannot pipeline {model.name} (its model spec has no pipelining function): plan with pp=1"
     if version == "0.3" and layout.precision not in titan.configs_03:

@@ -191,9 +191,12 @@ def default_gbs(release: str | None, model: str, gpu: str | None, precision: str
         return gbs, (f"gbs {gbs:,} (default; --gbs to change): the global batch of Megatron-Bridge {entry['release']}'s "
                      f"recipe {entry['config']} for {named} on {num_gpus} {gpu} at {precision}")
     gbs = GBS_PER_GPU * num_gpus
-    return gbs, (f"gbs {gbs:,} (default; --gbs to change): {GBS_PER_GPU} sequences per GPU x {num_gpus} GPU(s), the "
-                 f"median global batch per GPU of Megatron-Bridge {newest_release()}'s performance recipes "
-                 f"(commbench/data/recipes.json); none is for {named} on {num_gpus} {gpu} at {precision}")
+    # the release looked in is the plan's (`stand`); the per-GPU figure is the newest release's median, named as such
+    newest = newest_release()
+    whose = "its recipes" if stand == newest else f"{newest}'s recipes (the newest in commbench/data/recipes.json)"
+    return gbs, (f"gbs {gbs:,} (default; --gbs to change): no performance recipe of Megatron-Bridge {stand} (the release "
+                 f"planned) is for {named} on {num_gpus} {gpu} at {precision}; {GBS_PER_GPU} sequences per GPU x "
+                 f"{num_gpus} GPU(s), the median global batch per GPU of {whose}")
 
 
 def recipe_for(release: str, model: str, gpu: str, precision: str,

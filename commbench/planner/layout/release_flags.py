@@ -240,12 +240,43 @@ def hybrid_even_split_only(release: str | None) -> str | None:
     return HYBRID_EVEN_SPLIT_ONLY.get(release) if release is not None else None
 
 
+# Gated DeltaNet under context parallelism (all-to-alls from sequence to head shards around the delta rule, as Mamba's):
+# Megatron-LM 20ba03fec0 "Gated delta net context parallel (CP) (#2642)", first in megatron-core 0.18.0, release 26.06
+# (d0b3b775 megatron/core/ssm/gated_delta_net.py:345-380, 480-505); 26.04.01 (2edffadb, megatron-core 0.17.1)
+# transformer_config.py:1115-1118 still asserts "Gated delta net does not support context parallel for now".
+GDN_CP_CORE = (0, 18, 0)
+
+
+def gdn_context_parallel(release: str | None) -> bool:
+    """Whether `release`'s Megatron-LM splits Gated DeltaNet layers over CP (GDN_CP_CORE; no release: core_v0.16.1,
+    which does not)."""
+    return release_core_at_least(release, GDN_CP_CORE)
+
+
 def release_model(model, release: str | None):
-    """`model` as `release`'s Megatron-LM splits it over pipeline ranks: a hybrid model at a release of
-    HYBRID_EVEN_SPLIT_ONLY with hybrid_uneven_split False (layout/split.py offers it even splits only); else `model`."""
+    """`model` as `release`'s Megatron-LM builds it: a hybrid model at a release of HYBRID_EVEN_SPLIT_ONLY with
+    hybrid_uneven_split False (layout/split.py offers it even splits only); a Gated DeltaNet model with
+    gdn_context_parallel where the release splits it over CP (models/gdn.gdn_heads_bad); else `model`."""
     import dataclasses
     uneven = not (getattr(model, "is_hybrid", False) and hybrid_even_split_only(release))
-    return model if model.hybrid_uneven_split == uneven else dataclasses.replace(model, hybrid_uneven_split=uneven)
+    gdn_cp = bool(getattr(model, "linear_attention_freq", 0)) and gdn_context_parallel(release)
+    if model.hybrid_uneven_split == uneven and model.gdn_context_parallel == gdn_cp:
+        return model
+    return dataclasses.replace(model, hybrid_uneven_split=uneven, gdn_context_parallel=gdn_cp)
+
+
+def gdn_cp_refusal(model, release: str | None, cp: int, field: str = "--layout cp") -> str | None:
+    """One line where a pinned cp > 1 asks for context parallelism of Gated DeltaNet layers that `release`'s
+    Megatron-LM does not build (GDN_CP_CORE), or None."""
+    if cp <= 1 or not getattr(model, "linear_attention_freq", 0) or gdn_context_parallel(release):
+        return None
+    from commbench.planner.layout.recipes import releases
+    later = [r for r in releases() if gdn_context_parallel(r) and release_cannot_build(model, r) is None]
+    return (f"{field}={cp} is invalid for {model.name} at release {release or MEGATRON_LM_RELEASE} (--software): its "
+            f"{megatron_release_name(release)[0]} builds Gated DeltaNet layers with cp=1 only (TransformerConfig "
+            "asserts 'Gated delta net does not support context parallel'); pin cp=1 or plan with --software "
+            f"{later[0] if later else 'a later release'} or newer (megatron-core 0.18.0 on splits Gated DeltaNet "
+            "heads over CP)")
 
 
 def hybrid_pp_refusal(model, release: str | None, pp: int, field: str = "--layout pp") -> str | None:
@@ -307,6 +338,7 @@ def check_model_in_release(model, release: str, asked: str | None = None, *, fie
 
 
 __all__ = ["MEGATRON_LM_RELEASE", "TARGET_CORE", "core_key", "megatron_release_name", "release_core_at_least", "HYBRID_EVEN_SPLIT_ONLY", "HYBRID_SYMBOLS", "hybrid_even_split_only", "hybrid_pp_refusal",
+           "GDN_CP_CORE", "gdn_context_parallel", "gdn_cp_refusal",
            "release_model", "RELEASE_SPELLINGS", "argv_values", "check_model_in_release", "lacking",
            "refused_flags", "release_args", "release_cannot_build", "release_core", "release_pin_flags_refusal",
            "release_spelled_features",

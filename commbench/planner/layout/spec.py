@@ -296,7 +296,7 @@ RULES: tuple[tuple[str, str], ...] = (
     ("world", "tp*cp*dp*pp must equal the number of GPUs"),
     ("expert_fold", "etp*ep must divide tp*cp*dp (MoE parallel folding)"),
     ("heads", "tp must divide the attention heads (and the KV heads for GQA); for Mamba layers tp the Mamba "
-              "heads and groups, and cp the heads per TP rank (so too for attention with sinks, whose CP is all-to-all); for Gated DeltaNet tp its heads and cp=1; for DeepSeek-V4's "
+              "heads and groups, and cp the heads per TP rank (so too for attention with sinks, whose CP is all-to-all); for Gated DeltaNet tp its heads, and cp=1 before megatron-core 0.18.0 (release 26.06), tp*cp its heads from it; for DeepSeek-V4's "
               "hybrid attention tp its output-projection groups and cp=1"),
     ("experts", "ep must divide the routed experts (ep=1 for a dense model)"),
     ("pipeline", "the layers must split over pp*vp virtual stages as Megatron builds them (each stage holds a "

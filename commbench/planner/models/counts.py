@@ -13,12 +13,14 @@ modeling_glm4_moe.py, as megatron-core's TopKRouter expert_bias) is left out.
 
 Vocabulary: the model's own (`ModelSpec.vocab`, the model card's) unless `vocab=` says otherwise. The step
 model passes the rows the framework builds (`step_vocab`): Megatron-LM pads the vocabulary to a multiple of
-make_vocab_size_divisible_by x TP, TorchTitan does not. Parameter counts that describe the model (what `plan`
+make_vocab_size_divisible_by x TP (the emitted divisor keeps the model's vocabulary wherever TP divides it:
+megatron_vocab_divisor), TorchTitan does not. Parameter counts that describe the model (what `plan`
 reports as its size) stay unpadded.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -34,25 +36,65 @@ from commbench.planner.models.spec import ModelSpec
 MEGATRON_VOCAB_DIVISIBLE_BY = 128
 
 
+def megatron_vocab_divisor(m: ModelSpec, tp: int) -> int:
+    """--make-vocab-size-divisible-by the emitted Megatron launch passes at this TP: the model's own divisor
+    (`Architecture.vocab_divisible_by`) where Megatron-LM's padding to divisor x TP keeps the vocabulary, else the
+    largest divisor of it whose multiple by TP divides the vocabulary, so the launch builds the vocabulary asked for
+    (Qwen's 151,936 = 128 x 1187: 128 at TP1, 64 at TP2, 16 at TP8); the own divisor where no such one exists (TP
+    does not divide the vocabulary: Megatron-LM must pad, megatron_vocab_padding_note says so).
+
+    Megatron-LM (26.02's b0cc2706 megatron/training/tokenizer/tokenizer.py:117-123 `_vocab_size_with_padding`) pads
+    to a multiple of make_vocab_size_divisible_by x TP; Megatron-Bridge builds a vocabulary its provider sets (an
+    HF-converted model's, a recipe provider's: Qwen3MoEModelProvider, DeepSeekV3ModelProvider vocab_size) unpadded
+    at every TP (v0.3.0 training/setup.py:177-180 `_validate_and_set_vocab_size`: an explicit vocab_size gives
+    should_pad_vocab False; gpt_provider.py:247-252 then builds `self.vocab_size` rows). A model without an [arch]
+    table launches without --make-vocab-size-divisible-by: Megatron-LM's default 128."""
+    if m.architecture is None:
+        return MEGATRON_VOCAB_DIVISIBLE_BY
+    own, tp = m.architecture.vocab_divisible_by, int(tp)
+    if m.vocab % (own * tp) == 0:
+        return own
+    keeping = [d for d in range(own, 0, -1) if own % d == 0 and m.vocab % (d * tp) == 0]
+    return keeping[0] if keeping else own
+
+
 def step_vocab(m: ModelSpec, tp, framework: str = "megatron"):
     """Rows of the embedding and output layer the framework builds, per TP size (array in, array out).
 
     megatron: Megatron-LM core_v0.16.1 megatron/training/tokenizer/tokenizer.py `_vocab_size_with_padding` pads
       the vocabulary to ceil(vocab / (make_vocab_size_divisible_by x TP)) x that multiple; gpt_builders.py builds
       the embedding and output layer with `args.padded_vocab_size`, and training.py num_floating_point_operations
-      (as Megatron-Bridge's flop_utils.py, via calculate_padded_vocab_size) counts the logits with it. The divisor
-      is the one the emitted plan passes (`Architecture.vocab_divisible_by`, emit/megatron_arch.py), else
-      Megatron-LM's default 128. DeepSeek-V3 (129,280, divisor 1280): 129,280 rows at TP1, 130,560 at TP2,
-      133,120 at TP4 and TP8.
+      counts the logits with it. The divisor is the one the emitted plan passes at that TP (megatron_vocab_divisor),
+      which keeps the model's vocabulary wherever TP divides it: DeepSeek-V3 (129,280, divisor 1280) builds 129,280
+      rows at TP1 (1280), TP2 (640), TP4 (320) and TP8 (160), as Megatron-Bridge builds it.
     torchtitan: 0.3.0 builds Embedding(num_embeddings=vocab_size) and the lm_head Linear(out_features=vocab_size)
       with the model's vocabulary (emit/torchtitan_dense.py, torchtitan_mla.py; the loss's global_vocab_size is
       config_utils.decoder_vocab_size, the same number): no padding."""
     tp = np.asarray(tp)
     if framework != "megatron":
         return np.full(tp.shape, float(m.vocab)) if tp.ndim else float(m.vocab)
-    divisor = m.architecture.vocab_divisible_by if m.architecture is not None else MEGATRON_VOCAB_DIVISIBLE_BY
-    multiple = divisor * tp
-    return np.ceil(m.vocab / multiple) * multiple
+    if tp.ndim:
+        sizes = {int(t): _megatron_rows(m, int(t)) for t in np.unique(tp)}
+        return np.array([sizes[int(t)] for t in tp.ravel()], dtype=np.float64).reshape(tp.shape)
+    return _megatron_rows(m, int(tp))
+
+
+def _megatron_rows(m: ModelSpec, tp: int) -> float:
+    multiple = megatron_vocab_divisor(m, tp) * tp
+    return float(math.ceil(m.vocab / multiple) * multiple)
+
+
+def megatron_vocab_padding_note(m: ModelSpec, tp: int) -> list[str]:
+    """The plan's note where Megatron-LM must pad the vocabulary at this TP (TP does not divide it): the rows it
+    builds, which the plan prices (step_vocab)."""
+    rows = _megatron_rows(m, tp)
+    if rows == m.vocab:
+        return []
+    return [f"{m.name}'s vocabulary of {m.vocab:,} is not divisible by TP{tp}: Megatron-LM pads it to {rows:,.0f} "
+            f"rows (make_vocab_size_divisible_by {megatron_vocab_divisor(m, tp)} x TP{tp}, tokenizer.py "
+            f"_vocab_size_with_padding), {rows - m.vocab:,.0f} rows no token reads; the plan prices the padded "
+            "embedding, output layer and logits; a checkpoint converted to or from the model's own keeps "
+            f"{m.vocab:,}"]
 
 
 def framework_model(m: ModelSpec, framework: str = "megatron") -> ModelSpec:

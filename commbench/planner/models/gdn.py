@@ -61,7 +61,15 @@ def num_full_attention_layers(num_layers: int, freq: int) -> int:
 
 
 def gdn_heads_bad(model: ModelSpec, tp, cp) -> np.ndarray:
-    """TransformerConfig: key and value heads divisible by TP, and no context parallelism."""
+    """TransformerConfig: key and value heads divisible by TP; context parallelism only where the release's
+    megatron-core splits GDN heads over CP (ModelSpec.gdn_context_parallel, 0.18.0 on: Megatron-LM 20ba03fec0 "Gated
+    delta net context parallel (CP) (#2642)"; 26.04.01's 2edffadb transformer_config.py:1115-1118 still asserts
+    context_parallel_size == 1), and then the key and value heads of a TP rank divisible by CP (26.06's d0b3b775
+    ssm/gated_delta_net.py:389-392, 546 split them as heads // tp // cp after the all-to-all)."""
     if not model.linear_attention_freq:
         return np.zeros(np.shape(tp), dtype=bool)
-    return (model.gdn_num_key_heads % tp != 0) | (model.gdn_num_value_heads % tp != 0) | (cp != 1)
+    tp, cp = np.asarray(tp), np.asarray(cp)
+    heads_bad = (model.gdn_num_key_heads % tp != 0) | (model.gdn_num_value_heads % tp != 0)
+    if not model.gdn_context_parallel:
+        return heads_bad | (cp != 1)
+    return heads_bad | (model.gdn_num_key_heads % (tp * cp) != 0) | (model.gdn_num_value_heads % (tp * cp) != 0)

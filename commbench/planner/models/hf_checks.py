@@ -27,6 +27,10 @@ def _top_k_key(c) -> str:
 def check_sizes(c, fields: dict[str, Any]) -> None:
     """One line naming the config.json key, its value and what is allowed (c: hf_config._Config; fields: the
     ModelSpec fields its reader made)."""
+    from commbench.planner.models.spec import MAX_MODEL_LAYERS
+    if not 1 <= fields["num_layers"] <= MAX_MODEL_LAYERS:   # before the rules below, which are relative to it
+        raise c.fail(f"num_hidden_layers={fields['num_layers']} is invalid: 1..{MAX_MODEL_LAYERS:,} (the decoder "
+                     "layers)")
     heads, kv = fields["num_heads"], fields.get("num_kv_heads")
     if fields.get("attention", "gqa") == "gqa" and kv is not None and (kv == 0 or heads % kv):
         raise c.fail(f"num_key_value_heads={kv} is invalid: a divisor of num_attention_heads ({heads})")

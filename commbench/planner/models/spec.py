@@ -93,6 +93,9 @@ class ModelSpec:
     # stack (False where its MambaStack slices num_layers // pp per rank: release_flags.release_model sets it per
     # release; layout/split.py then offers even splits only). Not written into plan.json's model_spec.
     hybrid_uneven_split: bool = field(default=True, repr=False)
+    # Not the network either: whether that Megatron-LM splits Gated DeltaNet layers over context parallelism
+    # (megatron-core 0.18.0 on: release_flags.GDN_CP_CORE; release_model sets it per release). Not in plan.json.
+    gdn_context_parallel: bool = field(default=False, repr=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from commbench.planner.step import cp_comm, fsdp, gemm_shape, kernels, loss_time, mamba, memory, module_precision, \
+from commbench.planner.step import cp_comm, fsdp, gdn, gemm_shape, kernels, loss_time, mamba, memory, module_precision, \
     moe_comm, tp_comm
 from commbench.planner.step.mamba import block_counts
 from commbench.planner.step.stage_memory import candidate_arrays
@@ -475,6 +475,11 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
             model, system, collective_time_s, tokens_mb=tokens_mb, tp=tp, cp=cp,
             cp_domains=domains_touched(tp * cp, cp, dom, max_dom), act_bytes=ACT_BYTES, rerun=rerun_full)
         cp_total_mb, cp_exposed_mb = cp_total_mb + mamba_cp, cp_exposed_mb + mamba_cp
+    if blocks.linear and np.any(cp > 1):  # so do Gated DeltaNet's (26.06 on; invalid rows before: models/gdn.py)
+        gdn_cp = blocks.linear / pp * imbalance * gdn.cp_all_to_all_s(
+            model, system, collective_time_s, tokens_mb=tokens_mb, tp=tp, cp=cp,
+            cp_domains=domains_touched(tp * cp, cp, dom, max_dom), act_bytes=ACT_BYTES, rerun=rerun_full)
+        cp_total_mb, cp_exposed_mb = cp_total_mb + gdn_cp, cp_exposed_mb + gdn_cp
 
     # Pipeline send/recv: one activation per virtual stage each way (scattered over TP with SP).
     if np.any(pp > 1):

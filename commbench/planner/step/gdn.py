@@ -2,7 +2,9 @@
 
 megatron-core 0.16 (ssm/gated_delta_net.py, TransformerConfig): key and value heads split over TP
 (both divisible by it), in_proj column-parallel and out_proj row-parallel, so one all-gather +
-reduce-scatter pair each way like attention; no context parallelism (cp must be 1, the layout rule).
+reduce-scatter pair each way like attention. Context parallelism (megatron-core 0.18.0 on, release 26.06; cp=1
+before, the layout rule): the in_proj output goes from sequence to head shards by an all-to-all over CP before
+conv1d and the delta rule, and the gated norm's output back before out_proj (cp_all_to_all_s), as Mamba's.
 Memory traffic per token (forward, read + write, elements), as step/mamba.py counts a Mamba block:
 pre-norm + residual (5 h), conv1d over q, k, v (2 x channels), the chunked delta rule (read q, k, v
 and the b/a gates, write the output), gated RMSNorm (read output and z, write), fp8 casts of the GEMM
@@ -40,3 +42,18 @@ def activation_elements(model: ModelSpec, tp, cp, sp, keep_norm, precision) -> n
     states = 2.0 * model.gdn_num_value_heads * model.gdn_key_head_dim * model.gdn_value_head_dim / CHUNK_TOKENS
     per_head = in_proj_width(model) + conv_channels(model) + v + v * gemm_in + states
     return (h + keep * h * gemm_in) / seq_shard + per_head / (tp * cp)
+
+
+def cp_all_to_all_s(model: ModelSpec, system, collective_time_s, *, tokens_mb, tp, cp, cp_domains,
+                    act_bytes: int, rerun=0.0) -> np.ndarray:
+    """Per micro-batch per Gated DeltaNet layer: the CP all-to-alls, forward and backward (0 where cp = 1), and the
+    forward's again for the `rerun` share of layers full recompute re-runs. Megatron-LM 26.06 (d0b3b775)
+    ssm/gated_delta_net.py: tensor_a2a_cp2hp of the in_proj output (q, k, v, z, b, a: in_proj_width / TP per token)
+    and tensor_a2a_hp2cp of the gated norm's output (v_dim / TP per token), each over the micro-batch's tokens / CP
+    per rank; backward runs their transposes (mamba_context_parallel.py autograd functions)."""
+    if not np.any(cp > 1):
+        return np.zeros(np.shape(tp))
+    rows = tokens_mb / cp / tp * act_bytes
+    one_way = (collective_time_s(system, "all_to_all", rows * in_proj_width(model), cp, cp_domains)
+               + collective_time_s(system, "all_to_all", rows * v_dim(model), cp, cp_domains))
+    return np.where(cp > 1, (2.0 + np.asarray(rerun, dtype=float)) * one_way, 0.0)

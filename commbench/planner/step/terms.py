@@ -503,7 +503,7 @@ CALIBRATION_VERSION = 1
 # of the source: a hash moves with every comment and refactor (every file would warn), and one of the model's
 # outputs with a model-zoo or hardware.toml edit; tests/test_calibration_step_model.py pins reference predictions of
 # the step model to this value, so a physics change that forgets to set it fails there.
-STEP_MODEL = "2026-12-06.17"  # a launch of native (26.06.01 on) prices its cross entropy's HBM traffic over TE's on the loss stage (step/loss_time.py, fix-FM); .16: memory only: a release whose Megatron-LM takes te launches (and charges) TE's loss, 25.09-26.06 (fix-FD); .15: a hybrid model at 25.09/25.11/26.02 splits over pp evenly only, as their MambaStack builds it (release_flags.HYBRID_EVEN_SPLIT_ONLY, fix-FH)
+STEP_MODEL = "2026-12-06.19"  # moves Gated DeltaNet CP rows only (valid from 26.06: their CP all-to-alls, step/gdn.py cp_all_to_all_s, fix-G8); .18: a Megatron launch keeps the vocabulary wherever TP divides it (--make-vocab-size-divisible-by over TP: models/counts.megatron_vocab_divisor), so its output layer, embedding and logits are priced at the model's rows, not 128 x TP's (fix-G8); .17: a launch of native (26.06.01 on) prices its cross entropy's HBM traffic over TE's on the loss stage (step/loss_time.py, fix-FM); .16: memory only: a release whose Megatron-LM takes te launches (and charges) TE's loss, 25.09-26.06 (fix-FD); .15: a hybrid model at 25.09/25.11/26.02 splits over pp evenly only, as their MambaStack builds it (release_flags.HYBRID_EVEN_SPLIT_ONLY, fix-FH)
 
 
 def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None,
