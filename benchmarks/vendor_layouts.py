@@ -156,6 +156,7 @@ from cli_args import calibration_argument, calibration_of, parser_for
 from commbench.planner.calibrate import coverage
 from commbench.planner.calibrate.gain_error import layout_pair_errors, median_gain_error, run_key, run_structure
 from commbench.planner.calibrate.published import flags_assumed, predict_runs, published_runs, _preset
+from commbench.planner.layout.graph_scope import resolved_masks, scope_mask
 from commbench.planner.layout.placement import ep_domains
 from commbench.planner.layout.recipes import releases
 from commbench.planner.search.space import STRUCTURE, SearchRequest, best_for_pins, rank_of, search, structure_rank_of
@@ -328,6 +329,25 @@ FLAG_FIELDS = ("recompute", "recompute_layers", "cuda_graph", "cuda_graph_scope"
                "cpu_offload_layers")
 
 
+def differing_flags(model, published, chosen) -> list[str]:
+    """The FLAG_FIELDS in which `chosen` runs otherwise than `published` (same structure), less the differences that
+    change nothing the launch runs: a per-layer graph scope written two ways ('' is the recipes' scope for the model,
+    graph_scope.default_scope: "attn+moe_router+moe_preprocess" for a MoE transformer), a scope where neither runs
+    per-layer graphs, and TP comm overlap where it cannot run (Megatron-Bridge v0.3.1
+    src/megatron/bridge/training/comm_overlap.py:439-445 turns tp_comm_overlap off at TP size < 2 and without
+    sequence parallelism, whatever the recipe sets). A per-layer graph switched on or off is one difference,
+    cuda_graph (its scope goes with it)."""
+    def runs(layout, name):
+        if name == "cuda_graph_scope":   # compared where both run per-layer graphs; else cuda_graph differs
+            if published.cuda_graph != "layer" or chosen.cuda_graph != "layer":
+                return None
+            return int(resolved_masks(model, np.array([scope_mask(layout.cuda_graph_scope)]))[0])
+        if name == "tp_comm_overlap":
+            return bool(layout.tp_comm_overlap and layout.tp >= 2 and layout.sequence_parallel)
+        return getattr(layout, name)
+    return [name for name in FLAG_FIELDS if runs(published, name) != runs(chosen, name)]
+
+
 def flag_gains(rows: list[dict], cal=CALIBRATED) -> dict[str, list[float]]:
     """Where the search's flags for a published structure differ from the published ones: per row
     (key "why"), each differing flag switched alone on the published layout and its PREDICTED gain;
@@ -338,10 +358,13 @@ def flag_gains(rows: list[dict], cal=CALIBRATED) -> dict[str, list[float]]:
         r["why"] = []
         if best is None or r.get("rank") is None:
             continue
-        names = [f for f in FLAG_FIELDS if getattr(lay, f) != getattr(best, f)]
+        names = differing_flags(r["run"].model, lay, best)
         if not names:
             continue
-        run, changed = r["run"], [dataclasses.replace(lay, **{f: getattr(best, f)}) for f in names]
+        # a graph switched on or off takes the chosen layout's scope with it (differing_flags compares scopes only
+        # where both run per-layer graphs)
+        run, changed = r["run"], [dataclasses.replace(lay, **{f: getattr(best, f)}, **(
+            {"cuda_graph_scope": best.cuda_graph_scope} if f == "cuda_graph" else {})) for f in names]
         bd = evaluate_layouts(run.model, _preset(run.preset, int(run.row["num_gpus"])),
                               LayoutArrays.from_layouts([lay] + changed), seq_len=int(run.row["seq_len"]),
                               calibration=cal, loss=run_loss("megatron"))
