@@ -139,6 +139,27 @@ GPU time the host's launches hide behind (NCCL's own stream, torch makes the com
 core_v0.14.0 token_dispatcher.py syncs before the dispatch all-to-all), host terms refitted: in-sample 3.7% both,
 held-out GB300 6.3 -> 6.5%, leave-one-release-out 26.02 5.2 -> 5.4% / 25.11 6.6 -> 7.3%, newer releases 4.6 ->
 4.9%, median rank 11 -> 12, within band 68 -> 66%: held out worse, not kept.
+Checked (session 43, fix-G9; STEP_MODEL unchanged): the rows ranked > 10 as published but near the top with the
+search's flags (srank), each flag switched alone (--why, PREDICTED):
+- 7/32 DeepSeek-V3 256x GB200 MXFP8 (19 -> 9): mla_up_proj -> none +1.0%; 76 (25.09, 20 -> 15) +0.9%. Recorded right
+  for 26.02/26.02.01 (Megatron-Bridge v0.3.1 deepseek_workload_base_configs.py GB200_V1 recompute_modules
+  ["mla_up_proj"]); 25.09 runs ["mla_up_proj", "mlp", "moe_act"] (v0.1.0rc3 run_script.py:91), read as mla_up_proj
+  (tools/recipe_mapping.py keeps one module). Without it the row is predicted at 7.3 GB (3.7%) from the HBM.
+- 10/35 gpt-oss GB200 (39 -> 2), 12 B200 (25 -> 13), 13/38 H100 (21 -> 4): moe_act -> none +4.9 / +4.1 / +4.6%. The
+  recipe is ["layernorm", "moe_act"] (v0.3.1 gpt_oss_workload_base_configs.py, since e59a57360 "fix GPT-OSS perf
+  scripts"), read as moe_act: its layernorm (the MoE pre-MLP norm, ~0.2% and 3.4 GB on GB200 as priced) is dropped.
+  moe_act's bytes are the source's (core_v0.16.0 experts.py 680-750: the eager clamp + cat before the fused quick-GEGLU,
+  11 FFN-widths per routed copy). NVIDIA pays it where the memory model says it fits without (GB200 +59.7 GB).
+- 21 Nemotron-3-Nano 8x GB200 (35 -> 2, flags assumed): the v0.3.1 recipe (nemotron_3_nano_workload_base_configs.py
+  GB200: mbs 2, EP8 HybridEP, TE graphs attn + mamba + moe_router + moe_preprocess) runs the graphs the search picks
+  (+9.2%); not read, for the reason tools/recipes_from_megatron_bridge.py gives.
+None of the search's picks is refused by megatron-core 0.16 (transformer_config.py 1716-1830: search/graph_recompute.py
+and frameworks.py already drop full recompute under per-layer graphs, graphs with CPU offloading). Against NVIDIA's
+matched one-flag measurements (benchmarks/flag_ab.py): the memory model agrees where Nano needs a saver (4.20 vs
+4.194 GB for moe_act, all three sets OOM); a per-layer graph's worth is over-predicted (Qwen3-30B-A3B 16x H100: +7.2%
+predicted, -1.5% measured), and the recompute modules cost more than priced where measured (Megatron-Bridge
+skills/nemo-mbridge-perf-activation-recompute, Moonlight 16B H100: moe_act +1.99%, mla_up_proj +5.19%, layernorm
++8.8% of the step): both make the published savers dearer, not the published rows' ranks better.
 """
 
 from __future__ import annotations
@@ -156,6 +177,7 @@ from cli_args import calibration_argument, calibration_of, parser_for
 from commbench.planner.calibrate import coverage
 from commbench.planner.calibrate.gain_error import layout_pair_errors, median_gain_error, run_key, run_structure
 from commbench.planner.calibrate.published import flags_assumed, predict_runs, published_runs, _preset
+from commbench.planner.layout.graph_scope import resolved_masks, scope_mask
 from commbench.planner.layout.placement import ep_domains
 from commbench.planner.layout.recipes import releases
 from commbench.planner.search.space import STRUCTURE, SearchRequest, best_for_pins, rank_of, search, structure_rank_of
@@ -328,6 +350,25 @@ FLAG_FIELDS = ("recompute", "recompute_layers", "cuda_graph", "cuda_graph_scope"
                "cpu_offload_layers")
 
 
+def differing_flags(model, published, chosen) -> list[str]:
+    """The FLAG_FIELDS in which `chosen` runs otherwise than `published` (same structure), less the differences that
+    change nothing the launch runs: a per-layer graph scope written two ways ('' is the recipes' scope for the model,
+    graph_scope.default_scope: "attn+moe_router+moe_preprocess" for a MoE transformer), a scope where neither runs
+    per-layer graphs, and TP comm overlap where it cannot run (Megatron-Bridge v0.3.1
+    src/megatron/bridge/training/comm_overlap.py:439-445 turns tp_comm_overlap off at TP size < 2 and without
+    sequence parallelism, whatever the recipe sets). A per-layer graph switched on or off is one difference,
+    cuda_graph (its scope goes with it)."""
+    def runs(layout, name):
+        if name == "cuda_graph_scope":   # compared where both run per-layer graphs; else cuda_graph differs
+            if published.cuda_graph != "layer" or chosen.cuda_graph != "layer":
+                return None
+            return int(resolved_masks(model, np.array([scope_mask(layout.cuda_graph_scope)]))[0])
+        if name == "tp_comm_overlap":
+            return bool(layout.tp_comm_overlap and layout.tp >= 2 and layout.sequence_parallel)
+        return getattr(layout, name)
+    return [name for name in FLAG_FIELDS if runs(published, name) != runs(chosen, name)]
+
+
 def flag_gains(rows: list[dict], cal=CALIBRATED) -> dict[str, list[float]]:
     """Where the search's flags for a published structure differ from the published ones: per row
     (key "why"), each differing flag switched alone on the published layout and its PREDICTED gain;
@@ -338,10 +379,13 @@ def flag_gains(rows: list[dict], cal=CALIBRATED) -> dict[str, list[float]]:
         r["why"] = []
         if best is None or r.get("rank") is None:
             continue
-        names = [f for f in FLAG_FIELDS if getattr(lay, f) != getattr(best, f)]
+        names = differing_flags(r["run"].model, lay, best)
         if not names:
             continue
-        run, changed = r["run"], [dataclasses.replace(lay, **{f: getattr(best, f)}) for f in names]
+        # a graph switched on or off takes the chosen layout's scope with it (differing_flags compares scopes only
+        # where both run per-layer graphs)
+        run, changed = r["run"], [dataclasses.replace(lay, **{f: getattr(best, f)}, **(
+            {"cuda_graph_scope": best.cuda_graph_scope} if f == "cuda_graph" else {})) for f in names]
         bd = evaluate_layouts(run.model, _preset(run.preset, int(run.row["num_gpus"])),
                               LayoutArrays.from_layouts([lay] + changed), seq_len=int(run.row["seq_len"]),
                               calibration=cal, loss=run_loss("megatron"))

@@ -124,3 +124,26 @@ def test_flags_are_published_only_where_a_recipe_or_the_row_gives_them():
     assert vendor_layouts.flags_published(told)
     fsdp = next(r for r in runs if (r.row["release"], r.row["model"], r.row["gpu"]) == ("25.11", "Llama3-8B", "H100"))
     assert not vendor_layouts.flags_published(fsdp)
+
+
+def test_a_scope_written_two_ways_or_an_overlap_that_cannot_run_is_no_differing_flag():
+    """The --why list names only what the launch runs otherwise: row 7's published scope attn+moe_router+
+    moe_preprocess is the scope '' stands for on a MoE model (graph_scope.default_scope), and TP comm overlap is off
+    at TP 1 whatever the recipe sets (Megatron-Bridge comm_overlap.py:439-442)."""
+    run = _run(lambda lay: lay.cuda_graph == "layer" and lay.cuda_graph_scope == "attn+moe_router+moe_preprocess"
+               and lay.tp == 1)
+    assert run.model.is_moe
+    same = dataclasses.replace(run.layout, cuda_graph_scope="", tp_comm_overlap=not run.layout.tp_comm_overlap)
+    assert vendor_layouts.differing_flags(run.model, run.layout, same) == []
+    rows = [dict(run=run, rank=1, flagged=same)]
+    assert vendor_layouts.flag_gains(rows) == {} and rows[0]["why"] == []
+    narrower = dataclasses.replace(run.layout, cuda_graph_scope="moe_router+moe_preprocess")
+    assert vendor_layouts.differing_flags(run.model, run.layout, narrower) == ["cuda_graph_scope"]
+    eager = dataclasses.replace(run.layout, cuda_graph="none", cuda_graph_scope="")
+    assert vendor_layouts.differing_flags(run.model, run.layout, eager) == ["cuda_graph"]
+
+
+def test_tp_comm_overlap_differs_where_tp_runs_it():
+    run = _run(lambda lay: lay.tp >= 2 and lay.sequence_parallel and lay.tp_comm_overlap)
+    off = dataclasses.replace(run.layout, tp_comm_overlap=False)
+    assert vendor_layouts.differing_flags(run.model, run.layout, off) == ["tp_comm_overlap"]
