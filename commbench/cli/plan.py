@@ -242,12 +242,16 @@ def plan(
                                 precision=precision, num_gpus=gpus, software=software)
     from commbench.planner.layout.recipe_model import sequence_length
     seq_used, seq_note = sequence_length(spec, seq_len)   # the length planned at, and where a default came from
+    if framework == "torchtitan" and torchtitan_version == "0.2":
+        # the pins gain what a 0.2 TOML fixes, so the search proposes only what it can write (a later stage's facts:
+        # the planner's search may not import its emitters)
+        from commbench.planner.emit.torchtitan import titan_02_pins
+        pins = titan_02_pins(spec, pins, precision)
     req = SearchRequest(model=spec, fabric=fabric, num_gpus=gpus,
                         gbs=gbs, precision=precision, precision_asked=precision_asked,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
                         moe_capacity_factor=moe_capacity_factor,
-                        pins=pins, calibration=cal, framework=framework, software=software,
-                        torchtitan_version=torchtitan_version)
+                        pins=pins, calibration=cal, framework=framework, software=software)
     spec = req.model   # as the release's Megatron-LM splits it (release_flags.release_model)
     if not complete:
         from commbench.cli.search_view import run_plan_search

@@ -74,9 +74,6 @@ class SearchRequest:
     software: str | None = None  # Megatron-Bridge release whose features are searched (None: the newest)
     software_note: str = ""      # set here: whose recipes stand in for a release the table lacks
     software_asked: bool | None = None   # set here (None): whether `software` was given, not the newest by default
-    # the TorchTitan release whose launch a --framework torchtitan plan writes (emit/torchtitan.TORCHTITAN_VERSIONS):
-    # at 0.2 the pins gain what its TOML fixes (titan_02_pins), so the search proposes only what it can write
-    torchtitan_version: str = "0.3"
     # What the search plans (step/loss_memory.py TARGETS), the one switch both of these follow from:
     # "launch": the Megatron-LM / TorchTitan launch commbench emits (plan, tune): the memory charges the launch's cross
     #   entropy (loss_memory.launch_loss: the recipes' te where the release's Megatron-LM takes it, else native), and
@@ -133,9 +130,6 @@ class SearchRequest:
         if self.target not in TARGETS:
             raise invalid("target", self.target, "what the search plans: " + " or ".join(TARGETS)
                           + " (the launch commbench emits, or a published Megatron-Bridge run)")
-        if self.framework == "torchtitan" and self.torchtitan_version == "0.2":   # what its TOML can write
-            from commbench.planner.emit.torchtitan import titan_02_pins
-            object.__setattr__(self, "pins", titan_02_pins(self.model, self.pins, self.precision))
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins,
                                                               release=self.software, launch=self.target == "launch"))
         if self.framework == "megatron" and self.target == "launch":   # a pin whose flags the release cannot parse
