@@ -722,8 +722,9 @@ def test_a_torchtitan_converter_of_no_known_format_is_refused_not_read_as_bf16(c
 def test_a_start_file_of_another_gpu_starts_the_fit_as_plan_predicts_that_gpu(tmp_path):
     """`calibrate B200-runs --calibration H100-file` started the fit from the H100-fitted kernel terms and printed a
     'before' error (1.4%) that --evaluate with the same file on the same runs does not (1.9%: a plan of a GPU the file
-    never saw takes the shipped kernel terms, CalibrationFile.for_gpu). The fit now starts where plan and --evaluate
-    stand, and says so in --evaluate's one warning (found from outside)."""
+    never saw takes the shipped kernel terms, CalibrationFile.for_gpu). The 'before' figure is now where plan and
+    --evaluate stand, said in --evaluate's one warning (found from outside); the fit itself starts from the file's terms
+    whole (tests/test_calibrate_chain.py: the file written lists the start file's runs, so its terms carry them)."""
     h100 = [dict(model="Llama3-8B", gpu="H100", num_gpus=8, precision="FP8", seq_len=8192, gbs=gbs, mbs=1, tp=1, pp=1,
                  cp=1, tokens_per_s_per_gpu=tok) for gbs, tok in ((128, 14000), (256, 14500))]
     b200 = [dict(model="Llama3-8B", gpu="B200", num_gpus=8, precision="MXFP8", seq_len=8192, gbs=gbs, mbs=mbs, tp=1,

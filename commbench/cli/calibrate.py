@@ -257,6 +257,29 @@ def check_units(runs, calibration) -> None:
                                  "tokens/s, not TFLOP/s, in tokens_per_s_per_gpu)")
 
 
+def _check_start_is_current(start_file) -> None:
+    """A chained fit (-O with --calibration FILE) writes FILE's terms, and its runs, under this commbench's step model:
+    from a FILE fitted to another step model (or to one it does not record) that stamped stale terms current, and
+    plan with the result warned no more. Refused in one line naming the way out: refit FILE's runs without it."""
+    from commbench.planner.step.terms import STEP_MODEL
+    if start_file.step_model == STEP_MODEL:
+        return
+    said = (f"was fitted to step model {start_file.step_model}" if start_file.step_model
+            else "records no step model (written before step models were recorded)")
+    sources = _fitted_on(start_file.path)
+    raise CommbenchError(f"--calibration {start_file.path} {said}, not this commbench's {STEP_MODEL}: a fit from it "
+                         f"would write its terms as fitted to {STEP_MODEL}; refit its runs without --calibration "
+                         f"(`commbench calibrate {' '.join(sources) if sources else 'RUNS'} ... -O FILE`), then chain "
+                         "from that file")
+
+
+def _fitted_on(path: str) -> list[str]:
+    """A calibration file's "fitted_on" (the RUNS files it was fitted from), [] where it records none readable."""
+    from commbench.errors import read_user_file
+    said = json.loads(read_user_file(path, "calibration file")).get("fitted_on")
+    return [s for s in said if isinstance(s, str)] if isinstance(said, list) else []
+
+
 def skipped_runs(runs) -> list[dict]:
     """The runs the model does not cover: position (1-based over all RUNS rows), file and row, label and reason."""
     return [{"run_index": i + 1, "where": r.where, "run": r.label, "reason": r.skip_reason}
@@ -452,6 +475,8 @@ def calibrate(
 
         claim_output(out, "--out", marker=CALIBRATION_KIND, what="calibration", force=force).release()
     start_file = read_calibration_file(calibration) if calibration else None
+    if start_file and not evaluate:
+        _check_start_is_current(start_file)
     start = start_file.calibration if start_file else CALIBRATED
     shipped_terms = {"calibration_shipped_terms": list(start_file.shipped_terms)} if start_file else {}
     for line in start_file.warnings() if start_file else []:
@@ -495,7 +520,6 @@ def calibrate(
         _print_skipped(skipped)
         _print_notes(loaded)
         return
-    from commbench.planner.calibrate.fit import preset_gpu
     from commbench.planner.calibrate.regularise import calibrate_report
     from commbench.planner.step.terms import fitted_runs
     again = [run_key(r) for r in loaded if listed_in(r, frozenset(fitted_runs(calibration)))] if calibration else []
@@ -505,10 +529,10 @@ def calibrate(
                              "would count twice; give only runs it was not fitted on, or fit every run from the "
                              "shipped calibration (no --calibration)")
     # "before" as --evaluate with the same file says it; its warning names each GPU the file's runs do not include
-    start_rows, other_gpus = (scoped_evaluation_rows(loaded, start_file, frozenset()) if start_file
-                              else (evaluation_rows(loaded, start), []))
-    if other_gpus and not any(start_file.fitted_on(preset_gpu(r.preset)) for r in loaded):
-        start = start_file.for_gpu(other_gpus[0])[0]   # the fit starts where plan predicts these GPUs with the file
+    start_rows = (scoped_evaluation_rows(loaded, start_file, frozenset())[0] if start_file
+                  else evaluation_rows(loaded, start))
+    # the fit starts from the file's terms whole, also on GPUs its runs never saw: the file written lists its runs, so
+    # its terms must carry them (a start from the shipped kernel terms wrote those over the ones fitted to its runs)
     with console.status(f"fitting the terms {len(loaded)} run(s) determine"):
         report = calibrate_report(loaded, start, loo=loo)
     fitted = report.fitted
