@@ -141,3 +141,24 @@ def test_the_step_model_identifier_moves_with_the_physics():
     assert list(step_s) == pytest.approx(REFERENCE[STEP_MODEL], rel=1e-9), (
         f"the step model's predictions moved ({list(map(float, step_s))}): set step.terms.STEP_MODEL to today's "
         "date and pin these figures under it")
+
+
+@pytest.mark.parametrize("value", [19, "banana", None, ["2026-12-06.19"]])
+@pytest.mark.parametrize("command", ["plan", "evaluate"])
+def test_a_malformed_step_model_is_refused_in_one_line(tmp_path, value, command):
+    """step_model 19 read as a file that records none ("written before step models were recorded"), and "banana" as
+    another step model, warned and then used (found from outside): refused in one line naming the field, the value
+    and what is allowed, exit 2."""
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(dict(calibration_json(CALIBRATED, fitted_on=["x.log"]), step_model=value)))
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps([dict(model="Llama3-8B", gpu="H100", num_gpus=8, precision="FP8", seq_len=8192, gbs=128,
+                                     mbs=1, tp=1, pp=1, cp=1, tokens_per_s_per_gpu=12000)]))
+    args = ([*PLAN, "--calibration", str(path)] if command == "plan"
+            else ["calibrate", "--evaluate", str(rows), "--calibration", str(path)])
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "300"})
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    said = " ".join(result.output.split())
+    assert said.count("error:") == 1 and "Traceback" not in said, said
+    assert f"field 'step_model' = {json.dumps(value)}" in said and "allowed: a step model id" in said, said
+    assert "YYYY-MM-DD.N" in said and STEP_MODEL in said, said

@@ -325,6 +325,7 @@ Terms (why each exists):
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, fields, replace
 
 HOPPER = ("h100", "h200", "h800")
@@ -554,6 +555,26 @@ def load_calibration(path: str) -> Calibration:
     return read_calibration(path)[0]
 
 
+# A step model id as STEP_MODEL writes it: the day (YYYY-MM-DD) and, from a second change that day, ".N"
+STEP_MODEL_ID = re.compile(r"\d{4}-\d{2}-\d{2}(?:\.\d+)?")
+
+
+def _check_step_model_field(path: str, data: dict) -> None:
+    """A calibration file's "step_model" is absent (written before step models were recorded) or a STEP_MODEL_ID: any
+    other value (19, "banana", null) is a corrupt or hand-edited file, refused in one line naming the field, not read
+    as a file of no step model (19 was) nor as another step model's and then used ("banana" was)."""
+    import json
+
+    from commbench.errors import CommbenchError
+    if "step_model" not in data:
+        return
+    value = data["step_model"]
+    if not (isinstance(value, str) and STEP_MODEL_ID.fullmatch(value)):
+        raise CommbenchError(f"calibration file {path}: field 'step_model' = {json.dumps(value)[:60]}; allowed: a step "
+                             f"model id as `commbench calibrate -O` writes it, YYYY-MM-DD or YYYY-MM-DD.N (this "
+                             f"commbench's: {STEP_MODEL}), or no field (a file written before step models were recorded)")
+
+
 def read_calibration(path: str) -> tuple[Calibration, tuple[str, ...]]:
     """A `commbench calibrate -O` file's terms, and the FITTED_TERMS it does not set (in FITTED_TERMS order), which
     keep the shipped values (CALIBRATED): a file of an older commbench fitted fewer terms. One-line errors; a file of
@@ -582,6 +603,7 @@ def read_calibration(path: str) -> tuple[Calibration, tuple[str, ...]]:
         raise CommbenchError(f"calibration file {path}: field 'version' = {version}; this commbench ({__version__}) "
                              f"reads calibration files of version 1 to {CALIBRATION_VERSION}: {writer}; upgrade, or "
                              "refit with this one's `commbench calibrate -O`")
+    _check_step_model_field(path, data)
     terms = data["terms"]
     unknown = sorted(set(terms) - set(FITTED_TERMS))
     if unknown:  # a term of another release's step model: its other terms were fitted beside it, so none is used
