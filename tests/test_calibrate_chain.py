@@ -62,3 +62,49 @@ def test_a_chained_fit_from_a_file_of_another_step_model_is_refused_not_stamped_
         assert said.count("error:") == 1 and "refit its runs without --calibration" in said, said
         assert (f"was fitted to step model {step_model}" if step_model else "records no step model") in said, said
         assert "b200.json" in said and not out.exists()
+
+
+PLAN = ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8", "--gbs", "128",
+        "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1", "--json"]
+
+
+def test_plan_says_which_terms_the_file_fitted_and_which_it_holds(tmp_path):
+    """A fit of one run (1 of 15 terms fitted) was reported by plan as "it sets every fitted term", and plan.json's
+    calibration_shipped_terms was []: nothing told the 14 terms held at their start values from the fitted one (found
+    from outside). The file records terms_fitted and terms_at_bound; plan says them and plan.json records them
+    (calibration_terms_fitted/_held/_at_bound); a file that records none: unknown, said so."""
+    from commbench.planner.step.terms import FITTED_TERMS
+    fit, cal = _fit(tmp_path, H100, "h100")
+    assert fit.exit_code == 0, fit.output
+    data = json.loads(cal.read_text())
+    assert data["terms_fitted"] == ["gemm_efficiency_hopper"] and data["terms_at_bound"] == []
+    doc = json.loads(CliRunner().invoke(app, [*PLAN, "--calibration", str(cal)]).stdout)
+    inputs = doc["inputs"]
+    assert inputs["calibration_terms_fitted"] == ["gemm_efficiency_hopper"]
+    assert inputs["calibration_terms_held"] == [t for t in FITTED_TERMS if t != "gemm_efficiency_hopper"]
+    assert inputs["calibration_terms_at_bound"] == []
+    line = next(a for a in doc["assumptions"] if a.startswith("efficiency terms:"))
+    assert "it sets every fitted term" not in line
+    assert "1 of 15 terms fitted to its runs (gemm_efficiency_hopper); the other 14 held" in line, line
+    # far slower than predicted: the term ends at its bound, and plan says so
+    slow, at_bound = _fit(tmp_path, [dict(H100[0], tokens_per_s_per_gpu=3000)], "slow")
+    assert slow.exit_code == 0, slow.output
+    bound = json.loads(at_bound.read_text())["terms_at_bound"]
+    assert bound, slow.output
+    doc = json.loads(CliRunner().invoke(app, [*PLAN, "--calibration", str(at_bound)]).stdout)
+    assert doc["inputs"]["calibration_terms_at_bound"] == bound
+    assert any(f"{bound[0]} ended at a bound" in a for a in doc["assumptions"])
+    # a file that records none (written before): unknown, not "every term"
+    cal.write_text(json.dumps({k: v for k, v in data.items() if k not in ("terms_fitted", "terms_at_bound")}))
+    doc = json.loads(CliRunner().invoke(app, [*PLAN, "--calibration", str(cal)]).stdout)
+    assert doc["inputs"]["calibration_terms_fitted"] is None and doc["inputs"]["calibration_terms_held"] is None
+    assert any("does not record which terms its fit determined" in a and "unknown" in a for a in doc["assumptions"])
+
+
+def test_a_chained_fit_records_the_terms_both_fits_determined(tmp_path):
+    first, start = _fit(tmp_path, B200, "b200")
+    assert first.exit_code == 0, first.output
+    chained, out = _fit(tmp_path, H100, "h100", "--calibration", str(start))
+    assert chained.exit_code == 0, chained.output
+    started = json.loads(start.read_text())["terms_fitted"]
+    assert set(json.loads(out.read_text())["terms_fitted"]) == set(started) | {"gemm_efficiency_hopper"}

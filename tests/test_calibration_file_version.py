@@ -39,7 +39,9 @@ def test_calibrate_writes_its_format_version_and_plan_reads_every_term_from_it(t
     assert "fitted on runs of" not in planned.stderr
     assert doc["inputs"]["calibration"] == str(out) and doc["inputs"]["calibration_shipped_terms"] == []
     assert doc["inputs"]["calibration_terms"] == data["terms"]
-    assert any("it sets every fitted term" in a for a in doc["assumptions"])
+    fitted = doc["inputs"]["calibration_terms_fitted"]   # it sets every term; its fit determined these alone
+    assert fitted == data["terms_fitted"] and fitted and len(fitted) < len(FITTED_TERMS)
+    assert any(f"{len(fitted)} of {len(FITTED_TERMS)} terms fitted to its runs" in a for a in doc["assumptions"])
     other = CliRunner().invoke(app, [*PLAN, *PINNED, "--json", "--calibration", str(out)])
     # stderr: the file was fitted on GB300 runs only, for B200 its kernel terms are the shipped ones
     assert "fitted on runs of gb300 only; for b200: its kernel terms" in other.stderr

@@ -273,6 +273,19 @@ def _check_start_is_current(start_file) -> None:
                          "from that file")
 
 
+def _fit_record(report, fitted, start_file) -> tuple[list[str] | None, list[str] | None]:
+    """The file's terms_fitted (the terms this fit determined, with those a --calibration start file's fits did: the
+    file carries both) and terms_at_bound (those of them at an end of fit.BOUNDS); (None, None) from a start file that
+    records none, whose fitted terms are unknown (plan says so)."""
+    from commbench.planner.calibrate.regularise import terms_at_bound
+    from commbench.planner.step.terms import FITTED_TERMS
+    if start_file is not None and start_file.terms_fitted is None:
+        return None, None
+    determined = set(report.terms_fitted) | set(start_file.terms_fitted if start_file else ())
+    names = [t for t in FITTED_TERMS if t in determined]
+    return names, [b["term"] for b in terms_at_bound(fitted, names)]
+
+
 def _fitted_on(path: str) -> list[str]:
     """A calibration file's "fitted_on" (the RUNS files it was fitted from), [] where it records none readable."""
     from commbench.errors import read_user_file
@@ -550,9 +563,10 @@ def calibrate(
     carried = fitted_runs(calibration) if calibration else []
     from commbench.planner.calibrate.fit import run_framework
     frameworks = {run_framework(r.row) for r in loaded} | set(_file_frameworks(calibration))
+    terms_fitted, terms_at_bound = _fit_record(report, fitted, start_file)
     data = save_calibration(out, fitted, fitted_on=sorted(set(runs)) + ([calibration] if calibration else []),
                             force=force, runs=list(dict.fromkeys([*carried, *(run_key(r) for r in loaded)])),
-                            frameworks=sorted(frameworks))
+                            frameworks=sorted(frameworks), terms_fitted=terms_fitted, terms_at_bound=terms_at_bound)
     loo_median = float(np.median(report.loo_abs_error_pct)) if report.loo_abs_error_pct else None
     shared = shared_kernel_terms_note(out)
     if shared:

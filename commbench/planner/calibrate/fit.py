@@ -55,6 +55,8 @@ class CalibrationFile:
     runs: tuple[str, ...] = ()   # its "runs" as written (step.terms.fitted_runs); () for a file written before them
     written_by: str | None = None   # its "commbench_version": the release that wrote it
     step_model: str | None = None   # its "step_model": the step model (step.terms.STEP_MODEL) its terms were fitted to
+    terms_fitted: tuple[str, ...] | None = None     # the terms its fits determined; None: not recorded (unknown)
+    terms_at_bound: tuple[str, ...] | None = None   # those of them at a BOUNDS end; None: not recorded
 
     def version_note(self) -> str:
         """'' for a file fitted to this commbench's step model (step.terms.STEP_MODEL); else step_model_note's line."""
@@ -214,7 +216,7 @@ def read_calibration_file(path: str) -> CalibrationFile:
     file, refused in one line naming the term, not planned with. The terms it does not set are named
     (CalibrationFile.shipped_terms), not filled silently."""
     from commbench.errors import invalid
-    from commbench.planner.step.terms import fitted_runs, read_calibration
+    from commbench.planner.step.terms import fitted_runs, read_calibration, recorded_fit
 
     cal, missing = read_calibration(path)
     for term in BOUNDS:
@@ -223,8 +225,9 @@ def read_calibration_file(path: str) -> CalibrationFile:
         if not lo <= value <= hi:
             raise invalid(term, value, f"from {lo:g} to {hi:g} (its physical range; {path})")
     runs = fitted_runs(path)   # a corrupt "runs" is refused here: they decide where its kernel terms are used
+    terms_fitted, at_bound = recorded_fit(path)
     return CalibrationFile(path=path, calibration=cal, shipped_terms=missing, gpus=gpus_of_runs(runs), runs=tuple(runs),
-                           **_recorded(path, written_by="commbench_version", step_model="step_model"))
+                           terms_fitted=terms_fitted, terms_at_bound=at_bound, **_recorded(path, written_by="commbench_version", step_model="step_model"))
 
 
 def _recorded(path: str, **fields: str) -> dict[str, str | None]:

@@ -516,16 +516,46 @@ def efficiency_terms(calibration_file: str | None, shipped_terms: tuple[str, ...
     (`other_gpu_terms`: calibrate.fit.CalibrationFile.for_gpu): the shipped values stand in for both."""
     if calibration_file is None:
         return "efficiency terms: commbench.planner.step.terms (fitted to published runs)"
+    record = fit_record_text(calibration_file, shipped_terms)
     if not shipped_terms and not other_gpu_terms:
-        return f"efficiency terms: {calibration_file} (commbench calibrate -O; it sets every fitted term)"
+        return f"efficiency terms: {calibration_file} (commbench calibrate -O; {record})"
     parts = []
     if shipped_terms:
         parts.append(f"{', '.join(shipped_terms)}: the file does not set these {len(shipped_terms)}")
     if other_gpu_terms:
         parts.append(f"{', '.join(other_gpu_terms)}: the file's runs do not show these {len(other_gpu_terms)} kernel "
                      "terms were fitted on this plan's GPU (runs of other GPUs, or none named)")
-    return (f"efficiency terms: {calibration_file} (commbench calibrate -O), except {'; and '.join(parts)}; so "
-            "they are the shipped values (commbench.planner.step.terms), not fitted to your runs of this GPU")
+    return (f"efficiency terms: {calibration_file} (commbench calibrate -O; {record}), except "
+            f"{'; and '.join(parts)}; so they are the shipped values (commbench.planner.step.terms), not fitted to your "
+            "runs of this GPU")
+
+
+def fit_record(calibration_file: str, shipped_terms: tuple[str, ...] = ()) -> dict[str, list[str] | None]:
+    """plan.json's record of which of the file's terms its fits determined ("calibration_terms_fitted"), which it
+    holds at the values its fit started from ("calibration_terms_held": set, not fitted to its runs) and which of the
+    fitted ended at a bound of their physical range ("calibration_terms_at_bound"); None each for a file that does
+    not record them (written before they were: unknown)."""
+    from commbench.planner.step.terms import FITTED_TERMS, recorded_fit
+    fitted, at_bound = recorded_fit(calibration_file)
+    held = None if fitted is None else [t for t in FITTED_TERMS if t not in fitted and t not in shipped_terms]
+    return {"calibration_terms_fitted": None if fitted is None else list(fitted), "calibration_terms_held": held,
+            "calibration_terms_at_bound": None if at_bound is None else list(at_bound)}
+
+
+def fit_record_text(calibration_file: str, shipped_terms: tuple[str, ...] = ()) -> str:
+    """fit_record in words: '1 of 15 terms fitted to its runs (T); the other 14 held at the values its fit started
+    from', and the fitted ones at a bound; or that the file does not record which (unknown)."""
+    from commbench.planner.step.terms import FITTED_TERMS
+    record = fit_record(calibration_file, shipped_terms)
+    fitted, held, at_bound = (record[f"calibration_terms_{k}"] for k in ("fitted", "held", "at_bound"))
+    if fitted is None:
+        return ("it does not record which terms its fit determined (written before that was recorded), so which are "
+                "fitted to its runs and which held at their start values is unknown")
+    text = (f"{len(fitted)} of {len(FITTED_TERMS)} terms fitted to its runs ({', '.join(fitted) or 'none'})"
+            + (f"; the other {len(held)} held at the values its fit started from (its runs did not determine them)"
+               if held else ""))
+    return text + (f"; {', '.join(at_bound)} ended at a bound of its physical range (the runs may want it beyond: "
+                   "less trustworthy)" if at_bound else "")
 
 
 def calibration_inputs(calibration_file: str | None, shipped_terms: tuple[str, ...] = (),
@@ -548,6 +578,7 @@ def calibration_inputs(calibration_file: str | None, shipped_terms: tuple[str, .
         cal = read_calibration_file(calibration_file).calibration
     fitted = calibration_provenance(calibration_file)
     return {"calibration": calibration_file, "calibration_shipped_terms": list(shipped_terms),
+            **fit_record(calibration_file, shipped_terms),
             "calibration_other_gpu_terms": list(other_gpu_terms),
             "calibration_terms": {t: getattr(cal, t) for t in FITTED_TERMS}, **made_by,
             "calibration_step_model": fitted["step_model"],

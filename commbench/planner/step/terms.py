@@ -508,7 +508,8 @@ STEP_MODEL = "2026-12-06.19"  # moves Gated DeltaNet CP rows only (valid from 26
 
 
 def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None,
-                     frameworks: list[str] | None = None) -> dict:
+                     frameworks: list[str] | None = None, terms_fitted: list[str] | None = None,
+                     terms_at_bound: list[str] | None = None) -> dict:
     """The file `commbench calibrate -O` writes: its format version, the commbench that wrote it and the step model
     (STEP_MODEL) its terms were fitted to, the fitted terms,
     the files they came from and (`runs`) each run fitted, as calibrate's run_key names it (so --evaluate can tell
@@ -518,7 +519,11 @@ def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] 
             "step_model": STEP_MODEL, "terms": {n: getattr(cal, n) for n in FITTED_TERMS}, "fitted_on": fitted_on}
     data = data if runs is None else dict(data, runs=runs)
     # the training frameworks the runs ran under (calibrate.fit.run_framework): the software terms are theirs
-    return data if frameworks is None else dict(data, frameworks=frameworks)
+    data = data if frameworks is None else dict(data, frameworks=frameworks)
+    # which terms its fits determined (the rest kept the values they started from) and which of those ended at a bound
+    # of their physical range (calibrate.fit.BOUNDS); absent: not recorded (a file written before, or a chain from one)
+    data = data if terms_fitted is None else dict(data, terms_fitted=terms_fitted)
+    return data if terms_at_bound is None else dict(data, terms_at_bound=terms_at_bound)
 
 
 def fitted_runs(path: str) -> list[str]:
@@ -538,13 +543,15 @@ def fitted_runs(path: str) -> list[str]:
 
 
 def save_calibration(path: str, cal: Calibration, *, fitted_on: list[str], force: bool = False,
-                     runs: list[str] | None = None, frameworks: list[str] | None = None) -> dict:
+                     runs: list[str] | None = None, frameworks: list[str] | None = None,
+                     terms_fitted: list[str] | None = None, terms_at_bound: list[str] | None = None) -> dict:
     """Write `cal` as the file load_calibration reads (calibration_json), whole, under commbench.files' rules for
     an output it replaces (-O/--out; `force`: replace a file that is not a calibration); returns what it wrote."""
     import json
 
     from commbench.files import write_output
-    data = calibration_json(cal, fitted_on=fitted_on, runs=runs, frameworks=frameworks)
+    data = calibration_json(cal, fitted_on=fitted_on, runs=runs, frameworks=frameworks, terms_fitted=terms_fitted,
+                            terms_at_bound=terms_at_bound)
     write_output(path, json.dumps(data, indent=1, allow_nan=False) + "\n", "--out", marker=CALIBRATION_KIND,
                  what="calibration", force=force)
     return data
@@ -573,6 +580,32 @@ def _check_step_model_field(path: str, data: dict) -> None:
         raise CommbenchError(f"calibration file {path}: field 'step_model' = {json.dumps(value)[:60]}; allowed: a step "
                              f"model id as `commbench calibrate -O` writes it, YYYY-MM-DD or YYYY-MM-DD.N (this "
                              f"commbench's: {STEP_MODEL}), or no field (a file written before step models were recorded)")
+
+
+def _check_term_lists(path: str, data: dict) -> None:
+    """"terms_fitted" and "terms_at_bound", where a file records them, are lists of FITTED_TERMS names (plan says from
+    them which terms the file's fits determined): anything else is refused in one line naming the field."""
+    import json
+
+    from commbench.errors import CommbenchError
+    for field in ("terms_fitted", "terms_at_bound"):
+        if field not in data:
+            continue
+        value = data[field]
+        if not isinstance(value, list) or not all(isinstance(t, str) and t in FITTED_TERMS for t in value):
+            raise CommbenchError(f"calibration file {path}: field {field!r} = {json.dumps(value)[:80]}; allowed: a list "
+                                 f"of fitted term names ({', '.join(FITTED_TERMS)}), as `commbench calibrate -O` "
+                                 "writes it, or no field (not recorded)")
+
+
+def recorded_fit(path: str) -> tuple[tuple[str, ...] | None, tuple[str, ...] | None]:
+    """A calibration file's (terms_fitted, terms_at_bound), each None where it records none (read_calibration has
+    checked them)."""
+    import json
+
+    from commbench.errors import read_user_file
+    data = json.loads(read_user_file(path, "calibration file"))
+    return tuple((tuple(data[f]) if isinstance(data.get(f), list) else None) for f in ("terms_fitted", "terms_at_bound"))
 
 
 def read_calibration(path: str) -> tuple[Calibration, tuple[str, ...]]:
@@ -604,6 +637,7 @@ def read_calibration(path: str) -> tuple[Calibration, tuple[str, ...]]:
                              f"reads calibration files of version 1 to {CALIBRATION_VERSION}: {writer}; upgrade, or "
                              "refit with this one's `commbench calibrate -O`")
     _check_step_model_field(path, data)
+    _check_term_lists(path, data)
     terms = data["terms"]
     unknown = sorted(set(terms) - set(FITTED_TERMS))
     if unknown:  # a term of another release's step model: its other terms were fitted beside it, so none is used
