@@ -16,15 +16,16 @@ ENV = {"COLUMNS": "250"}
 
 @pytest.fixture(scope="module")
 def two_racks(tmp_path_factory):
-    """4 gloo ranks in 2 racks of 2: the fitted fabric's domain holds 2 ranks, the world group 4. Sizes up to 16 MiB:
-    at 1..64 KiB gloo's time is latency alone, which on a loaded host need not grow with size, and fit then refuses
-    a curve without a bandwidth (exit 2; seen in a loaded full-suite run); beside busy jobs (load average 10 on 2
-    cores) even 4 MiB's fastest iteration stayed within its noise, so the sweep reaches 16 MiB, where the bandwidth
-    term is well above the latency."""
+    """4 gloo ranks in 2 racks of 2: the fitted fabric's domain holds 2 ranks, the world group 4. Sizes 128 KiB to
+    64 MiB: at 1..64 KiB gloo's time is latency alone, which on a loaded host need not grow with size, and fit then
+    refuses a curve without a bandwidth (exit 2; seen in a loaded full-suite run); beside busy jobs (load average 10
+    on 2 cores) even 4 MiB's fastest iteration stayed within its noise (49 ms of it). The sweep once read "-b 1K -e
+    16M -f 8", which stops at 4 MiB (1K x 8^4; 32 MiB is past -e): it now reaches 64 MiB, where the bandwidth term is
+    well above the latency and the load's noise."""
     folder = tmp_path_factory.mktemp("racks")
     results = folder / "ci.jsonl"
-    made = runner.invoke(app, ["bench", "all_reduce", "--nproc", "4", "--ranks-per-rack", "2", "-b", "1K", "-e", "16M",
-                               "-f", "8", "-n", "5", "-w", "1", "--backend", "gloo", "-J", str(results)], env=ENV)
+    made = runner.invoke(app, ["bench", "all_reduce", "--nproc", "4", "--ranks-per-rack", "2", "-b", "128K", "-e",
+                               "64M", "-f", "8", "-n", "5", "-w", "1", "--backend", "gloo", "-J", str(results)], env=ENV)
     assert made.exit_code == 0, made.output
     return folder, results
 
