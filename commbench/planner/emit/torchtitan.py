@@ -555,7 +555,10 @@ def _parallelism(layout: Layout, model: ModelSpec, version: str) -> dict[str, An
     if a.fsdp:  # the layout's FSDP gathers parameters again for backward (step/fsdp.py)
         out["fsdp_reshard_after_forward"] = "always"
     if version == "0.3":  # 0.2 always applies sequence parallel with TP
-        out["enable_sequence_parallel"] = bool(a.sequence_parallel)
+        # TorchTitan 0.3.0 shards the sequence over the TP mesh axis (models/common/decoder_sharding.py
+        # dense_sequence_parallel_placement; trainer.py divides seq_len by tp only with it): at tp=1 it does nothing,
+        # and the launch says it is off, as the Megatron arguments leave out --sequence-parallel at tp=1
+        out["enable_sequence_parallel"] = bool(a.sequence_parallel) and a.tp > 1
     else:
         out["expert_tensor_parallel_degree"] = a.etp if model.is_moe else 1
     if a.pp > 1:
