@@ -67,7 +67,7 @@ def _old_file(path: Path, launcher: str, backend: str) -> Path:
     point = {"record_type": "measurement", "run_id": "r1", "collective": "all_reduce", "backend": backend,
              "size_bytes": 1024, "count": 256, "dtype": "float32", "op": "sum", "in_place": False, "world_size": 2,
              "group_size": 2, "group_layout": "world", "num_groups": 1, "iters": 3, "warmup_iters": 1,
-             "time_us_median": 10.0, "algbw_gbps": 0.1, "busbw_gbps": 0.1, "num_wrong": 0, "status": "ok",
+             "time_us_median": 10.0, "algbw_gbps": 0.1024, "busbw_gbps": 0.1024, "num_wrong": 0, "status": "ok",
              "params": {"agg_iters": 4, "blocking": True}}
     path.write_text(json.dumps(header) + "\n" + json.dumps(point) + "\n")
     return path

@@ -28,7 +28,9 @@ def record(size, samples_us, *, run_id="r", **kw):
                        warmup_iters=5, time_us_median=float(np.median(samples)), time_us_mean=float(samples.mean()),
                        time_us_min=float(samples.min()), time_us_max=float(samples.max()),
                        iter_times_us=[float(x) for x in samples], loop_time_us={"avg": float(samples.mean())},
-                       algbw_gbps=1.0, busbw_gbps=1.0, num_wrong=0, **kw)
+                       # size / median, as the harness computes it (records.iter_records checks it on read)
+                       algbw_gbps=size / float(np.median(samples)) / 1e3, busbw_gbps=size / float(np.median(samples)) / 1e3,
+                       num_wrong=0, **kw)
 
 
 def header_for(m: Measurement) -> RunHeader:
@@ -64,6 +66,7 @@ def scaled(path, factor, out, *, samples=True):
                 rec[key] = rec[key] * factor
             rec["loop_time_us"] = {k: v * factor for k, v in rec["loop_time_us"].items()}
             rec["iter_times_us"] = [t * factor for t in rec["iter_times_us"]] if samples else []
+            rec["algbw_gbps"], rec["busbw_gbps"] = rec["algbw_gbps"] / factor, rec["busbw_gbps"] / factor
         rows.append(json.dumps(rec))
     Path(out).write_text("\n".join(rows) + "\n")
     return str(out)
@@ -172,7 +175,8 @@ def test_nothing_comparable_is_refused_not_passed(tmp_path):
     line, exit 2; a file with some points not comparable says how many were judged."""
     base = [dataclasses.replace(record(size, [10.0] * 5), time_us_median=None, time_us_mean=None, time_us_min=None,
                                 time_us_max=None, iter_times_us=[], loop_time_us={"avg": 10.0}) for size in (1024, 4096)]
-    new = [dataclasses.replace(r, loop_time_us={"rank0": 30.0}) for r in base]
+    new = [dataclasses.replace(r, loop_time_us={"rank0": 30.0}, algbw_gbps=r.algbw_gbps / 3, busbw_gbps=r.busbw_gbps / 3)
+           for r in base]
     result = run(write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", new))
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
     assert "no point has a time statistic both files hold" in result.output and "nccl-rank0" in result.output

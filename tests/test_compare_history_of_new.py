@@ -19,7 +19,8 @@ def _files(tmp_path):
     history = runs(rng, 3, prefix="hist", shift_sd=0.02, point_sd=0.01, within_sd=0.01)
     slow = [dataclasses.replace(m, iter_times_us=[t * 3 for t in m.iter_times_us], time_us_median=m.time_us_median * 3,
                                 time_us_min=m.time_us_min * 3, time_us_max=m.time_us_max * 3,
-                                time_us_mean=m.time_us_mean * 3, loop_time_us={"avg": m.loop_time_us["avg"] * 3})
+                                time_us_mean=m.time_us_mean * 3, loop_time_us={"avg": m.loop_time_us["avg"] * 3},
+                                algbw_gbps=m.algbw_gbps / 3, busbw_gbps=m.busbw_gbps / 3)
             for m in runs(rng, 1, prefix="new", point_sd=0.01, within_sd=0.01)]
     folder = tmp_path / "baselines"
     folder.mkdir()

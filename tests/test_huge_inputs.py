@@ -62,7 +62,9 @@ def test_report_tables_are_bounded_and_say_so(tmp_path):
     point = next(p for p in points if p["record_type"] == "measurement" and p["status"] == "ok")
     many = tmp_path / "many.jsonl"
     # 500 distinct points (a point repeated in one run is read once, as compare reads it)
-    copies = [{**point, "size_bytes": 64 * (i + 1), "count": 16 * (i + 1)} for i in range(500)]
+    copies = [{**point, "size_bytes": 64 * (i + 1), "count": 16 * (i + 1),   # algbw = size / median, as bench writes
+               "algbw_gbps": 64 * (i + 1) / point["time_us_median"] / 1e3,
+               "busbw_gbps": 64 * (i + 1) / point["time_us_median"] / 1e3} for i in range(500)]
     many.write_text("\n".join(json.dumps(r) for r in [header] + copies) + "\n")
     out = tmp_path / "rep"
     result = CliRunner().invoke(app, ["report", str(many), "-O", str(out)], env={"COLUMNS": "200"})

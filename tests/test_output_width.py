@@ -160,7 +160,8 @@ def results_pair(tmp_path_factory):
                 for m in records_for(collective):
                     if m.status == "ok":
                         writer.write(Measurement(**{**m.__dict__, "time_us_median": m.time_us_median * scale,
-                                                    "time_us_p99": m.time_us_median * scale * 1.01}))
+                                                    "time_us_p99": m.time_us_median * scale * 1.01,
+                                                    "algbw_gbps": m.algbw_gbps / scale}))
         paths.append(str(path))
     return paths
 

@@ -34,7 +34,8 @@ def test_records_deleted_edited_or_replaced_after_the_fit_are_said(tmp_path, mon
             f"{fitted - 2} of the {fitted} record(s) fitted (2 deleted or no longer readable)") in said, said
     edited = [dict(r) for r in rows]   # x10 throughout: a record that still agrees with its own samples
     edited[-1].update({k: v * 10 for k, v in edited[-1].items() if k.startswith("time_us_") and v is not None},
-                      iter_times_us=[t * 10 for t in edited[-1]["iter_times_us"]])
+                      iter_times_us=[t * 10 for t in edited[-1]["iter_times_us"]],
+                      algbw_gbps=edited[-1]["algbw_gbps"] / 10, busbw_gbps=edited[-1]["busbw_gbps"] / 10)
     assert edited[-1]["time_us_median"] and edited[-1]["iter_times_us"]
     _write(tmp_path / "results.jsonl", edited)
     said = _warnings(tmp_path)

@@ -48,7 +48,8 @@ def test_a_record_whose_summary_disagrees_with_its_samples_is_refused(tmp_path):
     # within the samples' rounding (1 ns) and a median anywhere between the two middle samples: read as they are
     m = new_run[0]
     ordered = sorted(m.iter_times_us)
-    upper = dataclasses.replace(m, time_us_median=ordered[len(ordered) // 2], time_us_min=m.time_us_min + 0.0004)
+    upper = dataclasses.replace(m, time_us_median=ordered[len(ordered) // 2], time_us_min=m.time_us_min + 0.0004,
+                                algbw_gbps=m.size_bytes / ordered[len(ordered) // 2] / 1e3)  # algbw from that median
     write(tmp_path / "ok.jsonl", [upper])
     skipped: list = []
     assert len(list(iter_records(tmp_path / "ok.jsonl", on_bad_line=lambda n, why: skipped.append(why)))) == 2
@@ -83,3 +84,36 @@ def test_fit_tells_a_self_contradicting_record_by_its_type_not_by_the_words_of_a
     assert contradicting == [4] and bad == []
     with pytest.raises(SummaryDisagrees):
         check_summary_matches_samples(dataclasses.asdict(_summary_x10(run[2])))
+
+
+def test_a_record_whose_size_is_not_its_algbw_times_its_time_is_refused(tmp_path):
+    """A record whose size_bytes was edited (x16) beside its unchanged algbw and time was read, tabled (report: a
+    64 MiB row at 0.878 GB/s where 64 MiB / 4778 µs is 14 GB/s) and compared as a point of another size: bench and
+    import both write algbw = size / time (record_checks.check_algbw_matches_size), so every reader now refuses the
+    line, naming both values. An import's bandwidth as nccl-tests printed it (2 decimals) is read as it is."""
+    base = write(tmp_path / "base.jsonl", _run("b", 1))
+    new_run = _run("n", 2)
+    edited = dataclasses.replace(new_run[2], size_bytes=new_run[2].size_bytes * 16, count=new_run[2].count * 16)
+    new = write(tmp_path / "new.jsonl", [*new_run[:2], edited, *new_run[3:]])
+    bad: list = []
+    kept = list(iter_records(new, on_bad_line=lambda n, why: bad.append((n, why))))
+    assert len(kept) == len(SIZES) and len(bad) == 1, bad
+    line, why = bad[0]
+    assert line == 4 and f"size_bytes={edited.size_bytes}" in why and "its algbw is not size_bytes / its time" in why
+    compared = CliRunner().invoke(app, ["compare", base, new, "--allow-stale"])
+    said = " ".join(compared.output.split())
+    assert compared.exit_code != 0 and "new.jsonl:4: skipped unreadable line (algbw_gbps=" in said, said
+    reported = CliRunner().invoke(app, ["report", new, "-O", str(tmp_path / "rep")])
+    said = " ".join(reported.output.split())
+    assert "skipped line 4 of" in said and "its algbw is not size_bytes / its time" in said, said
+    # an import: nccl-tests' time (loop_time_us) and the 2-decimal bandwidth it printed; not the collectives whose
+    # algbw counts other bytes (moe_all_to_all: the round trip's)
+    m = new_run[0]
+    printed = dataclasses.replace(m, time_us_median=None, time_us_mean=None, time_us_min=None, time_us_max=None,
+                                  iter_times_us=[], loop_time_us={"avg": 33.94}, size_bytes=1024, count=256,
+                                  algbw_gbps=0.03, busbw_gbps=0.03)
+    moe = dataclasses.replace(m, collective="moe_all_to_all", algbw_gbps=m.algbw_gbps * 3)
+    write(tmp_path / "ok.jsonl", [printed, moe])
+    skipped: list = []
+    assert len(list(iter_records(tmp_path / "ok.jsonl", on_bad_line=lambda n, why: skipped.append(why)))) == 3
+    assert skipped == []

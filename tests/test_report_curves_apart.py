@@ -15,7 +15,8 @@ from commbench.results.records import Measurement  # noqa: E402
 def record(size: int, op: str = "sum", iters: int = 5, busbw: float = 1.0) -> Measurement:
     return Measurement(run_id="r1", collective="all_reduce", backend="gloo", size_bytes=size, count=size // 4,
                        dtype="float32", op=op, in_place=True, world_size=2, group_size=2, iters=iters,
-                       warmup_iters=1, time_us_median=100.0, algbw_gbps=busbw, busbw_gbps=busbw, num_wrong=0)
+                       warmup_iters=1, time_us_median=size / busbw / 1e3, algbw_gbps=busbw, busbw_gbps=busbw,
+                       num_wrong=0)
 
 
 def test_sum_and_max_are_two_curves_named_by_op(tmp_path):

@@ -34,7 +34,8 @@ def test_a_line_twice_in_one_file_is_tabled_once_and_a_conflicting_copy_refused(
     assert twice.output.count("│") == single.output.count("│"), (size, twice.output)
     changed = json.loads(lines[point])
     changed.update({k: v * 2 for k, v in changed.items() if k.startswith("time_us_") and v is not None},
-                   iter_times_us=[t * 2 for t in changed["iter_times_us"]])   # agrees with its own samples
+                   iter_times_us=[t * 2 for t in changed["iter_times_us"]],   # agrees with its own samples
+                   algbw_gbps=changed["algbw_gbps"] / 2, busbw_gbps=changed["busbw_gbps"] / 2)   # and its size
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(lines + [json.dumps(changed)]) + "\n")
     refused = runner.invoke(app, ["report", str(bad), "-O", str(tmp_path / "r2")])

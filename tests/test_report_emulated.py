@@ -23,7 +23,8 @@ def _write(path, run_id: str, emulated: dict | None, host: str) -> None:
             writer.write(Measurement(run_id=run_id, collective="sendrecv", backend="gloo", size_bytes=1 << p,
                                      count=(1 << p) // 4, dtype="float32", op=None, in_place=False, world_size=2,
                                      group_size=2, iters=3, warmup_iters=1, time_us_median=80000.0 * (p - 19),
-                                     algbw_gbps=0.013, busbw_gbps=0.013, num_wrong=0))
+                                     algbw_gbps=(1 << p) / (80000.0 * (p - 19)) / 1e3,
+                                     busbw_gbps=(1 << p) / (80000.0 * (p - 19)) / 1e3, num_wrong=0))
 
 
 def test_emulated_runs_are_said_in_readme_and_tables(tmp_path):

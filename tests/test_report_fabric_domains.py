@@ -85,7 +85,8 @@ def test_readme_names_the_curves_without_a_predicted_line(tmp_path):
         writer.write(_header())
         for s in (1 << 20, 1 << 22):
             writer.write(dataclasses.replace(_row("world"), group_size=16, num_groups=1, size_bytes=s, count=s // 4,
-                                             algbw_gbps=20.0, busbw_gbps=37.5, num_wrong=0))
+                                             algbw_gbps=s / 50.0 / 1e3, busbw_gbps=s / 50.0 / 1e3 * 1.875,
+                                             num_wrong=0))
     fabric = tmp_path / "h100.json"
     fabric.write_text(load_preset("h100-hgx", num_gpus=8).to_json())
     result = CliRunner().invoke(app, ["report", str(results), "-O", str(tmp_path / "rep"), "--fabric", str(fabric)])

@@ -25,7 +25,8 @@ def test_record_notes_are_said_under_their_curve(tmp_path):
                 writer.write(Measurement(run_id="r", collective=collective, backend="gloo", size_bytes=1 << p,
                                          count=(1 << p) // 16, dtype="float32", op="sum" if notes else None,
                                          in_place=False, world_size=4, group_size=4, iters=5, warmup_iters=1,
-                                         time_us_median=500.0, algbw_gbps=0.01, busbw_gbps=0.0075, num_wrong=0,
+                                         time_us_median=500.0, algbw_gbps=(1 << p) / 500.0 / 1e3,
+                                         busbw_gbps=(1 << p) / 500.0 / 1e3 * 0.75, num_wrong=0,
                                          notes=notes))
     result = CliRunner().invoke(app, ["report", str(results), "-O", str(tmp_path / "rep")], env={"COLUMNS": "300"})
     assert result.exit_code == 0, result.output

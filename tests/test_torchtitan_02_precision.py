@@ -104,3 +104,16 @@ def test_the_02_toml_says_to_set_the_tokenizer_and_data_or_sets_an_hf_model_s_fo
     assert toml["model"]["hf_assets_path"] == str(tmp_path.resolve())
     notes = json.loads((out / "plan.json").read_text())["torchtitan"]["notes"]
     assert any("[training] dataset" in n and "hf_assets_path" not in n for n in notes)
+
+
+def test_an_fp8_02_launch_says_the_recipes_it_trains():
+    """The 0.3 launch said its rowwise recipe; the 0.2 TOML (recipe_name unset: 0.2.2 trains tensorwise, its experts
+    rowwise) said nothing, where the plan's precision reads "TorchTitan's launch: torchao float8 rowwise scales"."""
+    for name, dims, moe in (("llama3.1-70b", dict(dp=64, gbs=256), False),
+                            ("qwen3-30b-a3b", dict(ep=8, etp=1, dp=24, gbs=384), True)):
+        parsed = _toml(name, "fp8", dims)
+        assert "recipe_name" not in parsed["quantize"]["linear"]["float8"]
+        doc = torchtitan_plan(Layout(tp=1, mbs=1, precision="fp8", recompute="full", **dims), load_model(name),
+                              version="0.2", framework="torchtitan")
+        said = [n for n in doc["notes"] if n.startswith("fp8 recipe: TorchTitan 0.2.2")]
+        assert len(said) == 1 and "tensorwise" in said[0] and ("grouped GEMMs rowwise" in said[0]) == moe, said

@@ -173,3 +173,15 @@ def test_each_searched_layout_holds_recompute_layers_to_its_own_largest_chunk():
     result = search(req)
     arr = result.layouts
     assert len(result) and np.all(most_chunk_layers(model, arr.pp, arr.vp) >= 4)
+
+
+@pytest.mark.parametrize("tp, sequence_parallel, emitted", [(1, True, False), (1, False, False), (2, True, True),
+                                                             (2, False, False)])
+def test_a_0_3_launch_turns_sequence_parallel_on_only_with_tp(tp, sequence_parallel, emitted):
+    """TorchTitan 0.3.0 shards the sequence over the TP axis (decoder_sharding.py dense_sequence_parallel_placement):
+    at tp=1 enable_sequence_parallel does nothing; the launch wrote --parallelism.enable_sequence_parallel at tp=1
+    (the layout's default sequence_parallel=true), where the Megatron arguments leave --sequence-parallel out."""
+    doc = torchtitan_plan(Layout(tp=tp, pp=1, dp=8 // tp, ep=8 // tp, etp=1, mbs=1, gbs=64,
+                                 sequence_parallel=sequence_parallel), load_model("qwen3-30b-a3b"))
+    assert "refused" not in doc, doc
+    assert doc["sections"]["parallelism"]["enable_sequence_parallel"] is emitted

@@ -100,3 +100,35 @@ def check_summary_matches_samples(data: dict) -> None:
     if wrong:
         raise SummaryDisagrees(f"{', '.join(wrong)}: {SUMMARY_DISAGREES} ({n} samples) "
                          "beyond their rounding: edited or corrupted, not a measurement to judge")
+
+
+BANDWIDTH_DISAGREES = "its algbw is not size_bytes / its time"   # how such a line's reason reads
+
+
+def check_algbw_matches_size(m) -> None:
+    """A measured record's algbw_gbps as its size_bytes and time give it, for the collectives whose algbw is size /
+    time (nccl-tests' tests, importers/nccl_tests.py DERIVED_BANDWIDTH: bench computes it so, measure/harness.py
+    measure_point, and import derives it so, derived_bandwidths; moe_all_to_all, grad_reduce_scatter and the rest count
+    other bytes and are not checked). Commbench's own record (its median: harness) holds algbw = size / median to
+    float precision; an import (nccl-tests' time, loop_time_us, no median) may hold the bandwidth nccl-tests printed
+    (files imported before the importer derived it), so it is allowed the print rounding of the time and of the
+    bandwidth. A record whose size_bytes was edited (or corrupted) beside its unchanged algbw and time was read,
+    tabled and compared as a point of another size: a SummaryDisagrees naming both values."""
+    from commbench.results.importers.nccl_tests import DERIVED_BANDWIDTH, _printed_half_unit_gbps
+    from commbench.results.compare import _print_half_unit_us
+
+    if m.status != "ok" or m.algbw_gbps is None or m.collective not in DERIVED_BANDWIDTH:
+        return
+    own = m.time_us_median is not None
+    time_us_value = m.time_us_median if own else next(
+        (m.loop_time_us[k] for k in ("avg", "rank0", "min", "max") if k in m.loop_time_us), None)
+    if not time_us_value:
+        return
+    derived_gbps = m.size_bytes / (time_us_value * 1e-6) / 1e9
+    slack = 1e-6 * derived_gbps + 1e-12 if own else (
+        _printed_half_unit_gbps(m.algbw_gbps) + derived_gbps * _print_half_unit_us(time_us_value) / time_us_value * 1.01)
+    if abs(m.algbw_gbps - derived_gbps) > slack:
+        time_name = "time_us_median" if own else "loop_time_us"
+        raise SummaryDisagrees(
+            f"algbw_gbps={m.algbw_gbps:.6g} but size_bytes={m.size_bytes} / {time_name}={time_us_value:.6g} gives "
+            f"{derived_gbps:.6g} GB/s: {BANDWIDTH_DISAGREES}, edited or corrupted, not a measurement to judge")

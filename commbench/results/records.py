@@ -18,7 +18,8 @@ from typing import Any, Iterable, Iterator
 
 from commbench.errors import CommbenchError, ResultsNotWritten, first_line
 from commbench.files import MAX_LINE_BYTES, repair_torn_tail  # one bound for the readers and the repair
-from commbench.results.record_checks import SummaryDisagrees, check_measurement, check_summary_matches_samples
+from commbench.results.record_checks import (SummaryDisagrees, check_algbw_matches_size, check_measurement,
+                                             check_summary_matches_samples)
 from commbench.typed_json import check_fields
 
 SCHEMA_VERSION = 1
@@ -315,6 +316,8 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
                 record = from_dict(data)
                 if isinstance(record, Measurement) and samples:   # checked before a reader drops them
                     check_summary_matches_samples({**data, "iter_times_us": samples})
+                if isinstance(record, Measurement):
+                    check_algbw_matches_size(record)
                 if isinstance(record, RunHeader):
                     runs[record.run_id] = {"launcher": record.launcher, "backend": record.backend}
                 elif record.run_id in runs and AGG_GROUPED in record.params:

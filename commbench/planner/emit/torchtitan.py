@@ -50,7 +50,8 @@ from commbench.planner.emit.megatron_arch import window_notes
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal, mxfp8_experts_refusal)
 from commbench.planner.emit.torchtitan_v02 import (TITAN_COMPILE_02, TITAN_COMPILE_NOTE_02, compile_refusal_02,
-                                                   data_note_02, linear_filter_note_02, linear_quantize_02)
+                                                   data_note_02, fp8_recipe_note_02, linear_filter_note_02,
+                                                   linear_quantize_02)
 
 TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
 # TorchTitan 0.3.0 components/quantization/float8.py: Float8LinearConverter.Config.recipe_name is
@@ -555,7 +556,10 @@ def _parallelism(layout: Layout, model: ModelSpec, version: str) -> dict[str, An
     if a.fsdp:  # the layout's FSDP gathers parameters again for backward (step/fsdp.py)
         out["fsdp_reshard_after_forward"] = "always"
     if version == "0.3":  # 0.2 always applies sequence parallel with TP
-        out["enable_sequence_parallel"] = bool(a.sequence_parallel)
+        # TorchTitan 0.3.0 shards the sequence over the TP mesh axis (models/common/decoder_sharding.py
+        # dense_sequence_parallel_placement; trainer.py divides seq_len by tp only with it): at tp=1 it does nothing,
+        # and the launch says it is off, as the Megatron arguments leave out --sequence-parallel at tp=1
+        out["enable_sequence_parallel"] = bool(a.sequence_parallel) and a.tp > 1
     else:
         out["expert_tensor_parallel_degree"] = a.etp if model.is_moe else 1
     if a.pp > 1:
@@ -649,6 +653,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         sections |= quantize_02(layout.precision, model)
         filtered = linear_filter_note_02(layout.precision, model.is_moe)
         notes += [filtered] if filtered else []
+        notes += [fp8_recipe_note_02(model.is_moe)] if layout.precision == "fp8" else []
         notes += titan_architecture_notes(titan, model, version)
         # an hf: model's folder holding its tokenizer is the launch's hf_assets_path, as with 0.3 (torchtitan_assets.py)
         folder = tokenizer_folder(model)

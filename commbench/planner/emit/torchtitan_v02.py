@@ -15,6 +15,11 @@ Sources: torchtitan v0.2.2 (github:pytorch/torchtitan, tag v0.2.2 = 73a0e69).
   does (torchtitan.TITAN_COMPILE) and as llama3_405b.toml:57-59, the shipped float8 TOML, does.
   MXLinearConverter asserts "TP not yet supported with torch.compile for mxfp8" (components/quantization/mx.py:46-52),
   so an MXFP8 layout with TP > 1 has no compiled 0.2 launch: refused.
+- fp8: Float8Linear.recipe_name defaults to None (config/job_config.py:738), which Float8LinearConverter trains as
+  "Float8 tensorwise scaled training" (components/quantization/float8.py), the Megatron arguments' recipe;
+  Float8GroupedMMConverter quantizes the experts "to use dynamic float8 rowwise quantization" whatever it says. Its
+  float8 TP (enable_float8_tensorwise_tp) never engages: models/*/infra/parallelize.py tests "float8" in
+  job_config.model.converters, which holds "quantize.linear.float8" (step/tp_comm.py prices bf16 gathers).
 - With no [model] hf_assets_path and no [training] dataset TorchTitan 0.2.2 reads its test tokenizer
   "./tests/assets/tokenizer" and trains on "c4_test" (config/job_config.py:107, :244).
 """
@@ -56,6 +61,16 @@ def linear_filter_note_02(precision: str, is_moe: bool) -> str | None:
         return None
     return ("quantize.linear.mx.filter_fqns = [] converts the output layer too (TorchTitan 0.2.2's default "
             "skips it), as the 0.3 launch does (llama3_8b_mxfp8's converter) and as --framework torchtitan prices")
+
+
+def fp8_recipe_note_02(is_moe: bool) -> str:
+    """The fp8 recipes a 0.2 launch trains (module docstring), beside what the prediction charges."""
+    experts = (", its MoE experts' grouped GEMMs rowwise (Float8GroupedMMConverter: torchao's only MoE recipe)"
+               if is_moe else "")
+    return ("fp8 recipe: TorchTitan 0.2.2 trains its Linear layers with torchao's tensorwise scaling (the TOML leaves "
+            "quantize.linear.float8.recipe_name unset: per-tensor dynamic scales, as the Megatron arguments' "
+            f"--fp8-recipe tensorwise){experts}; its TP all-gathers bf16 (its float8 TP never engages), as priced; "
+            "the prediction charges one fp8 GEMM rate for every recipe")
 
 
 def compile_refusal_02(precision: str, tp: int) -> str | None:

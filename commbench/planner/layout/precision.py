@@ -76,7 +76,7 @@ def mxfp8_experts_refusal(model) -> str | None:
 TRAINED_FORMATS = {
     "bf16": "bf16 (no quantized GEMM)",
     "fp8": "fp8 with per-tensor current scaling (Megatron-LM --fp8-format hybrid --fp8-recipe tensorwise; "
-           "TorchTitan's launch: torchao float8 rowwise scales)",
+           "TorchTitan 0.3.0's launch: torchao float8 rowwise scales; 0.2.2's: tensorwise Linear layers)",
     "mxfp8": "MXFP8: e4m3 with one e8m0 scale per 32 elements (--fp8-recipe mxfp8)",
     "nvfp4": "NVFP4: e2m1 with one e4m3 scale per 16 elements and a per-tensor scale (--fp4-recipe nvfp4)",
 }

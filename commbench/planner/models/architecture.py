@@ -29,6 +29,9 @@ ROUTER_SCORES = ("softmax", "sigmoid", "sqrtsoftplus")  # sqrtsoftplus: DeepSeek
 LOAD_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none")
 # megatron-core core_v0.16.1 transformer/transformer_config.py:629 `moe_router_dtype: Optional[Literal['fp32', 'fp64']]`
 ROUTER_DTYPES = ("fp32", "fp64")
+NORM_EPSILON_RANGE = (1e-12, 0.1)   # [low, high): Architecture.__post_init__ says why
+# group-limited routing as a model table (and a Hugging Face config) names it -> the arch field that is read
+MODEL_ROUTER_KEYS = {"n_group": "router_groups", "topk_group": "router_group_topk"}
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,13 @@ class Architecture:
         if self.rope_scaling != "none" and self.rope_scaling_factor <= 0:
             raise CommbenchError(f"architecture.rope_scaling_factor={self.rope_scaling_factor!r} is invalid: > 0 with "
                                  f"rope_scaling {self.rope_scaling!r}")
+        # an RMSNorm / LayerNorm epsilon is added to the mean square (about 1 for normalised activations): published
+        # models use 1e-6 and 1e-5 (every zoo model; Megatron-LM's layernorm_epsilon default 1e-5), the smallest in
+        # common use 1e-12 (transformers BertConfig.layer_norm_eps); 0 divides by zero on a zero row, 1e-30 is a typo
+        # for no epsilon, and 0.1 or more rescales the normalisation itself
+        if not NORM_EPSILON_RANGE[0] <= self.norm_epsilon < NORM_EPSILON_RANGE[1]:
+            raise CommbenchError(f"architecture.norm_epsilon={self.norm_epsilon!r} is invalid: {NORM_EPSILON_RANGE[0]:g} "
+                                 f"<= norm_epsilon < {NORM_EPSILON_RANGE[1]:g} (published models: 1e-6, 1e-5)")
         if self.vocab_divisible_by < 1:
             raise CommbenchError(f"architecture.vocab_divisible_by={self.vocab_divisible_by!r} is invalid: >= 1")
         if (self.router_groups == 0) != (self.router_group_topk == 0) or self.router_group_topk > self.router_groups:
@@ -176,6 +186,9 @@ def architecture_from_row(model: str, arch: Mapping[str, Any], cited: Mapping[st
     """An Architecture from a model's `arch` table and its `arch_sources` table (field -> source key;
     `"*"` names the source of every field not listed). Every field set must have a source."""
     unknown = sorted(set(arch) - set(ARCH_FIELDS))
+    if unknown and unknown[0] in MODEL_ROUTER_KEYS:   # the model table's names (Hugging Face's) in the arch table
+        raise CommbenchError(f"model {model!r}: arch key {unknown[0]!r} is not an architecture field: the arch table "
+                             f"names it {MODEL_ROUTER_KEYS[unknown[0]]!r}")
     if unknown:
         raise CommbenchError(f"model {model!r}: arch key {unknown[0]!r} is not an architecture field "
                              f"(known: {', '.join(ARCH_FIELDS)})")

@@ -6,13 +6,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from commbench.errors import invalid
+from commbench.errors import CommbenchError, invalid
 from commbench.planner.models import dsv4
 from commbench.planner.models.architecture import Architecture
 from commbench.planner.models.gdn import num_full_attention_layers
 from commbench.planner.models.mamba import check_hybrid
 
 ATTENTION_KINDS = ("gqa", "mla", "dsv4")
+# MLA's sizes (DeepSeek-V2/V3): read with attention = "mla" (dsv4 reads q_lora_rank and qk_rope_head_dim its own way)
+MLA_FIELDS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+
+
+def _group_limit(groups: int, group_topk: int) -> tuple[int, int]:
+    """Group-limited routing as it routes (step/ep_traffic.py): (groups, picked) only where 0 < picked < groups; one
+    group, or every group picked, limits nothing (Kimi-K2's n_group = topk_group = 1)."""
+    return (groups, group_topk) if 0 < group_topk < groups else (0, 0)
 MAX_MODEL_COUNT = 10_000_000  # any layer count, width or vocabulary beyond this is a typo, not a model
 # Decoder layers: 8x the deepest model in the zoo (Llama 3.1 405B, 126; models.toml) and above the deepest
 # transformer published (DeepNet, 1,000 layers: arXiv:2203.00555). The pipeline split weighs every uneven
@@ -145,6 +153,12 @@ class ModelSpec:
         if self.attention == "mla" and min(self.kv_lora_rank, self.qk_nope_head_dim, self.qk_rope_head_dim,
                                            self.v_head_dim) <= 0:
             raise invalid(f"{self.name}.attention", "mla", "MLA needs a kv lora rank and nope/rope/v head dims > 0")
+        if self.attention == "gqa":   # MLA's sizes on a GQA model were read and never used: its attention was GQA's
+            mla = next((f for f in MLA_FIELDS if getattr(self, f)), None)
+            if mla:
+                raise invalid(f"{self.name}.{mla}", getattr(self, mla),
+                              '0 with attention = "gqa" (an MLA size: set attention = "mla" for multi-head latent '
+                              "attention)")
         if (self.attention == "dsv4") != bool(self.csa_pattern):
             raise invalid(f"{self.name}.csa_pattern", self.csa_pattern or '""', 'set exactly when attention = "dsv4"')
         if self.attention == "dsv4" and (bad := dsv4.check(self)):
@@ -164,6 +178,14 @@ class ModelSpec:
             raise invalid(f"{self.name}.arch.router_groups", arch.router_groups, "a divisor of routed_experts")
         if arch is None:
             self._check_extra_router_groups()
+        elif ("n_group" in self.extra or "topk_group" in self.extra) and \
+                _group_limit(*self._extra_router_groups()) != _group_limit(arch.router_groups, arch.router_group_topk):
+            groups, group_topk = self._extra_router_groups()
+            raise CommbenchError(
+                f"model {self.name!r}: n_group={groups} / topk_group={group_topk} beside an [arch] table are not read: "
+                f"the plan routes by arch.router_groups / arch.router_group_topk ({arch.router_groups} / "
+                f"{arch.router_group_topk}); set arch.router_groups = {groups} and arch.router_group_topk = "
+                f"{group_topk} there (cited in arch_sources), or leave n_group / topk_group out")
 
     def _check_magnitudes(self) -> None:
         """Every count a whole number in 0..MAX_MODEL_COUNT and every published figure finite and > 0,
@@ -189,6 +211,9 @@ class ModelSpec:
                           f"({self.num_routed_experts}), with topk_group; or both 0")
         if not 0 < group_topk <= groups:
             raise invalid(f"{self.name}.topk_group", group_topk, f"0 < topk_group <= n_group ({groups}), or both 0")
+
+    def _extra_router_groups(self) -> tuple[int, int]:
+        return int(self.extra.get("n_group", 0) or 0), int(self.extra.get("topk_group", 0) or 0)
 
     @property
     def router_groups(self) -> tuple[int, int]:

@@ -14,7 +14,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 from commbench.data.reference import models_toml
 from commbench.errors import CommbenchError, invalid, read_user_file, toml_problem
-from commbench.planner.models.architecture import Architecture, architecture_from_row, sources_from_toml
+from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, architecture_from_row, sources_from_toml
 from commbench.planner.models.spec import MAX_MODEL_COUNT, ModelSpec
 
 
@@ -103,6 +103,9 @@ def _architecture(name: str, row: dict[str, Any], sources: dict) -> Architecture
 
 def _spec_from_row(name: str, row: dict[str, Any], sources: dict | None = None) -> ModelSpec:
     unknown = sorted(set(row) - MODEL_KEYS)
+    if unknown and unknown[0] in ARCH_FIELDS:   # written beside the [arch] table instead of in it
+        raise CommbenchError(f"model {name!r}: key {unknown[0]!r} is an architecture field: it belongs in the "
+                             f"[model.{name}.arch] table (cited in [model.{name}.arch_sources]), where it is read")
     if unknown:
         raise CommbenchError(f"model {name!r}: key {unknown[0]!r} is not a model field (known: "
                              f"{', '.join(sorted(MODEL_KEYS))})")

@@ -14,10 +14,12 @@ gather_along_first_dim: _all_gather_fp8, _all_gather_mxfp8, _all_gather_nvfp4; t
 all-gather buffers are 8-bit too), so the three all-gathers move the quantized tensor and its scales;
 the two reduce-scatters sum bf16 GEMM outputs.
 TorchTitan's DTensor TP saves the gathered input for the weight gradient (autograd keeps the matmul's
-operand): two all-gathers and two reduce-scatters. Its float8 (tensorwise) converter parallelises with
-torchao's Float8ColwiseParallel / Float8RowwiseParallel (apply_tp's enable_float8_tensorwise_tp; docs/
-float8.md: "float8 all-gather ... for TP (by default for Float8Linear)"): the input is cast to e4m3 before
-its all-gather and the output gradient to e5m2 before its; MXFP8 and bf16 gather bf16.
+operand): two all-gathers and two reduce-scatters, of bf16 in every precision: TorchTitan 0.3.0's sharding is
+dtype-agnostic (protocols/sharding.py ShardingConfig: "quantization (Float8/MXFP8) is orthogonal"; its
+Float8LinearConverter runs rowwise recipes only), and 0.2.2's float8 TP (torchao Float8ColwiseParallel, input cast
+to e4m3 before its all-gather) never engages: models/*/infra/parallelize.py enable_float8_linear = "float8" in
+job_config.model.converters, a list that holds "quantize.linear.float8" (llama3 :77 at v0.2.2), so its
+enable_float8_tensorwise_tp is False and TP gathers bf16 there too.
 Full recompute re-runs each recomputed layer's forward in its backward, its forward collectives with it (`rerun`:
 the share of the layers recomputed): Megatron-Core's full granularity checkpoints whole TransformerLayers
 (transformer_block.py _checkpointed_forward -> tensor_parallel.checkpoint, whose CheckpointFunction.backward calls
@@ -39,8 +41,9 @@ GATHER_BYTES = {"bf16": BF16_BYTES, "fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32, "nvfp4"
 
 
 def gather_bytes_per_element(precision: np.ndarray, framework: str = "megatron") -> np.ndarray:
-    """Bytes per activation element a TP all-gather moves for each layout's precision code."""
-    gathered = GATHER_BYTES if framework == "megatron" else {"fp8": GATHER_BYTES["fp8"]}
+    """Bytes per activation element a TP all-gather moves for each layout's precision code (TorchTitan: bf16 in
+    every precision, module docstring)."""
+    gathered = GATHER_BYTES if framework == "megatron" else {}
     table = np.array([gathered.get(p, BF16_BYTES) for p in CODE_FIELDS["precision"]])
     return table[np.asarray(precision)]
 
