@@ -126,7 +126,7 @@ def router_map_elements(model: ModelSpec) -> float:
 
 
 def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision, keep=None,
-                        framework: str = "megatron"):
+                        framework: str = "megatron", graph_tokens=0.0):
     """(attention, dense MLP, MoE MLP) stored bf16-equivalent elements per micro-batch token on one GPU.
 
     GEMM inputs saved for backward are fp8 copies (half a bf16 element) in 8/4-bit recipes, as
@@ -137,6 +137,9 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision,
     `keep` (layout/recompute.py keep_factors: per saved tensor, 0 where the row's recompute frees it; default
     Megatron's table with no graphed router) says which norm outputs, activation outputs and MLA up-projections
     a selective-granularity recompute drops.
+
+    `graph_tokens` (layout/recompute.py graph_kept_permuted_tokens, 1.0 or 0.0 per layout): a per-layer CUDA graph
+    holds the MoE layer's permuted tokens, top-k x the expert width per token, until the layer's backward.
 
     Megatron (megatron-core 0.14 to 0.16.1, Transformer Engine >= 2.6; every 8/4-bit recipe the planner launches is
     a non-delayed one: --fp8-recipe tensorwise / mxfp8, or nvfp4) keeps, as counted here:
@@ -210,7 +213,8 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision,
         copy = np.where((gemm_in < 1.0) & (model.num_shared_experts > 0) & (not megatron), gemm_in, 0.0)
         norm_out = h * (1.0 + copy)
         maps = router_map_elements(model) if megatron else 0.0
-        moe_mlp = (res + keep[rc.MOE_NORM] * norm_out + k + maps) / seq_shard + routed + shared
+        permuted = np.asarray(graph_tokens, dtype=float) * k * w   # the graph's static permuted tokens (bf16)
+        moe_mlp = (res + keep[rc.MOE_NORM] * norm_out + k + maps + permuted) / seq_shard + routed + shared
     else:
         moe_mlp = np.zeros_like(attn)
     full = recompute == 2
@@ -226,13 +230,25 @@ def full_recompute_share(model: ModelSpec, arr) -> np.ndarray:
     return np.where(arr.recompute_layers > 0, np.minimum(arr.recompute_layers, chunk) / chunk, 1.0)
 
 
+def graph_permuted_tokens(model: ModelSpec, arr, framework: str = "megatron") -> np.ndarray | float:
+    """1.0 per layout where a per-layer CUDA graph holds the MoE layers' permuted tokens (layout/recompute.py
+    graph_kept_permuted_tokens: Megatron only), else 0.0; 0.0 for an `arr` without the graph columns."""
+    if framework != "megatron" or not model.is_moe or not hasattr(arr, "cuda_graph_scope"):
+        return 0.0
+    return rc.graph_kept_permuted_tokens(model, arr).astype(float)
+
+
 class SavedElements:
     """Saved activation elements per token per block of each kind under each row's recompute, computed once per
     layout array; `of(counts)` sums them over the blocks a rank (or the whole model) holds. `graph_kept_norm`:
     layout/recompute.py graph_kept_moe_norm per row where the caller has it (keep_factors' graph_kept)."""
 
-    def __init__(self, model: ModelSpec, arr, *, tp, cp, etp, sp, framework: str = "megatron", graph_kept_norm=None):
+    def __init__(self, model: ModelSpec, arr, *, tp, cp, etp, sp, framework: str = "megatron", graph_kept_norm=None,
+                 graph_tokens=None):
         self.model, self.arr, self.framework, self.graph_kept_norm = model, arr, framework, graph_kept_norm
+        if graph_tokens is None:   # the rule read from `arr` where it has the columns (a whole LayoutArrays)
+            graph_tokens = graph_permuted_tokens(model, arr, framework)
+        self.graph_tokens = graph_tokens
         self.tp, self.cp, self.etp, self.sp = tp, cp, etp, sp
         self._whole = None
         self.input_elements = model.hidden / (np.where(sp, tp, 1) * cp)   # a layer's input: full recompute keeps it
@@ -247,7 +263,7 @@ class SavedElements:
         keep = (rc.keep_factors(model, self.arr, recompute, self.framework, graph_kept=self.graph_kept_norm)
                 if keep is None else keep)
         attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, precision, keep,
-                                                       framework=self.framework)
+                                                       framework=self.framework, graph_tokens=self.graph_tokens)
         kinds = {"attention": attn, "dense": dense_mlp, "moe": moe_mlp, "recompute": recompute}
         if model.linear_attention_freq:  # Gated DeltaNet blocks in place of attention (step/gdn.py)
             kinds["linear"] = np.where(recompute == 2, self.input_elements,
@@ -393,9 +409,14 @@ def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedE
     # pipeline_parallel/schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1, interleaved only)
     chunks = load.chunks_in_flight + np.where(arr.moe_a2a_overlap & (vp > 1), 1, 0)
     mb_equiv = np.minimum(chunks / vp, n_mb)                              # micro-batches' worth in flight
-    # full recompute: the layer being re-run holds its whole saved activations for one micro-batch
+    # full recompute: the layer being re-run holds its whole saved activations for one micro-batch. The loss stage's
+    # logits are not held then: the loss and output layer's backward consume them (the logits' gradient, written in
+    # place by the fused cross entropy, is the output layer's grad_output and is freed with it) before autograd
+    # reaches the last layer's checkpoint and megatron-core's CheckpointFunction.backward (tensor_parallel/random.py)
+    # re-runs its forward; the last stage runs a micro-batch's forward and backward back to back (1F1B), so no other
+    # micro-batch's logits wait beside it. The peak holds the larger of the two, not both.
     working = np.where(load.counts.layers > 0, tokens_mb * saved.recompute_working(load.counts) * BF16, 0.0)
-    return per_mb_rank * mb_equiv + working + np.where(load.loss, logits, 0.0)
+    return per_mb_rank * mb_equiv + np.maximum(working, np.where(load.loss, logits, 0.0))
 
 
 def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
@@ -455,13 +476,16 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     # the MoE norm's CUDA-graph rule (layout/recompute.py graph_kept_moe_norm) reads the graph, its scope, the
     # dispatcher and EP: grouped by its answer, not by them
     kept = rc.graph_kept_moe_norm(model, arr) if framework == "megatron" and model.is_moe else np.zeros(n, dtype=bool)
+    graph_tokens = graph_permuted_tokens(model, arr, framework)
+    graph_tokens = np.broadcast_to(np.asarray(graph_tokens, dtype=float), (n,))
     act = RowGroups(tp, cp, pp, vp, etp, sp, n_mb, tokens_mb, arr.precision, arr.recompute, arr.recompute_layers,
-                    arr.cpu_offload_layers, arr.moe_a2a_overlap, arr.pp, arr.vp, kept, arr.fused_mlp_offload_min)
+                    arr.cpu_offload_layers, arr.moe_a2a_overlap, arr.pp, arr.vp, kept, arr.fused_mlp_offload_min,
+                    graph_tokens)
     a = act.columns(arr, ("precision", "recompute", "recompute_layers", "cpu_offload_layers", "moe_a2a_overlap",
                           "pp", "vp", "fused_mlp_offload_min"))
     a_tp, a_cp, a_vp, a_tokens = act.of(tp), act.of(cp), act.of(vp), act.of(tokens_mb)
     saved = SavedElements(model, a, tp=a_tp, cp=a_cp, etp=act.of(etp), sp=act.of(sp), framework=framework,
-                          graph_kept_norm=act.of(kept))
+                          graph_kept_norm=act.of(kept), graph_tokens=act.of(graph_tokens))
     logits = logits_bytes(model, tp=a_tp, cp=a_cp, tokens_mb=a_tokens, framework=framework, loss=loss)
     fused_offload = fused_mlp_offload_elements(model, a, tp=a_tp, cp=a_cp, etp=act.of(etp), tokens_mb=a_tokens,
                                                framework=framework)
