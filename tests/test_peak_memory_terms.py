@@ -78,3 +78,24 @@ def test_no_graph_term_without_megatron_or_moe():
     assert memory.graph_permuted_tokens(moe, arr, "torchtitan") == 0.0
     assert memory.graph_permuted_tokens(moe, arr)[0] == 1.0     # the recipes' scope holds moe_preprocess
     assert memory.graph_permuted_tokens(moe, SimpleNamespace()) == 0.0
+
+
+def test_a_moe_ranks_backward_holds_the_returning_gradient_beside_its_saved_tensors():
+    """DeepSeek-V3 over 8 stages, recompute none: a rank without the loss holds, at its peak, its in-flight saved
+    tensors plus the gradient of one MoE layer's expert output, routed rows x hidden in bf16, twice over the
+    all-to-all (input and output live together; etp 1); the loss rank the larger of that and its logits."""
+    model = load_model("deepseek-v3")
+    arr = LayoutArrays.from_layouts([Layout(tp=1, pp=8, ep=8, mbs=1)])
+    one = np.ones(1, dtype=np.int64)
+    tokens = np.array([4096.0])
+    saved = memory.SavedElements(model, arr, tp=one, cp=one, etp=one, sp=np.array([False]))
+    transient = memory.moe_backward_transient_bytes(model, tp=one, cp=one, etp=one, tokens_mb=tokens)
+    assert transient[0] == pytest.approx(2 * 4096 * model.top_k * model.hidden * 2)
+    logits = memory.logits_bytes(model, tp=one, cp=one, tokens_mb=tokens)
+    for load in candidate_arrays(model, 8 * one, one, one):
+        kw = dict(vp=one, n_mb=np.array([32.0]), tokens_mb=tokens, logits=logits)
+        without = float(memory.rank_activation_bytes(model, arr, load, saved, **kw)[0])
+        with_it = float(memory.rank_activation_bytes(model, arr, load, saved, transient=transient, **kw)[0])
+        loss = float(np.where(np.ravel(load.loss)[0], logits[0], 0.0))
+        assert with_it - (without - loss) == pytest.approx(max(loss, float(transient[0])))
+    # memory_per_gpu charges it on the busiest rank: tests/test_stage_memory.py (by hand, rank by rank)

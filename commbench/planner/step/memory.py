@@ -394,12 +394,31 @@ def logits_bytes(model: ModelSpec, *, tp, cp, tokens_mb, framework: str = "megat
     return tokens_mb / (tp * cp) * step_vocab(model, tp, framework) * per_logit * (1 + model.num_mtp_layers)
 
 
+def moe_backward_transient_bytes(model: ModelSpec, *, tp, cp, etp, tokens_mb) -> np.ndarray:
+    """Bytes of the gradient buffers a MoE layer's backward holds beside everything that layer saved, at its start: the
+    gradient of the routed experts' output, one micro-batch's routed token copies on the rank (tokens_mb x top-k /
+    (tp x cp), as the routed activations count them) by the expert width, in bf16, twice over the all-to-all that
+    returns it to the experts (the collective's input and output tensors both live: megatron-core 0.16.1
+    token_dispatcher.py MoEAlltoAllTokenDispatcher.combine's unpermute and all_to_all, whose backward is TE's
+    moe_unpermute backward writing the top-k-expanded gradient and _AllToAll.backward an all-to-all into a new
+    tensor), or 1 + ETP copies where the expert-TP all-gather (the reduce-scatter's backward) widens it to the ETP
+    group's rows. Only after that do the experts' backward GEMMs free the saved FC2 input, the activation input and
+    the FC1 input. At EP 1 there is no all-to-all, so this over-counts one copy there. 0 for a dense model."""
+    if not model.is_moe:
+        return np.zeros(np.shape(tokens_mb))
+    rows = np.asarray(tokens_mb, dtype=float) * model.top_k / (np.asarray(tp) * np.asarray(cp))
+    return (1.0 + np.asarray(etp)) * rows * model.expert_width * BF16
+
+
 def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedElements, *, vp, n_mb, tokens_mb,
-                          logits, fused_offload=0.0) -> np.ndarray:
+                          logits, fused_offload=0.0, transient=0.0) -> np.ndarray:
     """Activation bytes one pipeline rank (`load`: stage_memory.candidate_arrays) keeps at its peak: its blocks'
     saved tensors for the micro-batches it keeps in flight, less what the fused grouped MLP's offload moves to host
     memory (`fused_offload`: fused_mlp_offload_elements per token per MoE layer, all but the margin's layer), and the
-    `logits` (logits_bytes) where it holds the loss."""
+    larger of the `logits` (logits_bytes) where it holds the loss and the backward's working set: under full
+    recompute the re-run layer's saved tensors, and on a rank with MoE layers the gradient buffers of a MoE layer's
+    backward (`transient`: moe_backward_transient_bytes), which start only once the loss's backward has freed the
+    logits."""
     per_mb_rank = tokens_mb * saved.of(load.counts) * BF16              # one micro-batch, all chunks of the rank
     if np.any(np.asarray(fused_offload) > 0):
         per_mb_rank = per_mb_rank - tokens_mb * fused_offload * fused_mlp_offloaded_layers(load.counts.moe) * BF16
@@ -416,6 +435,7 @@ def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedE
     # re-runs its forward; the last stage runs a micro-batch's forward and backward back to back (1F1B), so no other
     # micro-batch's logits wait beside it. The peak holds the larger of the two, not both.
     working = np.where(load.counts.layers > 0, tokens_mb * saved.recompute_working(load.counts) * BF16, 0.0)
+    working = working + np.where(load.counts.moe > 0, transient, 0.0)
     return per_mb_rank * mb_equiv + np.maximum(working, np.where(load.loss, logits, 0.0))
 
 
@@ -427,8 +447,9 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
     logits = logits_bytes(model, tp=tp, cp=cp, tokens_mb=tokens_mb, framework=framework, loss=loss)
     fused_offload = fused_mlp_offload_elements(model, arr, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb,
                                                framework=framework)
+    transient = moe_backward_transient_bytes(model, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb)
     return np.max([rank_activation_bytes(model, arr, load, saved, vp=vp, n_mb=n_mb, tokens_mb=tokens_mb,
-                                         logits=logits, fused_offload=fused_offload)
+                                         logits=logits, fused_offload=fused_offload, transient=transient)
                    for load in candidate_arrays(model, pp, vp, tp, framework)], axis=0)
 
 
@@ -489,9 +510,11 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     logits = logits_bytes(model, tp=a_tp, cp=a_cp, tokens_mb=a_tokens, framework=framework, loss=loss)
     fused_offload = fused_mlp_offload_elements(model, a, tp=a_tp, cp=a_cp, etp=act.of(etp), tokens_mb=a_tokens,
                                                framework=framework)
+    transient = moe_backward_transient_bytes(model, tp=a_tp, cp=a_cp, etp=act.of(etp), tokens_mb=a_tokens)
     activations = np.array([np.broadcast_to(rank_activation_bytes(model, a, load, saved, vp=a_vp, n_mb=act.of(n_mb),
                                                                   tokens_mb=a_tokens, logits=logits,
-                                                                  fused_offload=fused_offload), (len(act),))
+                                                                  fused_offload=fused_offload, transient=transient),
+                                            (len(act),))
                             for load in candidate_arrays(model, act.of(pp), a_vp, a_tp, framework)])
     activations = activations.reshape(-1, len(act))
     assert len(activations) == len(held)   # the same (pp, vp, tp) keys: the same candidates, in the same order
