@@ -91,6 +91,8 @@ def test_a_moe_ranks_backward_holds_the_returning_gradient_beside_its_saved_tens
     saved = memory.SavedElements(model, arr, tp=one, cp=one, etp=one, sp=np.array([False]))
     transient = memory.moe_backward_transient_bytes(model, tp=one, cp=one, etp=one, tokens_mb=tokens)
     assert transient[0] == pytest.approx(2 * 4096 * model.top_k * model.hidden * 2)
+    flex = memory.moe_backward_transient_bytes(model, tp=one, cp=one, etp=one, tokens_mb=tokens, flex=np.array([True]))
+    assert flex[0] == pytest.approx((4096 * model.top_k + 4096) * model.hidden * 2)   # the un-expanded gradient in
     logits = memory.logits_bytes(model, tp=one, cp=one, tokens_mb=tokens)
     for load in candidate_arrays(model, 8 * one, one, one):
         kw = dict(vp=one, n_mb=np.array([32.0]), tokens_mb=tokens, logits=logits)

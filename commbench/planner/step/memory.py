@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.planner.layout import recompute as rc
-from commbench.planner.layout.spec import PRECISIONS
+from commbench.planner.layout.spec import DISPATCHERS, PRECISIONS
 from commbench.planner.models import dsv4
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import param_counts, step_vocab
@@ -394,20 +394,23 @@ def logits_bytes(model: ModelSpec, *, tp, cp, tokens_mb, framework: str = "megat
     return tokens_mb / (tp * cp) * step_vocab(model, tp, framework) * per_logit * (1 + model.num_mtp_layers)
 
 
-def moe_backward_transient_bytes(model: ModelSpec, *, tp, cp, etp, tokens_mb) -> np.ndarray:
+def moe_backward_transient_bytes(model: ModelSpec, *, tp, cp, etp, tokens_mb, flex=False) -> np.ndarray:
     """Bytes of the gradient buffers a MoE layer's backward holds beside everything that layer saved, at its start: the
-    gradient of the routed experts' output, one micro-batch's routed token copies on the rank (tokens_mb x top-k /
-    (tp x cp), as the routed activations count them) by the expert width, in bf16, twice over the all-to-all that
-    returns it to the experts (the collective's input and output tensors both live: megatron-core 0.16.1
-    token_dispatcher.py MoEAlltoAllTokenDispatcher.combine's unpermute and all_to_all, whose backward is TE's
-    moe_unpermute backward writing the top-k-expanded gradient and _AllToAll.backward an all-to-all into a new
-    tensor), or 1 + ETP copies where the expert-TP all-gather (the reduce-scatter's backward) widens it to the ETP
-    group's rows. Only after that do the experts' backward GEMMs free the saved FC2 input, the activation input and
-    the FC1 input. At EP 1 there is no all-to-all, so this over-counts one copy there. 0 for a dense model."""
+    gradient of the routed experts' output coming back to the experts, one micro-batch's routed token copies on the
+    rank (rows: tokens_mb x top-k / (tp x cp), as the routed activations count them) by the expert width, in bf16.
+    - alltoall dispatcher (megatron-core 0.16.1 token_dispatcher.py MoEAlltoAllTokenDispatcher.combine: unpermute,
+      all_to_all, sort_chunks_by_idxs): TE's moe_unpermute backward writes the top-k-expanded gradient (rows) and
+      _AllToAll.backward all-to-alls it into a new tensor (rows), the collective's input and output alive together:
+      two copies; the expert-TP all-gather (the reduce-scatter's backward) widens the output to ETP x rows: 1 + ETP.
+    - flex (DeepEP / HybridEP: fused_a2a.py HybridEPCombine.backward = dispatch_with_permute of the [tokens, hidden]
+      gradient, one all-to-all over ETP x EP): the un-expanded gradient (rows / top-k) and the ETP x rows it returns.
+    Only after that do the experts' backward GEMMs free the saved FC2 input, activation input and FC1 input. At EP 1
+    (no all-to-all) this over-counts a copy. 0 for a dense model."""
     if not model.is_moe:
         return np.zeros(np.shape(tokens_mb))
     rows = np.asarray(tokens_mb, dtype=float) * model.top_k / (np.asarray(tp) * np.asarray(cp))
-    return (1.0 + np.asarray(etp)) * rows * model.expert_width * BF16
+    copies = np.asarray(etp) + np.where(np.asarray(flex, dtype=bool), 1.0 / model.top_k, 1.0)
+    return copies * rows * model.expert_width * BF16
 
 
 def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedElements, *, vp, n_mb, tokens_mb,
@@ -447,7 +450,8 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
     logits = logits_bytes(model, tp=tp, cp=cp, tokens_mb=tokens_mb, framework=framework, loss=loss)
     fused_offload = fused_mlp_offload_elements(model, arr, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb,
                                                framework=framework)
-    transient = moe_backward_transient_bytes(model, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb)
+    transient = moe_backward_transient_bytes(model, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb,
+                                             flex=np.asarray(arr.dispatcher) == DISPATCHERS.index("flex"))
     return np.max([rank_activation_bytes(model, arr, load, saved, vp=vp, n_mb=n_mb, tokens_mb=tokens_mb,
                                          logits=logits, fused_offload=fused_offload, transient=transient)
                    for load in candidate_arrays(model, pp, vp, tp, framework)], axis=0)
@@ -499,9 +503,10 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     kept = rc.graph_kept_moe_norm(model, arr) if framework == "megatron" and model.is_moe else np.zeros(n, dtype=bool)
     graph_tokens = graph_permuted_tokens(model, arr, framework)
     graph_tokens = np.broadcast_to(np.asarray(graph_tokens, dtype=float), (n,))
+    flex = np.asarray(arr.dispatcher) == DISPATCHERS.index("flex")
     act = RowGroups(tp, cp, pp, vp, etp, sp, n_mb, tokens_mb, arr.precision, arr.recompute, arr.recompute_layers,
                     arr.cpu_offload_layers, arr.moe_a2a_overlap, arr.pp, arr.vp, kept, arr.fused_mlp_offload_min,
-                    graph_tokens)
+                    graph_tokens, flex)
     a = act.columns(arr, ("precision", "recompute", "recompute_layers", "cpu_offload_layers", "moe_a2a_overlap",
                           "pp", "vp", "fused_mlp_offload_min"))
     a_tp, a_cp, a_vp, a_tokens = act.of(tp), act.of(cp), act.of(vp), act.of(tokens_mb)
@@ -510,7 +515,8 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     logits = logits_bytes(model, tp=a_tp, cp=a_cp, tokens_mb=a_tokens, framework=framework, loss=loss)
     fused_offload = fused_mlp_offload_elements(model, a, tp=a_tp, cp=a_cp, etp=act.of(etp), tokens_mb=a_tokens,
                                                framework=framework)
-    transient = moe_backward_transient_bytes(model, tp=a_tp, cp=a_cp, etp=act.of(etp), tokens_mb=a_tokens)
+    transient = moe_backward_transient_bytes(model, tp=a_tp, cp=a_cp, etp=act.of(etp), tokens_mb=a_tokens,
+                                             flex=act.of(flex))
     activations = np.array([np.broadcast_to(rank_activation_bytes(model, a, load, saved, vp=a_vp, n_mb=act.of(n_mb),
                                                                   tokens_mb=a_tokens, logits=logits,
                                                                   fused_offload=fused_offload, transient=transient),
