@@ -16,7 +16,10 @@ keeps only each layer's input; selective and the light modes drop the saved tens
 says their modules free on the model's layer specs (Megatron: the MLA input norm, the MoE pre-MLP norm, the routed
 experts' activation output, MLA's up-projections; never a fused norm or a dense MLP's activation output), the one
 table the emitter writes --recompute-modules from. The last stage also holds what its loss keeps of the logits for
-backward, by the cross entropy the run runs (step/loss_memory.py: TE's 2 B, megatron-core native's 4 B per logit).
+backward, by the cross entropy the run runs (step/loss_memory.py: TE's 2 B, megatron-core native's 4 B per logit), or
+the backward's working set where larger (full recompute's re-run layer, a MoE layer's returning gradient:
+rank_activation_bytes), never both; an alltoall layer graph over moe_preprocess keeps the permuted tokens
+(layout/recompute.py graph_kept_permuted_tokens).
 The embedding, output layer and logits have the rows the
 framework builds (models/counts.step_vocab: Megatron-LM's vocabulary padded to make_vocab_size_divisible_by x TP,
 TorchTitan's unpadded). Blocks are
