@@ -128,7 +128,8 @@ REFERENCE = {"2026-12-05.1": [17.085285043756077, 29.81942600822918],
              # .18 the launch keeps DeepSeek-V3's 129,280 rows at TP2 (divisor 640), not 130,560 (the TP2 row)
              "2026-12-06.18": [17.69713495440708, 30.430047134609158],
              "2026-12-06.19": [17.69713495440708, 30.430047134609158],  # .19 moves Gated DeltaNet CP rows only
-             "2026-12-06.20": [17.69713495440708, 30.430047134609158]}  # .20 moves TorchTitan fp8 TP rows only
+             "2026-12-06.20": [17.69713495440708, 30.430047134609158],  # .20 moves TorchTitan fp8 TP rows only
+             "2026-12-06.21": [17.69713495440708, 30.430047134609158]}  # memory only (fix-G11)
 
 
 def test_the_step_model_identifier_moves_with_the_physics():

@@ -113,6 +113,9 @@ def test_etp_gathered_tokens_count_in_activation_memory(monkeypatch):
     load = rank_loads(m, 16, 1, float(step_vocab(m, 2)))[int(bd.mem_pipeline_rank[0])]
     delta = bd.mem_activations_bytes[1] - bd.mem_activations_bytes[0]
     expected = m.seq_len * per_token_layer * load.counts.moe * 2 * load.chunks_in_flight
+    # and the backward's returning expert-output gradient (memory.moe_backward_transient_bytes): one more bf16 copy
+    # of the rank's routed rows, full width, for the ETP all-gather (fix-G11)
+    expected += m.seq_len * m.top_k / 2 * m.hidden * 2
     assert load.counts.moe > 0 and delta == pytest.approx(expected, rel=1e-9)
 
 

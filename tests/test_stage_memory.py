@@ -85,11 +85,12 @@ def test_memory_is_the_busiest_ranks_not_the_mean_stages():
     assert len(loads) >= 3
     saved = memory.SavedElements(model, arr, tp=one, cp=one, etp=one, sp=kw["sp"])
     logits = memory.logits_bytes(model, tp=one, cp=one, tokens_mb=kw["tokens_mb"])
+    transient = memory.moe_backward_transient_bytes(model, tp=one, cp=one, etp=one, tokens_mb=kw["tokens_mb"])
     vocab_params = 129280 * model.hidden
     totals = {}
     for load in loads:
         act = memory.rank_activation_bytes(model, arr, load, saved, vp=one, n_mb=kw["n_mb"],
-                                           tokens_mb=kw["tokens_mb"], logits=logits)[0]
+                                           tokens_mb=kw["tokens_mb"], logits=logits, transient=transient)[0]
         dense = float(np.ravel(load.non_expert_params)[0]) + float(np.ravel(load.vocab_matrices)[0]) * vocab_params
         expert = float(np.ravel(load.expert_params)[0]) / 8
         # bf16 weights and gradients (2 + 2 B), Adam's 12 B sharded over the DP groups (8 dense, 1 expert)

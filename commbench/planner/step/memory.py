@@ -16,7 +16,10 @@ keeps only each layer's input; selective and the light modes drop the saved tens
 says their modules free on the model's layer specs (Megatron: the MLA input norm, the MoE pre-MLP norm, the routed
 experts' activation output, MLA's up-projections; never a fused norm or a dense MLP's activation output), the one
 table the emitter writes --recompute-modules from. The last stage also holds what its loss keeps of the logits for
-backward, by the cross entropy the run runs (step/loss_memory.py: TE's 2 B, megatron-core native's 4 B per logit).
+backward, by the cross entropy the run runs (step/loss_memory.py: TE's 2 B, megatron-core native's 4 B per logit), or
+the backward's working set where larger (full recompute's re-run layer, a MoE layer's returning gradient:
+rank_activation_bytes), never both; an alltoall layer graph over moe_preprocess keeps the permuted tokens
+(layout/recompute.py graph_kept_permuted_tokens).
 The embedding, output layer and logits have the rows the
 framework builds (models/counts.step_vocab: Megatron-LM's vocabulary padded to make_vocab_size_divisible_by x TP,
 TorchTitan's unpadded). Blocks are
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.planner.layout import recompute as rc
-from commbench.planner.layout.spec import PRECISIONS
+from commbench.planner.layout.spec import DISPATCHERS, PRECISIONS
 from commbench.planner.models import dsv4
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import param_counts, step_vocab
@@ -126,7 +129,7 @@ def router_map_elements(model: ModelSpec) -> float:
 
 
 def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision, keep=None,
-                        framework: str = "megatron"):
+                        framework: str = "megatron", graph_tokens=0.0):
     """(attention, dense MLP, MoE MLP) stored bf16-equivalent elements per micro-batch token on one GPU.
 
     GEMM inputs saved for backward are fp8 copies (half a bf16 element) in 8/4-bit recipes, as
@@ -137,6 +140,9 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision,
     `keep` (layout/recompute.py keep_factors: per saved tensor, 0 where the row's recompute frees it; default
     Megatron's table with no graphed router) says which norm outputs, activation outputs and MLA up-projections
     a selective-granularity recompute drops.
+
+    `graph_tokens` (layout/recompute.py graph_kept_permuted_tokens, 1.0 or 0.0 per layout): a per-layer CUDA graph
+    holds the MoE layer's permuted tokens, top-k x the expert width per token, until the layer's backward.
 
     Megatron (megatron-core 0.14 to 0.16.1, Transformer Engine >= 2.6; every 8/4-bit recipe the planner launches is
     a non-delayed one: --fp8-recipe tensorwise / mxfp8, or nvfp4) keeps, as counted here:
@@ -210,7 +216,8 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision,
         copy = np.where((gemm_in < 1.0) & (model.num_shared_experts > 0) & (not megatron), gemm_in, 0.0)
         norm_out = h * (1.0 + copy)
         maps = router_map_elements(model) if megatron else 0.0
-        moe_mlp = (res + keep[rc.MOE_NORM] * norm_out + k + maps) / seq_shard + routed + shared
+        permuted = np.asarray(graph_tokens, dtype=float) * k * w   # the graph's static permuted tokens (bf16)
+        moe_mlp = (res + keep[rc.MOE_NORM] * norm_out + k + maps + permuted) / seq_shard + routed + shared
     else:
         moe_mlp = np.zeros_like(attn)
     full = recompute == 2
@@ -226,13 +233,25 @@ def full_recompute_share(model: ModelSpec, arr) -> np.ndarray:
     return np.where(arr.recompute_layers > 0, np.minimum(arr.recompute_layers, chunk) / chunk, 1.0)
 
 
+def graph_permuted_tokens(model: ModelSpec, arr, framework: str = "megatron") -> np.ndarray | float:
+    """1.0 per layout where a per-layer CUDA graph holds the MoE layers' permuted tokens (layout/recompute.py
+    graph_kept_permuted_tokens: Megatron only), else 0.0; 0.0 for an `arr` without the graph columns."""
+    if framework != "megatron" or not model.is_moe or not hasattr(arr, "cuda_graph_scope"):
+        return 0.0
+    return rc.graph_kept_permuted_tokens(model, arr).astype(float)
+
+
 class SavedElements:
     """Saved activation elements per token per block of each kind under each row's recompute, computed once per
     layout array; `of(counts)` sums them over the blocks a rank (or the whole model) holds. `graph_kept_norm`:
     layout/recompute.py graph_kept_moe_norm per row where the caller has it (keep_factors' graph_kept)."""
 
-    def __init__(self, model: ModelSpec, arr, *, tp, cp, etp, sp, framework: str = "megatron", graph_kept_norm=None):
+    def __init__(self, model: ModelSpec, arr, *, tp, cp, etp, sp, framework: str = "megatron", graph_kept_norm=None,
+                 graph_tokens=None):
         self.model, self.arr, self.framework, self.graph_kept_norm = model, arr, framework, graph_kept_norm
+        if graph_tokens is None:   # the rule read from `arr` where it has the columns (a whole LayoutArrays)
+            graph_tokens = graph_permuted_tokens(model, arr, framework)
+        self.graph_tokens = graph_tokens
         self.tp, self.cp, self.etp, self.sp = tp, cp, etp, sp
         self._whole = None
         self.input_elements = model.hidden / (np.where(sp, tp, 1) * cp)   # a layer's input: full recompute keeps it
@@ -247,7 +266,7 @@ class SavedElements:
         keep = (rc.keep_factors(model, self.arr, recompute, self.framework, graph_kept=self.graph_kept_norm)
                 if keep is None else keep)
         attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, precision, keep,
-                                                       framework=self.framework)
+                                                       framework=self.framework, graph_tokens=self.graph_tokens)
         kinds = {"attention": attn, "dense": dense_mlp, "moe": moe_mlp, "recompute": recompute}
         if model.linear_attention_freq:  # Gated DeltaNet blocks in place of attention (step/gdn.py)
             kinds["linear"] = np.where(recompute == 2, self.input_elements,
@@ -378,12 +397,34 @@ def logits_bytes(model: ModelSpec, *, tp, cp, tokens_mb, framework: str = "megat
     return tokens_mb / (tp * cp) * step_vocab(model, tp, framework) * per_logit * (1 + model.num_mtp_layers)
 
 
+def moe_backward_transient_bytes(model: ModelSpec, *, tp, cp, etp, tokens_mb, flex=False) -> np.ndarray:
+    """Bytes of the gradient buffers a MoE layer's backward holds beside everything that layer saved, at its start: the
+    gradient of the routed experts' output coming back to the experts, one micro-batch's routed token copies on the
+    rank (rows: tokens_mb x top-k / (tp x cp), as the routed activations count them) by the expert width, in bf16.
+    - alltoall dispatcher (megatron-core 0.16.1 token_dispatcher.py MoEAlltoAllTokenDispatcher.combine: unpermute,
+      all_to_all, sort_chunks_by_idxs): TE's moe_unpermute backward writes the top-k-expanded gradient (rows) and
+      _AllToAll.backward all-to-alls it into a new tensor (rows), the collective's input and output alive together:
+      two copies; the expert-TP all-gather (the reduce-scatter's backward) widens the output to ETP x rows: 1 + ETP.
+    - flex (DeepEP / HybridEP: fused_a2a.py HybridEPCombine.backward = dispatch_with_permute of the [tokens, hidden]
+      gradient, one all-to-all over ETP x EP): the un-expanded gradient (rows / top-k) and the ETP x rows it returns.
+    Only after that do the experts' backward GEMMs free the saved FC2 input, activation input and FC1 input. At EP 1
+    (no all-to-all) this over-counts a copy. 0 for a dense model."""
+    if not model.is_moe:
+        return np.zeros(np.shape(tokens_mb))
+    rows = np.asarray(tokens_mb, dtype=float) * model.top_k / (np.asarray(tp) * np.asarray(cp))
+    copies = np.asarray(etp) + np.where(np.asarray(flex, dtype=bool), 1.0 / model.top_k, 1.0)
+    return copies * rows * model.expert_width * BF16
+
+
 def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedElements, *, vp, n_mb, tokens_mb,
-                          logits, fused_offload=0.0) -> np.ndarray:
+                          logits, fused_offload=0.0, transient=0.0) -> np.ndarray:
     """Activation bytes one pipeline rank (`load`: stage_memory.candidate_arrays) keeps at its peak: its blocks'
     saved tensors for the micro-batches it keeps in flight, less what the fused grouped MLP's offload moves to host
     memory (`fused_offload`: fused_mlp_offload_elements per token per MoE layer, all but the margin's layer), and the
-    `logits` (logits_bytes) where it holds the loss."""
+    larger of the `logits` (logits_bytes) where it holds the loss and the backward's working set: under full
+    recompute the re-run layer's saved tensors, and on a rank with MoE layers the gradient buffers of a MoE layer's
+    backward (`transient`: moe_backward_transient_bytes), which start only once the loss's backward has freed the
+    logits."""
     per_mb_rank = tokens_mb * saved.of(load.counts) * BF16              # one micro-batch, all chunks of the rank
     if np.any(np.asarray(fused_offload) > 0):
         per_mb_rank = per_mb_rank - tokens_mb * fused_offload * fused_mlp_offloaded_layers(load.counts.moe) * BF16
@@ -393,9 +434,15 @@ def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedE
     # pipeline_parallel/schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1, interleaved only)
     chunks = load.chunks_in_flight + np.where(arr.moe_a2a_overlap & (vp > 1), 1, 0)
     mb_equiv = np.minimum(chunks / vp, n_mb)                              # micro-batches' worth in flight
-    # full recompute: the layer being re-run holds its whole saved activations for one micro-batch
+    # full recompute: the layer being re-run holds its whole saved activations for one micro-batch. The loss stage's
+    # logits are not held then: the loss and output layer's backward consume them (the logits' gradient, written in
+    # place by the fused cross entropy, is the output layer's grad_output and is freed with it) before autograd
+    # reaches the last layer's checkpoint and megatron-core's CheckpointFunction.backward (tensor_parallel/random.py)
+    # re-runs its forward; the last stage runs a micro-batch's forward and backward back to back (1F1B), so no other
+    # micro-batch's logits wait beside it. The peak holds the larger of the two, not both.
     working = np.where(load.counts.layers > 0, tokens_mb * saved.recompute_working(load.counts) * BF16, 0.0)
-    return per_mb_rank * mb_equiv + working + np.where(load.loss, logits, 0.0)
+    working = working + np.where(load.counts.moe > 0, transient, 0.0)
+    return per_mb_rank * mb_equiv + np.maximum(working, np.where(load.loss, logits, 0.0))
 
 
 def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens_mb, sp,
@@ -406,8 +453,10 @@ def activation_bytes(model: ModelSpec, arr, *, tp, cp, pp, vp, etp, n_mb, tokens
     logits = logits_bytes(model, tp=tp, cp=cp, tokens_mb=tokens_mb, framework=framework, loss=loss)
     fused_offload = fused_mlp_offload_elements(model, arr, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb,
                                                framework=framework)
+    transient = moe_backward_transient_bytes(model, tp=tp, cp=cp, etp=etp, tokens_mb=tokens_mb,
+                                             flex=np.asarray(arr.dispatcher) == DISPATCHERS.index("flex"))
     return np.max([rank_activation_bytes(model, arr, load, saved, vp=vp, n_mb=n_mb, tokens_mb=tokens_mb,
-                                         logits=logits, fused_offload=fused_offload)
+                                         logits=logits, fused_offload=fused_offload, transient=transient)
                    for load in candidate_arrays(model, pp, vp, tp, framework)], axis=0)
 
 
@@ -455,19 +504,26 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     # the MoE norm's CUDA-graph rule (layout/recompute.py graph_kept_moe_norm) reads the graph, its scope, the
     # dispatcher and EP: grouped by its answer, not by them
     kept = rc.graph_kept_moe_norm(model, arr) if framework == "megatron" and model.is_moe else np.zeros(n, dtype=bool)
+    graph_tokens = graph_permuted_tokens(model, arr, framework)
+    graph_tokens = np.broadcast_to(np.asarray(graph_tokens, dtype=float), (n,))
+    flex = np.asarray(arr.dispatcher) == DISPATCHERS.index("flex")
     act = RowGroups(tp, cp, pp, vp, etp, sp, n_mb, tokens_mb, arr.precision, arr.recompute, arr.recompute_layers,
-                    arr.cpu_offload_layers, arr.moe_a2a_overlap, arr.pp, arr.vp, kept, arr.fused_mlp_offload_min)
+                    arr.cpu_offload_layers, arr.moe_a2a_overlap, arr.pp, arr.vp, kept, arr.fused_mlp_offload_min,
+                    graph_tokens, flex)
     a = act.columns(arr, ("precision", "recompute", "recompute_layers", "cpu_offload_layers", "moe_a2a_overlap",
                           "pp", "vp", "fused_mlp_offload_min"))
     a_tp, a_cp, a_vp, a_tokens = act.of(tp), act.of(cp), act.of(vp), act.of(tokens_mb)
     saved = SavedElements(model, a, tp=a_tp, cp=a_cp, etp=act.of(etp), sp=act.of(sp), framework=framework,
-                          graph_kept_norm=act.of(kept))
+                          graph_kept_norm=act.of(kept), graph_tokens=act.of(graph_tokens))
     logits = logits_bytes(model, tp=a_tp, cp=a_cp, tokens_mb=a_tokens, framework=framework, loss=loss)
     fused_offload = fused_mlp_offload_elements(model, a, tp=a_tp, cp=a_cp, etp=act.of(etp), tokens_mb=a_tokens,
                                                framework=framework)
+    transient = moe_backward_transient_bytes(model, tp=a_tp, cp=a_cp, etp=act.of(etp), tokens_mb=a_tokens,
+                                             flex=act.of(flex))
     activations = np.array([np.broadcast_to(rank_activation_bytes(model, a, load, saved, vp=a_vp, n_mb=act.of(n_mb),
                                                                   tokens_mb=a_tokens, logits=logits,
-                                                                  fused_offload=fused_offload), (len(act),))
+                                                                  fused_offload=fused_offload, transient=transient),
+                                            (len(act),))
                             for load in candidate_arrays(model, act.of(pp), a_vp, a_tp, framework)])
     activations = activations.reshape(-1, len(act))
     assert len(activations) == len(held)   # the same (pp, vp, tp) keys: the same candidates, in the same order
