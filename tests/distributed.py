@@ -61,8 +61,8 @@ def run_ranks(fn: Callable[..., Any], world_size: int, *, timeout_s: float = 60.
     return [results[r] for r in (range(world_size) if ranks is None else ranks)]
 
 
-def _launch(fn: Callable[..., Any], world_size: int, timeout_s: float, args: tuple,
-            ranks: tuple[int, ...] | None = None) -> tuple[dict[int, Any], list[str]]:
+def _start_ranks(fn: Callable[..., Any], world_size: int, timeout_s: float, args: tuple):
+    """Fork `world_size` gloo ranks running `fn` on a fresh port: (the queue they report on, their processes)."""
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
     port = free_port()
@@ -70,6 +70,12 @@ def _launch(fn: Callable[..., Any], world_size: int, timeout_s: float, args: tup
              for r in range(world_size)]
     for proc in procs:
         proc.start()
+    return queue, procs
+
+
+def _launch(fn: Callable[..., Any], world_size: int, timeout_s: float, args: tuple,
+            ranks: tuple[int, ...] | None = None) -> tuple[dict[int, Any], list[str]]:
+    queue, procs = _start_ranks(fn, world_size, timeout_s, args)
     results: dict[int, Any] = {}
     errors: list[str] = []
     try:
@@ -97,13 +103,7 @@ def run_ranks_to_exit(fn: Callable[..., Any], world_size: int, *, timeout_s: flo
     import time
     from multiprocessing.connection import wait
 
-    ctx = mp.get_context("fork")
-    queue = ctx.Queue()
-    port = free_port()
-    procs = [ctx.Process(target=_rank_main, args=(r, world_size, port, fn, args, queue, timeout_s), daemon=True)
-             for r in range(world_size)]
-    for proc in procs:
-        proc.start()
+    queue, procs = _start_ranks(fn, world_size, timeout_s, args)
     ended: dict[int, tuple[int | None, float]] = {}
     deadline = time.monotonic() + timeout_s
     try:

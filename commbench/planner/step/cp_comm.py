@@ -73,3 +73,17 @@ def a2a_cp_s(system, coll, model, *, tokens_mb, tp, cp, cp_domains, attn_layers,
     backward = coll(system, "all_to_all", rows * backward_width, group, cp_domains)
     total = forward * (1.0 + np.asarray(rerun, dtype=float)) + backward
     return np.where(group > 1, attn_layers * total, 0.0)
+
+
+def state_space_cp_s(system, collective_time_s, widths, *, tokens_mb, tp, cp, cp_domains, act_bytes: int,
+                     rerun=0.0) -> np.ndarray:
+    """Per micro-batch per Mamba or Gated DeltaNet layer: its two CP all-to-alls (`widths`: the in_proj output's
+    and the mixer output's per-token width, both split over TP, each over the micro-batch's tokens / CP per rank),
+    forward and backward (their transposes), and the forward's again for the `rerun` share of layers full recompute
+    re-runs; 0 where cp = 1 (step/mamba.py, step/gdn.py cp_all_to_all_s name the widths and their sources)."""
+    if not np.any(cp > 1):
+        return np.zeros(np.shape(tp))
+    rows = tokens_mb / cp / tp * act_bytes
+    one_way = sum(collective_time_s(system, "all_to_all", rows * width, cp, cp_domains) for width in widths)
+    return np.where(cp > 1, (2.0 + np.asarray(rerun, dtype=float)) * one_way, 0.0)
+

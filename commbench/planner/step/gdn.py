@@ -19,6 +19,7 @@ import numpy as np
 
 from commbench.planner.models.gdn import conv_channels, in_proj_width, v_dim
 from commbench.planner.models.spec import ModelSpec
+from commbench.planner.step.cp_comm import state_space_cp_s
 
 CHUNK_TOKENS = 64
 
@@ -51,9 +52,5 @@ def cp_all_to_all_s(model: ModelSpec, system, collective_time_s, *, tokens_mb, t
     ssm/gated_delta_net.py: tensor_a2a_cp2hp of the in_proj output (q, k, v, z, b, a: in_proj_width / TP per token)
     and tensor_a2a_hp2cp of the gated norm's output (v_dim / TP per token), each over the micro-batch's tokens / CP
     per rank; backward runs their transposes (mamba_context_parallel.py autograd functions)."""
-    if not np.any(cp > 1):
-        return np.zeros(np.shape(tp))
-    rows = tokens_mb / cp / tp * act_bytes
-    one_way = (collective_time_s(system, "all_to_all", rows * in_proj_width(model), cp, cp_domains)
-               + collective_time_s(system, "all_to_all", rows * v_dim(model), cp, cp_domains))
-    return np.where(cp > 1, (2.0 + np.asarray(rerun, dtype=float)) * one_way, 0.0)
+    return state_space_cp_s(system, collective_time_s, (in_proj_width(model), v_dim(model)), tokens_mb=tokens_mb,
+                            tp=tp, cp=cp, cp_domains=cp_domains, act_bytes=act_bytes, rerun=rerun)

@@ -39,6 +39,7 @@ import numpy as np
 
 from commbench.planner.models.mamba import SSD_SCAN_FLOPS_PER_STATE, d_inner, in_proj_width
 from commbench.planner.models.spec import ModelSpec
+from commbench.planner.step.cp_comm import state_space_cp_s
 
 SSD_CHUNK_TOKENS = 128  # megatron-core DEFAULT_MAMBA_CHUNK_SIZE
 # The SSD kernels' measured tensor throughput as a fraction of the GPU's dense bf16 rate, in this module's FLOP count
@@ -137,9 +138,5 @@ def cp_all_to_all_s(model: ModelSpec, system, collective_time_s, *, tokens_mb, t
                     act_bytes: int, rerun=0.0) -> np.ndarray:
     """Per micro-batch per Mamba layer: the CP all-to-alls, forward and backward (0 where cp = 1), and the forward's
     again for the `rerun` share of layers full recompute re-runs (tp_comm.py's docstring)."""
-    if not np.any(cp > 1):
-        return np.zeros(np.shape(tp))
-    rows = tokens_mb / cp / tp * act_bytes
-    one_way = (collective_time_s(system, "all_to_all", rows * in_proj_width(model), cp, cp_domains)
-               + collective_time_s(system, "all_to_all", rows * d_inner(model), cp, cp_domains))
-    return np.where(cp > 1, (2.0 + np.asarray(rerun, dtype=float)) * one_way, 0.0)
+    return state_space_cp_s(system, collective_time_s, (in_proj_width(model), d_inner(model)), tokens_mb=tokens_mb,
+                            tp=tp, cp=cp, cp_domains=cp_domains, act_bytes=act_bytes, rerun=rerun)
