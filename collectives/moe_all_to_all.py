@@ -53,7 +53,7 @@ from commbench.moe.accounting import expert_load, imbalance, moe_traffic, tokens
 from commbench.moe.capacity import DROP_POLICY, drop_over_capacity, padding_rows
 from commbench.moe.params import DEFAULTS, MoeParams, sweep_params
 from commbench.moe.payload import HEADER_CHANNELS, dispatch_rows, encode, foreign_rows
-from commbench.moe.routing import load_trace, parse_routing, route, trace_replay
+from commbench.moe.routing import load_trace, parse_routing, route, trace_replay, trace_sha256
 
 _INT64 = get_dtype("int64")
 _MOE_KEYS = tuple(f.name for f in dataclasses.fields(MoeParams))
@@ -119,12 +119,14 @@ _LISTED_ROUTED: dict[tuple[str, str, int], tuple[int, str]] = {}   # (dtype, par
 
 def _trace_replay(p, n: int) -> tuple[dict[str, Any], list[str]]:
     """A trace-routed point's trace_rows / trace_recycled params and its note where the trace was recycled
-    (moe/routing.trace_replay); nothing for the routing models."""
+    (moe/routing.trace_replay), and the digest of the trace file's bytes (trace_sha256: compare's identity of the
+    trace, where the routing's path is only what was typed); nothing for the routing models."""
     routing = parse_routing(p.routing)
     if routing.kind != "trace":
         return {}, []
     trace = load_trace(routing.trace_path, num_experts=p.num_experts, top_k=p.top_k, per_rank=True)
-    return trace_replay(trace, n, p.tokens_per_rank)
+    params, notes = trace_replay(trace, n, p.tokens_per_rank)
+    return {**params, "trace_sha256": trace_sha256(routing.trace_path)}, notes
 
 
 class MoeAllToAll(Collective):

@@ -23,11 +23,14 @@ Models (`--routing`):
   ranks in order (rank r takes tokens r*T .. r*T+T-1), repeating the trace cyclically when it is shorter than
   ranks x T; a (ranks, tokens, top_k) trace replays on that many ranks only (refused on others), rank r taking its
   own recorded tokens, cyclically when fewer than T. A recycled trace is recorded (`trace_replay`: the params
-  trace_rows / trace_recycled and a note), never silent.
+  trace_rows / trace_recycled and a note), never silent. The file is identified by its bytes, not its path
+  (`trace_sha256`): the path as typed names neither one trace (two traces saved under one name) nor only one (the
+  same trace from another folder), so `compare` matches trace points on the digest.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,6 +178,19 @@ def trace_replay(trace: np.ndarray, num_ranks: int, tokens_per_rank: int) -> tup
     where = "per rank" if per_rank else f"for {num_ranks} ranks x {tokens_per_rank} tokens"
     return params, [f"routing trace of {rows} token rows{' per rank' if per_rank else ''} replayed cyclically: "
                     f"{needed} tokens needed {where}, so each recorded token is used up to {-(-needed // rows)} times"]
+
+
+TRACE_DIGEST_HEX_DIGITS = 16   # 64 bits of the SHA-256: a collision between two traces is not a concern
+
+
+def trace_sha256(path: str) -> str:
+    """The first TRACE_DIGEST_HEX_DIGITS hex digits of the SHA-256 of the trace file's bytes: what a record's params
+    name the trace by (`trace_sha256`), whatever path it was read from. CommbenchError if unreadable."""
+    try:
+        digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError as exc:
+        raise CommbenchError(f"--routing=trace:{path} cannot be read: {exc}") from None
+    return digest[:TRACE_DIGEST_HEX_DIGITS]
 
 
 def load_trace(path: str, *, num_experts: int, top_k: int, per_rank: bool = False) -> np.ndarray:

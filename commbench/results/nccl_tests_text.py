@@ -129,10 +129,10 @@ def row(out_of_place: Measurement | None, in_place: Measurement | None, average:
 
 # moe_all_to_all params a row's point line states (the banner states the MoE layer: hidden, experts, top-k, routing,
 # dispatch mode and dtypes, preset, capacity): its tokens per rank, the routing seed, the expert-TP copies, the exact
-# capacity factor (the banner's is %g), a routing trace's rows and whether they were recycled
+# capacity factor (the banner's is %g), a routing trace's rows, whether they were recycled and its file's digest
 # (their types: the point line's format, written by point_value_text and read back on import by point_value)
 MOE_POINT_TYPES = {"tokens_per_rank": int, "seed": int, "expert_tp": int, "capacity_factor": float, "trace_rows": int,
-                   "trace_recycled": bool}
+                   "trace_recycled": bool, "trace_sha256": str}
 MOE_POINT_KEYS = tuple(MOE_POINT_TYPES)
 UNKNOWN = "unknown"   # a point value the text states in no form point_value reads (never a default)
 POINT_PREFIX = "# commbench point: "  # before rows the nccl-tests columns cannot tell apart (read back on import)
@@ -169,6 +169,8 @@ def point_value(key: str, text: str):
         return None
     if MOE_POINT_TYPES.get(key) is bool:
         return {"true": True, "false": False, "'true'": True, "'false'": False}.get(text, UNKNOWN)
+    if MOE_POINT_TYPES.get(key) is str:   # trace_sha256: hex digits
+        return text if text and all(c in "0123456789abcdef" for c in text) else UNKNOWN
     try:
         return float(text) if MOE_POINT_TYPES.get(key) is float else int(text)
     except ValueError:

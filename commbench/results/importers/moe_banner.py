@@ -51,7 +51,7 @@ def parse_moe_banner(body: str) -> dict | None:
 
 def moe_params(banner: dict | None, point: dict, ranks: int) -> dict:
     """A row's params as the native record holds them (MoeParams.as_params + ep_size, experts_per_rank, a trace's
-    trace_rows / trace_recycled), from the run's banner (parse_moe_banner) and the row's point line; UNKNOWN for what
+    trace_rows / trace_recycled / trace_sha256), from the run's banner (parse_moe_banner) and the row's point line; UNKNOWN for what
     neither states."""
     banner = banner or {}
     stated = {key: point_value(key, value) for key, value in point.items() if key in MOE_POINT_KEYS}
@@ -74,4 +74,6 @@ def moe_params(banner: dict | None, point: dict, ranks: int) -> dict:
     if str(params["routing"]).startswith("trace:"):
         for key in ("trace_rows", "trace_recycled"):
             params[key] = stated.get(key, UNKNOWN)
+        if "trace_sha256" in stated:   # a text of commbench before it: left out, so compare matches on the path
+            params["trace_sha256"] = stated["trace_sha256"]
     return params
