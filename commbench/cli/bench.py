@@ -80,7 +80,7 @@ def refuse_size_options(collective: str, given: dict) -> None:
 
 
 @command("bench", short_help="Measure one collective over a range of message sizes, nccl-tests style.",
-         help="Measure one collective over a range of message sizes, nccl-tests style. Exit 0: every size measured with correct data; 1: a size failed or found wrong data (with NCCL tuning axes: in any combination; one NCCL refuses is recorded as data); 2: bad input, found before any rank starts; 130: interrupted (what was measured is kept).")
+         help="Measure one collective over a range of message sizes, nccl-tests style. Exit 0: every size measured with correct data; 1: a size failed or found wrong data (with NCCL tuning axes: in any combination; one NCCL refuses is recorded as data); 2: bad input, found before any rank starts; 130: interrupted (what was measured is kept). A size (-b/-e) means what nccl-tests means: the full output for all_gather, the full input for reduce_scatter, the send buffer for all_to_all, the buffer for the others. algbw = size / time; busbw = algbw x all_reduce 2(n-1)/n, reduce_scatter / all_gather / all_to_all (n-1)/n, sendrecv / broadcast / reduce 1 (nccl-tests doc/PERFORMANCE.md); GB = 1e9 B.")
 def bench(
     collective: Annotated[str, typer.Argument(help=", ".join(REGISTRY))],
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default 2). Omit under torchrun/srun/mpirun.")] = None,
