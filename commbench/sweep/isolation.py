@@ -65,6 +65,19 @@ def peer_failure(error: str | None) -> str | None:
     return None
 
 
+# How a wait past the timeout reads: gloo 'Timed out waiting 1000ms for recv operation to complete' (transport/tcp
+# unbound_buffer.cc, torch 2.13), NCCL's watchdog '... Timeout(ms)=600000) ran for 600011 milliseconds before timing
+# out' (ProcessGroupNCCL.cpp), a store wait's 'Socket Timeout' / TimeoutError; the sweep's agreement waiting for a
+# rank's report (runner._agree: 'no report from every rank').
+TIMEOUT_TEXTS = ("timed out", "timeout", "timing out", "no report from every rank")
+
+
+def timed_out(error: str | None) -> bool:
+    """Whether a rank's error says it waited past a timeout (TIMEOUT_TEXTS), so a failed record may name the timeout:
+    a rank that raised, or whose peer died (its connection closed), did not fail by it."""
+    return error is not None and any(text in error.lower() for text in TIMEOUT_TEXTS)
+
+
 def peer_gone(error: str | None) -> bool:
     """Whether this rank's error says a peer failed under it (peer_failure): its report is all it can add."""
     return peer_failure(error) is not None

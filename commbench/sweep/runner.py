@@ -22,7 +22,7 @@ from commbench.measure.harness import failed_measurement, measure_point
 from commbench.results.records import JsonlWriter, Measurement, new_run_id, to_dict
 from commbench.sweep.dead_peer import dead_peer_stop, end_stuck, report_alone
 from commbench.sweep.isolation import (RECOVERABLE_BACKENDS, Coordinator, IsolatedBackend, PeerDied, peer_failure,
-                                       peer_gone)
+                                       peer_gone, timed_out)
 from commbench.sweep.plan import SweepPoint, plan_sweep
 from commbench.files import repair_torn_tail
 from commbench.sweep.resume import earlier_problems, recorded_keys, sweep_identity
@@ -232,8 +232,10 @@ def _measure_isolated(iso: IsolatedBackend, coord: Coordinator, point: SweepPoin
         assert record is not None
         return record, None
     reason = "; ".join(f"rank {r}: {e}" for r, e in failed[:3]) + (" ..." if len(failed) > 3 else "")
+    # the timeout only where a rank waited past it: a killed rank's point (probe P3) failed on a closed connection
+    timeout = f" (timeout {point.config.timeout_s:g} s)" if any(timed_out(e) for _, e in failed) else ""
     record = failed_measurement(collective, spec, iso, group_size, loop, run_id=run_id,
-                                error=f"failed while measuring {point.label} (timeout {point.config.timeout_s:g} s): {reason}",
+                                error=f"failed while measuring {point.label}{timeout}: {reason}",
                                 group=point.point.group, point_key=point.key)
     if stopped is None and iso.name not in RECOVERABLE_BACKENDS:
         stopped = f"a {iso.name} communicator cannot be trusted after a failed point ({point.label})"
