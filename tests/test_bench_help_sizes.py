@@ -15,6 +15,7 @@ def test_bench_help_states_the_size_convention_and_the_bandwidth_formulas():
     for said in ("A size (-b/-e) means what nccl-tests means: the full output for all_gather, the full input for "
                  "reduce_scatter, the send buffer for all_to_all",
                  "algbw = size / time",
-                 "all_reduce 2(n-1)/n, reduce_scatter / all_gather / all_to_all (n-1)/n, sendrecv / broadcast / reduce 1",
+                 "all_reduce 2(n-1)/n, reduce_scatter / all_gather / all_to_all (n-1)/n, "
+                 "sendrecv / broadcast / reduce 1",
                  "GB = 1e9 B"):
         assert said in help_text, said
