@@ -167,3 +167,21 @@ def test_a_process_forked_inside_the_block_leaving_it_keeps_the_folder(scratch_t
         if os.getpid() != parent:
             os._exit(0)
     assert _left(scratch_tmp) == []
+
+
+def test_a_folder_taken_before_it_was_opened_is_made_again(scratch_tmp, monkeypatch):
+    """Another launch's remove_abandoned may remove a folder between its mkdtemp and its open (it is unlocked then):
+    a loaded suite run saw `bench --nproc 1` end in FileNotFoundError (exit 1). A new folder is made instead."""
+    from commbench.comm import rendezvous_folder as rf
+    real_open, taken = rf._open_folder, []
+
+    def taken_first(path):
+        if not taken:
+            taken.append(path)
+            os.rmdir(path)   # what the other launch's remove_abandoned does
+        return real_open(path)
+
+    monkeypatch.setattr(rf, "_open_folder", taken_first)
+    with rendezvous_folder() as path:
+        assert os.path.isdir(path) and path != taken[0]
+    assert _left(scratch_tmp) == []

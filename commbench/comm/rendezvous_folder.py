@@ -75,9 +75,13 @@ def rendezvous_folder() -> Iterator[str]:
     remove_abandoned(parent)
     while True:
         path = tempfile.mkdtemp(prefix=PREFIX, dir=parent)
-        fd = _open_folder(path)
         # another launch's remove_abandoned may take the folder between mkdtemp and this lock (it was unlocked):
-        # then it is gone once the lock is ours, and a new one is made
+        # gone before it is open (FileNotFoundError: seen once in a loaded suite run, as `bench` exit 1), or gone
+        # once the lock is ours; either way a new one is made
+        try:
+            fd = _open_folder(path)
+        except FileNotFoundError:
+            continue
         fcntl.flock(fd, fcntl.LOCK_EX)
         if _same_folder(path, fd):
             break
