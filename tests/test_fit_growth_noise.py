@@ -132,3 +132,16 @@ def test_a_smaller_size_whose_fastest_exceeds_a_larger_ones_counts_as_noise(tmp_
     text = " ".join(refused.output.split())
     assert "bandwidth undetermined" in text and "by which a smaller size's fastest exceeds a larger one's" in text
     assert not (tmp_path / "f.json").exists()
+
+
+def test_a_smallest_size_slower_than_the_largest_is_not_called_a_rise(tmp_path):
+    """An outside README chain (bench -b 1K -e 64K beside load: 1 KiB's fastest 4,035 us, 64 KiB's 351 us) was refused
+    as 'went 4,035.2 -> 351.3 us at 64 KiB, a rise within the noise': a fall is said as one."""
+    path = tmp_path / "falling.jsonl"
+    _write(path, "fall", [(1024, 4035.2, 4100.0, 4200.0, 4400.0), (8192, 900.0, 1000.0, 1100.0, 1300.0),
+                          (65536, 351.3, 400.0, 420.0, 500.0)])
+    refused = CliRunner().invoke(app, ["fit", str(path), "-O", str(tmp_path / "f.json")])
+    said = " ".join(refused.output.split())
+    assert refused.exit_code == 2, refused.output
+    assert "went 4,035.2 -> 351.3 us at 64 KiB, no rise (a fall: the smallest size was the slower)" in said
+    assert "a rise within" not in said and "measure sizes where the time grows with size" in said

@@ -447,8 +447,10 @@ def fit_curve(key: CurveKey, points: list[CurvePoint] | list[tuple[float, float,
         from commbench.units import format_size
         within = "" if growth is None or growth.resolved else (
             f" beyond its noise: the fastest iteration went {growth.smallest_fastest_s * 1e6:,.1f} -> "
-            f"{growth.judged_fastest_s * 1e6:,.1f} us at {format_size(growth.judged_bytes)}, a rise within the "
-            f"{growth.noise_s * 1e6:,.1f} us of noise (the two sizes' times above their fastest"
+            f"{growth.judged_fastest_s * 1e6:,.1f} us at {format_size(growth.judged_bytes)}, "
+            + ("a rise within the" if growth.judged_fastest_s > growth.smallest_fastest_s else
+               "no rise (a fall: the smallest size was the slower), beside the")
+            + f" {growth.noise_s * 1e6:,.1f} us of noise (the two sizes' times above their fastest"
             + (f", plus {growth.inversion_s * 1e6:,.1f} us by which a smaller size's fastest exceeds a larger one's"
                if growth.inversion_s > 0 else "") + "; nor does any size's)")
         warnings.append(f"bandwidth undetermined: time does not grow with size ({format_size(int(sizes[0]))}.."
