@@ -15,7 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
-from commbench.results.compare import _print_half_unit_us, runs_of_base
+from commbench.results.compare import runs_of_base
+from commbench.results.print_rounding import printed_half_unit_us
 from commbench.results.records import from_dict
 
 runner = CliRunner()
@@ -71,15 +72,15 @@ def test_a_point_that_differs_by_more_than_half_a_printed_digit_is_another_run(t
     (native, imported), _ = two_runs
     records = _records(imported)
     first = records[0]
-    moved = {k: v + 2 * _print_half_unit_us(v) for k, v in first.loop_time_us.items()}
+    moved = {k: v + 2 * printed_half_unit_us(v) for k, v in first.loop_time_us.items()}
     changed = [dataclasses.replace(first, loop_time_us=moved), *records[1:]]
     assert runs_of_base(_records(native), changed) == {}
 
 
 def test_half_a_printed_digit_in_the_exponent_form():
     """getFloatStr prints 7 wide: from 1e7 us "%.1e", two significant digits."""
-    assert _print_half_unit_us(12_345_678.0) == pytest.approx(0.5e6, rel=0.01)
-    assert _print_half_unit_us(99.0) == pytest.approx(0.005, rel=0.01)
+    assert printed_half_unit_us(12_345_678.0) == pytest.approx(0.5e6, rel=0.01)
+    assert printed_half_unit_us(99.0) == pytest.approx(0.005, rel=0.01)
 
 
 def test_a_point_the_run_failed_is_no_row_of_its_text_and_it_is_still_one_run(two_runs):

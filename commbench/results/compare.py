@@ -57,6 +57,7 @@ import numpy as np
 from commbench.errors import CommbenchError
 from commbench.results.noise import (RunToRun, mean_interval, median_interval, t_quantile,  # noqa: F401 (re-exported)
                                      within_run_sd)
+from commbench.results.print_rounding import printed_half_unit_us
 from commbench.results.records import TIME_STATISTICS, Measurement, time_us
 
 AUTO = "auto"
@@ -451,18 +452,6 @@ _PRINTED_TIMES = ("time_us_median", "time_us_mean", "time_us_min", "time_us_max"
 _PRINTED_BANDWIDTHS = ("algbw_gbps", "busbw_gbps")
 
 
-def _print_half_unit_us(time_us_value: float) -> float:
-    """Half the last printed digit of a time in an nccl-tests text table, the coarser of its two layouts, with a little
-    slack for the float sums that import does: older nccl-tests (src/common.cu: "%7.0f" from 10000 us, "%7.1f" from
-    100 us, else "%7.2f") and 2.17's getFloatStr (src/util.cu, commbench's --format nccl-tests: "%.2f" while 7 wide,
-    then "%.1f", "%.0f", from 1e7 us "%.1e": two significant digits)."""
-    if time_us_value >= 1e7:
-        step = 10.0 ** (math.floor(math.log10(time_us_value)) - 1)
-    else:
-        step = 1.0 if time_us_value >= 10000.0 else 0.1 if time_us_value >= 100.0 else 0.01
-    return step / 2 * 1.001 + 1e-9
-
-
 def _alike(a: float | None, b: float | None, half_unit: float) -> bool:
     if a is None or b is None:
         return a is None and b is None
@@ -470,7 +459,7 @@ def _alike(a: float | None, b: float | None, half_unit: float) -> bool:
 
 
 def _times_alike(pairs: list[tuple[float | None, float | None]]) -> bool:
-    return all(_alike(a, b, _print_half_unit_us(max(a or 0.0, b or 0.0))) for a, b in pairs)
+    return all(_alike(a, b, printed_half_unit_us(max(a or 0.0, b or 0.0))) for a, b in pairs)
 
 
 # what a text table row says of a point beyond its identity (match_key) and its time: compared where one side of a
@@ -510,7 +499,7 @@ def _same_within_print_rounding(run: dict[tuple, Measurement], other: dict[tuple
     once exactly and once from a text table that rounds its times (nccl-tests' -J JSON and its text log; commbench's
     JSONL and its own --format nccl-tests text, imported). Where neither side has per-iteration times (two imports)
     every field but the times and bandwidths must be equal and the times equal within the half digit the text
-    rounds them to (_print_half_unit_us). Where one side has them (commbench's own record) and the other not (an
+    rounds them to (printed_half_unit_us). Where one side has them (commbench's own record) and the other not (an
     import of its text), the point is compared at the text's precision (_same_as_printed). Where both have them,
     both are commbench's own records, never rounded: exact copies are caught by their fingerprints, not here.
     Bandwidths are never compared: they follow from size and time (busbw = algbw x the collective's factor), and a

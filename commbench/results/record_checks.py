@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 import re
 
+from commbench.results.print_rounding import printed_bandwidth_slack_gbps
+
 STATUSES = ("ok", "failed", "skipped")
 MAX_SIZE_BYTES = 1 << 50  # 1 PiB: far above any buffer one collective moves
 # commbench's dtypes and the other names nccl-tests prints (importers/nccl_tests.py DTYPE_NAMES)
@@ -114,8 +116,7 @@ def check_algbw_matches_size(m) -> None:
     (files imported before the importer derived it), so it is allowed the print rounding of the time and of the
     bandwidth. A record whose size_bytes was edited (or corrupted) beside its unchanged algbw and time was read,
     tabled and compared as a point of another size: a SummaryDisagrees naming both values."""
-    from commbench.results.importers.nccl_tests import DERIVED_BANDWIDTH, _printed_half_unit_gbps
-    from commbench.results.compare import _print_half_unit_us
+    from commbench.results.importers.nccl_tests import DERIVED_BANDWIDTH
 
     if m.status != "ok" or m.algbw_gbps is None or m.collective not in DERIVED_BANDWIDTH:
         return
@@ -125,8 +126,8 @@ def check_algbw_matches_size(m) -> None:
     if not time_us_value:
         return
     derived_gbps = m.size_bytes / (time_us_value * 1e-6) / 1e9
-    slack = 1e-6 * derived_gbps + 1e-12 if own else (
-        _printed_half_unit_gbps(m.algbw_gbps) + derived_gbps * _print_half_unit_us(time_us_value) / time_us_value * 1.01)
+    slack = 1e-6 * derived_gbps + 1e-12 if own else printed_bandwidth_slack_gbps(m.algbw_gbps, derived_gbps,
+                                                                                    time_us_value)
     if abs(m.algbw_gbps - derived_gbps) > slack:
         time_name = "time_us_median" if own else "loop_time_us"
         raise SummaryDisagrees(

@@ -55,6 +55,7 @@ from commbench.results.importers.nccl_tests_devices import CUT_MARK, DeviceList
 from commbench.results.importers.nccl_tests_planned import TableCount
 from commbench.results.importers import nccl_tests_per_iter as per_iter
 from commbench.results.nccl_tests_text import MOE_POINT_KEYS
+from commbench.results.print_rounding import printed_bandwidth_slack_gbps
 from commbench.results.records import (AGG_GROUPED, AGG_UNGROUPED, IMPORTED_LAUNCHER, NCCL_TESTS_AVERAGE_MODES,
                                        Measurement, Record, RunHeader, new_run_id)
 
@@ -389,16 +390,6 @@ def bus_factor(collective: str, ranks: int) -> float:
     return NCCL_TESTS_BUS_FACTOR[collective](ranks)
 
 
-def _printed_half_unit_gbps(value: float) -> float:
-    """Half the last digit nccl-tests prints of a bandwidth: "%6.2f" (before 2.17), getFloatStr 6 wide (2.17: two
-    decimals below 1000, one below 10000, none below 1e6, then "%.1e")."""
-    if value < 1000:
-        return 0.005
-    if value < 1e4:
-        return 0.05
-    return 0.5 if value < 1e6 else 10.0 ** (math.floor(math.log10(value)) - 1) / 2
-
-
 def derived_bandwidths(collective: str, size: int, time_us: float, ranks: int, algbw: float | None,
                        busbw: float | None, metrics: dict) -> tuple[float | None, float | None, list[str]]:
     """(algbw, busbw, notes) of an imported point: for DERIVED_BANDWIDTH from size and nccl-tests' time as nccl-tests
@@ -409,8 +400,6 @@ def derived_bandwidths(collective: str, size: int, time_us: float, ranks: int, a
     if collective not in DERIVED_BANDWIDTH or not (time_us > 0) or ranks < 1 or not math.isfinite(time_us):
         return algbw, busbw, ([PRINTED_BW_NOTE.format(collective=collective)] if collective not in DERIVED_BANDWIDTH
                               else [])
-    from commbench.results.compare import _print_half_unit_us
-
     derived_alg = size / (time_us * 1e-6) / 1e9
     derived = {"algbw": derived_alg, "busbw": derived_alg * bus_factor(collective, ranks)}
     notes = []
@@ -422,7 +411,7 @@ def derived_bandwidths(collective: str, size: int, time_us: float, ranks: int, a
         metrics.setdefault(key, printed)
         if printed is None or rescaled:
             continue
-        slack = _printed_half_unit_gbps(printed) + derived[name] * _print_half_unit_us(time_us) / time_us * 1.01
+        slack = printed_bandwidth_slack_gbps(printed, derived[name], time_us)
         if abs(printed - derived[name]) > slack:
             notes.append(BW_MISMATCH_NOTE.format(name=name, printed=printed, derived=derived[name], ranks=ranks))
     return derived["algbw"], derived["busbw"], notes
