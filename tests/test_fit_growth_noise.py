@@ -48,8 +48,8 @@ def test_medians_that_rise_by_noise_determine_no_bandwidth(tmp_path):
         "bandwidth from these points; measure up to 16 MiB (-e 16M)"]
     refused = CliRunner().invoke(app, ["fit", str(path), "-O", str(tmp_path / "f.json")])
     assert refused.exit_code == 2, refused.output
-    assert "bandwidth undetermined: time does not grow with size (1 KiB..64 KiB) beyond its noise: the fastest " \
-           "iteration went 109.6 -> 205.5 us at 64 KiB, a rise within the 261.0 us" in " ".join(refused.output.split())
+    assert "bandwidth undetermined: time does not grow with size (1 KiB..64 KiB) beyond its noise (fastest " \
+           "iteration 109.6 -> 205.5 us at 64 KiB, a rise within 261.0 us" in " ".join(refused.output.split())
     assert not (tmp_path / "f.json").exists()
 
 
@@ -130,7 +130,7 @@ def test_a_smaller_size_whose_fastest_exceeds_a_larger_ones_counts_as_noise(tmp_
     refused = CliRunner().invoke(app, ["fit", str(path), "-O", str(tmp_path / "f.json")])
     assert refused.exit_code == 2, refused.output
     text = " ".join(refused.output.split())
-    assert "bandwidth undetermined" in text and "by which a smaller size's fastest exceeds a larger one's" in text
+    assert "bandwidth undetermined" in text and "of a smaller size slower than a larger" in text
     assert not (tmp_path / "f.json").exists()
 
 
@@ -143,5 +143,6 @@ def test_a_smallest_size_slower_than_the_largest_is_not_called_a_rise(tmp_path):
     refused = CliRunner().invoke(app, ["fit", str(path), "-O", str(tmp_path / "f.json")])
     said = " ".join(refused.output.split())
     assert refused.exit_code == 2, refused.output
-    assert "went 4,035.2 -> 351.3 us at 64 KiB, no rise (a fall: the smallest size was the slower)" in said
-    assert "a rise within" not in said and "measure sizes where the time grows with size" in said
+    assert "4,035.2 -> 351.3 us at 64 KiB, a fall;" in said
+    assert "a rise within" not in said and "measure sizes where the time grows" in said
+    assert len(said) < 500, said   # one readable line (it was 800 characters)

@@ -446,13 +446,12 @@ def fit_curve(key: CurveKey, points: list[CurvePoint] | list[tuple[float, float,
         key = dataclasses.replace(key, for_prediction=False)
         from commbench.units import format_size
         within = "" if growth is None or growth.resolved else (
-            f" beyond its noise: the fastest iteration went {growth.smallest_fastest_s * 1e6:,.1f} -> "
+            f" beyond its noise (fastest iteration {growth.smallest_fastest_s * 1e6:,.1f} -> "
             f"{growth.judged_fastest_s * 1e6:,.1f} us at {format_size(growth.judged_bytes)}, "
-            + ("a rise within the" if growth.judged_fastest_s > growth.smallest_fastest_s else
-               "no rise (a fall: the smallest size was the slower), beside the")
-            + f" {growth.noise_s * 1e6:,.1f} us of noise (the two sizes' times above their fastest"
-            + (f", plus {growth.inversion_s * 1e6:,.1f} us by which a smaller size's fastest exceeds a larger one's"
-               if growth.inversion_s > 0 else "") + "; nor does any size's)")
+            + ("a rise within" if growth.judged_fastest_s > growth.smallest_fastest_s else "a fall; noise")
+            + f" {growth.noise_s * 1e6:,.1f} us"
+            + (f" incl. {growth.inversion_s * 1e6:,.1f} us of a smaller size slower than a larger"
+               if growth.inversion_s > 0 else "") + ")")
         warnings.append(f"bandwidth undetermined: time does not grow with size ({format_size(int(sizes[0]))}.."
                         f"{format_size(int(sizes[-1]))}){within}; reported, not used to predict")
     bandwidth_s = float(x[-1]) / fit.busbw_bytes_per_s[-1]

@@ -385,6 +385,9 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     return fabric, fits, notes
 
 
+REPORTED_ONLY = "; reported, not used to predict"   # how fit_curve ends the warning of a curve it keeps from prediction
+
+
 def check_usable_curve(fits: list[CurveFit], paths: list[str]) -> None:
     """Refuse, in one line naming each curve and why, results whose fitted curves are all reported only (bandwidth
     undetermined, a composite workload's total, an unknown stage): the profile would predict nothing (`fit` wrote one
@@ -393,15 +396,14 @@ def check_usable_curve(fits: list[CurveFit], paths: list[str]) -> None:
 
     if any(f.key.for_prediction and f.key.collective in COLLECTIVES for f in fits):
         return
-    why = "; ".join(f"{f.key.label}: " + (next((w for w in f.warnings if "not used to predict" in w), None)
+    why = "; ".join(f"{f.key.label}: " + (next((w.removesuffix(REPORTED_ONLY) for w in f.warnings if "not used to predict" in w), None)
                                           or ("a composite workload's total or stage, reported only"
                                               if f.key.collective in COLLECTIVES or f.key.stage
                                               else "no collective the cost model predicts"))
                     for f in fits[:3]) + (f"; and {len(fits) - 3} more" if len(fits) > 3 else "")
-    raise CommbenchError(f"no usable curve in {', '.join(paths)}: every curve fitted is reported, not used to predict "
-                         f"({why}), so the profile would predict nothing; measure sizes where the time grows with "
-                         "size, e.g. up to 16 MiB (bench -e 16M: below about 1 MiB a gloo or NCCL collective takes "
-                         "its latency alone), and a plain collective's sweep")
+    plain = "" if all(f.key.collective in COLLECTIVES and not f.key.stage for f in fits) else " of a plain collective"
+    raise CommbenchError(f"no usable curve in {', '.join(paths)} ({why}); measure sizes where the time grows{plain}, "
+                         "e.g. bench -e 16M (below about 1 MiB a collective takes its latency alone)")
 
 
 def _run_text(header) -> str:
