@@ -74,8 +74,11 @@ def step_vocab(m: ModelSpec, tp, framework: str = "megatron"):
     if framework != "megatron":
         return np.full(tp.shape, float(m.vocab)) if tp.ndim else float(m.vocab)
     if tp.ndim:
-        sizes = {int(t): _megatron_rows(m, int(t)) for t in np.unique(tp)}
-        return np.array([sizes[int(t)] for t in tp.ravel()], dtype=np.float64).reshape(tp.shape)
+        sizes = tp.astype(np.int64)
+        present = np.flatnonzero(np.bincount(sizes.ravel()))   # the few TP sizes, without a sort of every row
+        rows = np.zeros(present[-1] + 1 if len(present) else 1)
+        rows[present] = [_megatron_rows(m, int(t)) for t in present]
+        return rows[sizes]
     return _megatron_rows(m, int(tp))
 
 

@@ -39,6 +39,7 @@ from commbench.planner.layout.graph_scope import BIT, MODULES, WHOLE_LAYER, reso
 from commbench.planner.layout.recompute import mode_modules
 from commbench.planner.layout.spec import CODE_FIELDS
 from commbench.planner.models.spec import ModelSpec
+from commbench.row_groups import RowGroups
 
 # (graph scope module, recompute module) pairs each block refuses
 SCOPED_PAIRS = (("attn", "core_attn"), ("attn", "mla_up_proj"), ("mlp", "mlp"), ("moe", "moe_act"), ("moe", "moe"),
@@ -87,19 +88,23 @@ def graph_recompute_refused(model: ModelSpec, release: str | None, cuda_graph: n
     """Per layout, whether `release`'s Megatron-LM refuses its graph with its recompute (graph_recompute_conflict),
     and the scope bit a graph kept beside that recompute leaves out (0 where no scope change answers it: the whole
     layer, the full-iteration graph)."""
-    n = len(cuda_graph)
-    refused, drop = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int64)
-    keys = np.stack([np.asarray(cuda_graph, dtype=np.int64), np.asarray(scope, dtype=np.int64),
-                     np.asarray(recompute, dtype=np.int64)], axis=1) if n else np.zeros((0, 3), dtype=np.int64)
-    for graph, mask, mode in np.unique(keys, axis=0):
-        conflict = graph_recompute_conflict(model, release, CODE_FIELDS["cuda_graph"][graph], int(mask),
-                                            CODE_FIELDS["recompute"][mode])
-        if conflict:
-            rows = (keys == (graph, mask, mode)).all(axis=1)
-            refused |= rows
+    if len(cuda_graph) == 0:
+        return np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
+    groups = RowGroups(np.asarray(cuda_graph, dtype=np.int64), np.asarray(scope, dtype=np.int64),
+                       np.asarray(recompute, dtype=np.int64))
+    refused, drop = np.zeros(len(groups), dtype=bool), np.zeros(len(groups), dtype=np.int64)
+    conflicts: dict[tuple[int, int, int], tuple[str, str] | None] = {}   # runs of one key may head several groups
+    for g, key in enumerate(zip(groups.of(cuda_graph).tolist(), groups.of(scope).tolist(),
+                                groups.of(recompute).tolist())):
+        if key not in conflicts:
+            graph, mask, mode = key
+            conflicts[key] = graph_recompute_conflict(model, release, CODE_FIELDS["cuda_graph"][graph], mask,
+                                                      CODE_FIELDS["recompute"][mode])
+        if conflict := conflicts[key]:
+            refused[g] = True
             # the layernorm rule asks attn, mlp and a MoE module together: leaving attn out answers it
-            drop[rows] = BIT[conflict[0]] if conflict[0] in BIT else BIT["attn"] if conflict[1] == "layernorm" else 0
-    return refused, drop
+            drop[g] = BIT[conflict[0]] if conflict[0] in BIT else BIT["attn"] if conflict[1] == "layernorm" else 0
+    return groups.expand(refused), groups.expand(drop)
 
 
 def graph_recompute_pin_refusal(model: ModelSpec, release: str | None, pins: dict[str, object]) -> str | None:
