@@ -2,9 +2,10 @@
 
 Each row is a run NVIDIA published a peak-memory figure for (Megatron-Bridge skills, docs and model verification
 cards; the row names its source). "peak_allocated" rows compare the planner's allocated terms (weights + gradients +
-optimizer state + activations, without its reserve: torch.cuda.max_memory_allocated counts no CUDA context, NCCL or
-DeepEP/HybridEP buffers and no allocator cache) with the published peak allocated memory; "oom" rows ran out of memory,
-so the planner's total (with its reserve) must exceed the GPU's usable HBM. Held out: no term is fitted to these rows.
+optimizer state + activations, without its reserve: torch.cuda.max_memory_allocated counts no CUDA context, NCCL,
+DeepEP/HybridEP or TP-overlap userbuffers and no allocator cache) with the published peak allocated memory; "oom"
+rows ran out of memory, so the planner's total (with its reserve) must exceed the GPU's usable HBM. Held out: no term
+is fitted to these rows.
 
     python benchmarks/peak_memory.py
 """

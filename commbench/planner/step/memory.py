@@ -28,7 +28,8 @@ layers each add their own terms (Mamba's in step/mamba.py).
 Module-level offload of the fused grouped MLP (layout fused_mlp_offload_min, megatron-core 0.19.0) takes the routed
 experts' saved tensors that reach the element threshold off the GPU for all MoE layers but one
 (fused_mlp_offload_elements); HSDP's outer "optim" sharding splits the optimizer state across the replicas
-(outer_optim_shards).
+(outer_optim_shards). The reserve adds, where the launch runs --tp-comm-overlap, Transformer Engine's userbuffers
+(step/tp_overlap_memory.py: HBM outside PyTorch's allocator).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from commbench.planner.step.dp_sync import grad_bytes, param_gather_bytes
 from commbench.planner.step.loss_memory import LOSS_LOGIT_BYTES, check_loss
 from commbench.planner.step.mamba import block_counts
 from commbench.planner.step.stage_memory import RankArrays, _layer_kinds, _per_kind_params, candidate_arrays
+from commbench.planner.step.tp_overlap_memory import tp_overlap_buffer_bytes
 from commbench.row_groups import RowGroups
 
 BF16 = 2
@@ -542,12 +544,15 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     # CUDA graph pools (stated assumptions in Calibration): static buffers per captured layer, or
     # for a full-iteration graph a share of the activations the pool cannot reuse.
     graph_bytes = np.where(arr.cuda_graph == 1, cal.graph_layer_bytes, graph_full * activations)
+    # TP-overlap userbuffers: HBM outside PyTorch's allocator, held all run (step/tp_overlap_memory.py)
+    ub_bytes = tp_overlap_buffer_bytes(model, tokens_mb=tokens_mb, cp=cp, tp=tp, sp=sp, precision=arr.precision,
+                                       tp_comm_overlap=arr.tp_comm_overlap, framework=framework)
     return MemoryBytes(
         weights=weights.ravel()[at_static],
         grads=grads.ravel()[at_static],
         optimizer=optimizer.ravel()[at_static],
         activations=activations,
-        reserve=cal.reserve_fixed_bytes + cal.reserve_fraction * capacity + graph_bytes,
+        reserve=cal.reserve_fixed_bytes + cal.reserve_fraction * capacity + graph_bytes + ub_bytes,
         capacity=capacity,
         host_offload=host,
         host_capacity=host_capacity,
