@@ -93,3 +93,25 @@ def test_a_layout_edited_apart_from_its_launch_arguments_is_refused(small_plan, 
     assert "field 'layout' and field 'megatron_args' describe different layouts" in line
     assert f"mbs {lay['mbs'] * 2} vs {lay['mbs']}" in line
     assert load_plan(small_plan)["layout"] == lay   # the plan as written still loads
+
+
+def test_a_plan_renamed_to_another_model_is_refused(small_plan, tmp_path):
+    """inputs.model changed to deepseek-v3 (the model_spec, arguments and predictions still qwen3-30b-a3b's): verify-plan
+    measured qwen3's sizes and exited 0 with one 'unmet assumption' line, a verdict on model A given as model B (probe
+    P4). plan writes both from one model, so they must agree, as inputs.precision and layout.precision must."""
+    line = _refused(_edited(small_plan, tmp_path, lambda d: d["inputs"].__setitem__("model", "deepseek-v3")))
+    assert "field 'inputs.model'='deepseek-v3'" in line and "'inputs.model_spec.name'='qwen3-30b-a3b'" in line, line
+
+
+def test_a_plan_without_its_predicted_figures_is_refused(small_plan, tmp_path):
+    """The whole `predicted` block deleted: verify-plan recomputed and exited 0 with no word, a plan predicted not to
+    fit then passing as one that fits (its DOES NOT FIT flag reads predicted.fits) and its figures unchecked against
+    its layout (probe P4). So is a figure verify-plan reads deleted or made a string, and `fits` made a string."""
+    line = _refused(_edited(small_plan, tmp_path, lambda d: d.pop("predicted")))
+    assert "field 'predicted' is missing" in line, line
+    line = _refused(_edited(small_plan, tmp_path, lambda d: d["predicted"].pop("step_s")))
+    assert "field 'predicted.step_s'=None is invalid" in line, line
+    line = _refused(_edited(small_plan, tmp_path, lambda d: d["predicted"].__setitem__("mem_total_bytes", "1e9")))
+    assert "field 'predicted.mem_total_bytes'='1e9' is invalid" in line, line
+    line = _refused(_edited(small_plan, tmp_path, lambda d: d["predicted"].__setitem__("fits", "false")))
+    assert "field 'predicted.fits'='false' is invalid: true or false" in line, line

@@ -291,6 +291,7 @@ def load_plan(path: str | Path) -> dict[str, Any]:
         _check_plan_magnitudes(doc)
         _check_layout_counts(doc["layout"])
         _check_layout_keys(doc["layout"])
+        _check_predicted(doc.get("predicted"))
     except ValueError as exc:
         raise CommbenchError(f"plan file {str(path)!r}: {exc}") from None
     lay = plan_layout(doc)
@@ -309,6 +310,11 @@ def load_plan(path: str | Path) -> dict[str, Any]:
         raise CommbenchError(f"plan file {str(path)!r}: field 'inputs.precision'={said!r} but field "
                              f"'layout.precision'={ran!r}: a hand edit changed one and not the other (write the plan "
                              "again with `commbench plan`)")
+    named, built = doc["inputs"].get("model"), doc["inputs"]["model_spec"].get("name")
+    if named != built:   # plan writes both from one model (plan_inputs): another name measures one model as another
+        raise CommbenchError(f"plan file {str(path)!r}: field 'inputs.model'={named!r} but field "
+                             f"'inputs.model_spec.name'={built!r}: a hand edit changed one and not the other; the "
+                             "sizes and launch are the model_spec's (write the plan again with `commbench plan`)")
     gpus = doc["inputs"]["gpus"]
     if lay.world != gpus:
         raise CommbenchError(f"plan file {str(path)!r}: its layout holds {lay.world} ranks (tp x cp x dp x pp = "
@@ -331,6 +337,32 @@ def _check_plan_magnitudes(doc: dict[str, Any]) -> None:
         value = doc[section].get(key, 1)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high:
             raise ValueError(f"field '{section}.{key}'={value!r} is invalid: a number from {low} to {high:,}")
+
+
+# The predicted figures verify-plan reads: those it re-predicts the recorded layout against (workflows/verify.py
+# REPREDICTED) and whether the layout fits (its DOES NOT FIT flag, pinned.unfit_line).
+PREDICTED_READ = ("step_s", "tokens_per_s_per_gpu", "mem_total_bytes", "mem_capacity_bytes")
+
+
+def _check_predicted(predicted: Any) -> None:
+    """A hand-edited plan's `predicted` block: there, with the figures verify-plan holds the plan to as finite numbers
+    and `fits` a boolean. Without them a plan predicted not to fit would pass as one that fits, and its figures would
+    go unchecked against its layout, with no word."""
+    import math
+
+    if not isinstance(predicted, dict):
+        raise ValueError(f"field 'predicted' is {'missing' if predicted is None else type(predicted).__name__}: every "
+                         f"plan records its predicted figures ({', '.join(PREDICTED_READ)}, fits), which verify-plan "
+                         "checks the plan against (write the plan again with `commbench plan`)")
+    for key in PREDICTED_READ:
+        value = predicted.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"field 'predicted.{key}'={value!r} is invalid: a finite number >= 0, the plan's "
+                             "predicted figure verify-plan checks it against (write the plan again with "
+                             "`commbench plan`)")
+    if not isinstance(predicted.get("fits"), bool):
+        raise ValueError(f"field 'predicted.fits'={predicted.get('fits')!r} is invalid: true or false, whether the "
+                         "layout was predicted to fit in HBM (write the plan again with `commbench plan`)")
 
 
 def _check_layout_counts(layout: dict[str, Any]) -> None:

@@ -51,6 +51,17 @@ def short(layout: Layout) -> str:
     return text + ("" if layout.distributed_optimizer else " no-dist-opt")
 
 
+def graph_text(layout: Layout, model) -> str:
+    """' cuda_graph=layer(attn+moe_router+moe_preprocess)' where the layout runs per-layer CUDA graphs (the scope the
+    Megatron arguments name: an empty cuda_graph_scope is the recipes' for the model, graph_scope.default_scope),
+    ' cuda_graph=full' for a full-iteration graph, '' without one."""
+    from commbench.planner.layout.graph_scope import default_scope
+
+    if layout.cuda_graph == "layer":
+        return f" cuda_graph=layer({layout.cuda_graph_scope or '+'.join(default_scope(model))})"
+    return "" if layout.cuda_graph == "none" else f" cuda_graph={layout.cuda_graph}"
+
+
 @dataclass(frozen=True, kw_only=True)
 class Scenario:
     label: str
@@ -312,7 +323,7 @@ def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[lis
     """(lines of text, sensitivity rows) for the winner of `result`. Everything is predicted."""
     bd, lay = result.breakdown, result.layouts.layout(0)
     tok = float(bd.tokens_per_s_per_gpu[0])
-    lines = [f"Plan (predicted): {short(lay)} at {tok:,.0f} tokens/s/GPU, {float(bd.model_tflops_per_gpu[0]):,.0f} "
+    lines = [f"Plan (predicted): {short(lay)}{graph_text(lay, result.request.model)} at {tok:,.0f} tokens/s/GPU, {float(bd.model_tflops_per_gpu[0]):,.0f} "
              f"model TFLOP/s/GPU (MFU {100 * float(bd.mfu[0]):.1f}% of the {lay.precision} dense peak, "
              f"{float(bd.peak_tflops[0]):,.0f} TFLOP/s; {FLOPS_COUNTS[result.request.framework][0]}), "
              f"{float(result.headroom_bytes[0]) / 1e9:.0f} GB "
@@ -332,4 +343,4 @@ def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[lis
     return lines, rows
 
 
-__all__ = ["SCENARIOS", "STRUCTURE", "STEP_TERMS", "explain", "term_deltas", "runner_up", "scale_tier_bandwidth", "sensitivity", "short"]
+__all__ = ["SCENARIOS", "STRUCTURE", "STEP_TERMS", "explain", "graph_text", "term_deltas", "runner_up", "scale_tier_bandwidth", "sensitivity", "short"]
