@@ -384,7 +384,8 @@ DERIVED_BANDWIDTH = frozenset(NCCL_TESTS_BUS_FACTOR)
 ROUND_TRIP_BUS_FACTOR = {"moe_all_to_all": lambda n: (n - 1) / n}
 PRINTED_BW_NOTE = ("algbw/busbw as printed (to 2 decimals): {collective}'s algbw does not follow from size and time "
                    "alone")
-BW_MISMATCH_NOTE = ("printed {name} {printed:g} GB/s is not {bytes} / time x factor ({derived:.4g} GB/s at {ranks} ranks) "
+BW_MISMATCH_NOTE = ("printed {name} {printed:g} GB/s is not {bytes} / time x factor ({derived:.4g} GB/s at {ranks} "
+                    "ranks) "
                     "within its print rounding: the world size read from the log may be wrong; the record keeps the "
                     "derived value, the printed one is metrics.nccl_tests_printed_{name}_gbps")
 
