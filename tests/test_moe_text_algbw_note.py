@@ -53,7 +53,18 @@ def test_nccl_tests_text_says_what_its_algbw_counts_and_still_imports(tmp_path):
     (m,) = [r for r in imported.records if isinstance(r, Measurement)]
     assert m.size_bytes == record["size_bytes"] and m.params["combine_dtype"] == "fp32"
     printed = lines[row].split()[6]   # algbw column as printed
-    assert m.algbw_gbps == pytest.approx(float(printed))
+    # probe P3 finding 2: the import kept the 2-decimal printed algbw (0.01 for 0.0094) and lost the MoE bytes; the
+    # point line now states them, so algbw = round_trip_bytes_max / nccl-tests' time, exactly, the printed one a check
+    assert lines[row - 1].startswith("# commbench point: ") and \
+        f"round_trip_bytes_max={record['metrics']['round_trip_bytes_max']}" in lines[row - 1]
+    assert m.metrics["round_trip_bytes_max"] == record["metrics"]["round_trip_bytes_max"]
+    assert m.metrics["combine_bytes_max"] == record["metrics"]["combine_bytes_max"]
+    time_us = float(lines[row].split()[5])
+    assert m.algbw_gbps == pytest.approx(record["metrics"]["round_trip_bytes_max"] / time_us / 1e3, rel=1e-12)
+    assert m.busbw_gbps == pytest.approx(m.algbw_gbps * 0, abs=0)   # one rank: (n-1)/n = 0
+    assert m.metrics["nccl_tests_printed_algbw_gbps"] == float(printed)
+    assert abs(m.algbw_gbps - float(printed)) <= 0.005 + 1e-12
+    assert not any(n.startswith(("printed ", "algbw/busbw as printed")) for n in m.notes), m.notes
 
 
 @pytest.mark.timeout(180)

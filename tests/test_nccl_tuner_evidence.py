@@ -171,7 +171,8 @@ def test_a_combination_measured_in_a_dtype_without_nccls_default_there_makes_no_
     records = [_record("a", 1024, DEFAULT, 20.0), _record("a", 1024, RING_LL, 10.0),
                _record("a", 1024, RING_LL, 30.0, dtype="bfloat16")]
     configs, text = _rules(tmp_path, records)
-    assert configs == [] and "NCCL default was not measured at this size" in text
+    # NCCL's default WAS measured at this size (float32): the comment names the dtype it lacks (probe P2)
+    assert configs == [] and "NCCL default not measured in bfloat16, where ring/ll/16 was" in text, text
     both = [*records, _record("a", 1024, DEFAULT, 40.0, dtype="bfloat16")]
     assert [c["algo"] for c in _rules(tmp_path, both)[0]] == ["ring"]
 

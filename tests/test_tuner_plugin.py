@@ -563,3 +563,19 @@ def test_a_predicted_file_requires_the_nccl_and_gpu_it_was_predicted_for(library
         c = configs[0]
         assert (picked(driver.call(c["coll"], c["min"])[1]) == (c["algo"], c["proto"])) == applied, (version, c)
         driver.close()
+
+
+@pytest.mark.parametrize("rule, reason", [
+    ("allreduce,1K,16K,ring,ll,0,1,8,1,0", "bad min_bytes"),   # probe P2: said "bad max_bytes", max checked first
+    ("allreduce,0,16K,ring,ll,0,1,8,1,0", "bad max_bytes"),
+    ("allreduce,0,100,ring,ll,0,x,8,1,0", "bad nNodes"),       # was "bad integer field": which of five
+    ("allreduce,0,100,ring,ll,0,1,8,1,z", "bad regBuff")])
+def test_a_dropped_line_names_its_first_bad_field(library, tmp_path, config_env, rule, reason):
+    fake = ctypes.CDLL(_compile(tmp_path, "libfakenccl.so", FAKE_NCCL, "-DFAKE_VERSION=22703"))
+    conf = tmp_path / f"bad-{reason.replace(' ', '-')}.conf"   # a path of its own: each file is reported once
+    conf.write_text(rule + "\n")
+    driver = Driver(library, str(conf), ranks=8, nodes=1,
+                    logger_address=ctypes.cast(fake.fakeLog, ctypes.c_void_p).value)
+    log = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(fake, "fakeLogText"))).decode()
+    assert f"line 1 dropped: {reason}\n" in log, log
+    driver.close()

@@ -119,6 +119,8 @@ class BenchView:
                                     agg_iters=config.loop.agg_iters, blocking=config.loop.blocking,
                                     swept=moe_swept(config.params)):
                 self._print(line)
+            if header.planned_points is not None:
+                self._print(text.planned_line(header.planned_points))
             for note in header.notes:
                 self._print(f"# note: {note}")
             self._print_algbw_note(config)

@@ -26,7 +26,7 @@ def header_node_count(header) -> tuple[int, str, str]:
     hostnames = list(header.hostnames or [])
     num_hosts = len(set(hostnames)) or 1
     topology = header.topology or {}
-    source = _source_name(topology)
+    source = _source_text(topology)
     if header.emulated:
         return num_hosts, HOSTS, "emulated fabric: NCCL counts hosts"
     racks = _racks(topology, header.world_size)
@@ -37,9 +37,17 @@ def header_node_count(header) -> tuple[int, str, str]:
             spanning = num_hosts > len(racks)
         if spanning:
             return (len(racks), NVLINK_DOMAINS,
-                    f"{len(racks)} NVLink domain(s) over {num_hosts} host(s) (topology from {source}): multi-node "
+                    f"{len(racks)} NVLink domain(s) over {num_hosts} host(s) ({source}): multi-node "
                     "NVLink, NCCL counts one node per domain")
-    return num_hosts, HOSTS, f"{num_hosts} host(s) in the run header, no NVLink domain spans hosts (topology from {source})"
+    return num_hosts, HOSTS, f"{num_hosts} host(s) in the run header, no NVLink domain spans hosts ({source})"
+
+
+def _source_text(topology: dict) -> str:
+    """'topology from SOURCE' (_source_name), or 'topology unknown: ...' where the header records no topology (an older
+    or hand-written header, an import of a log that names no hosts' domains): never a bare '?'."""
+    if not str(topology.get("source") or "").strip():
+        return "topology unknown: the run header records none"
+    return f"topology from {_source_name(topology)}"
 
 
 def _source_name(topology: dict) -> str:

@@ -134,14 +134,18 @@ def row(out_of_place: Measurement | None, in_place: Measurement | None, average:
 MOE_POINT_TYPES = {"tokens_per_rank": int, "seed": int, "expert_tp": int, "capacity_factor": float, "trace_rows": int,
                    "trace_recycled": bool, "trace_sha256": str}
 MOE_POINT_KEYS = tuple(MOE_POINT_TYPES)
+# moe_all_to_all metrics a row's point line states, in bytes (its algbw counts round_trip_bytes_max, not the size:
+# collectives/moe_all_to_all.py), so an import derives algbw = round_trip_bytes_max / time exactly rather than keep the
+# 2-decimal printed one; the combine bytes are the rest of the round trip (the size is the dispatch bytes)
+MOE_POINT_METRICS = ("combine_bytes_max", "round_trip_bytes_max")
 UNKNOWN = "unknown"   # a point value the text states in no form point_value reads (never a default)
 POINT_PREFIX = "# commbench point: "  # before rows the nccl-tests columns cannot tell apart (read back on import)
 
 
 def point_context(m: Measurement) -> str:
     """What a row's point is beyond nccl-tests' columns: its sub-groups (group_size, group_layout,
-    num_groups) when not the whole world, its algorithm, and an MoE point's MOE_POINT_KEYS; "" for a plain
-    whole-world point."""
+    num_groups) when not the whole world, its algorithm, and an MoE point's MOE_POINT_KEYS and MOE_POINT_METRICS;
+    "" for a plain whole-world point."""
     parts = []
     if m.group_size != m.world_size or m.group_layout != "world":
         parts += [f"group_size={m.group_size}", f"group_layout={m.group_layout}", f"num_groups={m.num_groups}"]
@@ -150,6 +154,9 @@ def point_context(m: Measurement) -> str:
     for key in MOE_POINT_KEYS:   # an MoE row's own parameters, beyond what the banner states for the whole run
         if key in m.params:
             parts.append(f"{key}={point_value_text(m.params[key])}")
+    for key in MOE_POINT_METRICS:   # the bytes its algbw counts (an integer: exact)
+        if isinstance(m.metrics.get(key), int) and not isinstance(m.metrics[key], bool):
+            parts.append(f"{key}={m.metrics[key]}")
     return " ".join(parts)
 
 
@@ -229,6 +236,17 @@ def footer_statistic(average: int = 1) -> str:
     column is at each point's median time (table, markdown): nccl-tests' figure, at its -a time."""
     return (f"nccl-tests' figure: busbw at the timed loop's time / iters, {NCCL_TESTS_AVERAGE_MODES[average]} over "
             f"ranks (-a {average}); the busbw column is at the median time")
+
+
+PLANNED_PREFIX = "# planned points: "  # commbench's text: its run's planned_points (read back on import)
+
+
+def planned_line(planned_points: int) -> str:
+    """The comment under the banner stating the points its run planned (RunHeader.planned_points: one -N cycle's), so
+    an import of the text says where a row is missing: the banner's sweep does not count them (sizes below nccl-tests'
+    alignment measured once, sub-groups, a list of sizes its step stands in for)."""
+    return (f"{PLANNED_PREFIX}{planned_points} (commbench: the points this run set out to measure, every row's cells "
+            "together; a row missing below is a point lost)")
 
 
 def stopped_line(reason: str) -> str:

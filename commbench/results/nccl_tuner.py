@@ -126,6 +126,9 @@ class Cell:
     # a predicted choice dropped because NCCL's own model rates it slower than NCCL's own pick (workflows.nccl_tuner.
     # drop_slower_than_nccl): why NCCL's default is kept here
     dropped_reason: str = ""
+    # no combination judged though NCCL's default was measured at this size: which side lacks which (dtype, way) pair
+    # (unpaired_reason); "" where NCCL's default was not measured in any
+    unpaired_reason: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,6 +283,22 @@ def fastest_at_its_slowest(by_pair: dict, *, any_channels: bool = False) -> Tuni
     return min(found, key=lambda c: (slowest_time_us(by_pair, c), c.label), default=None)
 
 
+def unpaired_reason(by_pair: dict, judged: list[tuple], combo: TuningCombo) -> str:
+    """Why `combo` is judged nowhere at a size where NCCL's default was measured (judged_pairs): the (dtype, way)
+    pairs NCCL's default was measured in and it was not, and those it was measured in and NCCL's default was not."""
+    dtypes, ways = {d for d, _ in by_pair}, {w for _, w in by_pair}
+
+    def named(pairs: list[tuple]) -> str:   # what tells the pairs apart here (a tuner comment line is short)
+        return ", ".join(way if len(dtypes) == 1 else dtype if len(ways) == 1 else f"{dtype} {way}"
+                         for dtype, way in pairs)
+
+    lacks = [d for d in judged if combo not in by_pair[d]]
+    default_lacks = [d for d in sorted(by_pair) if combo in by_pair[d] and TuningCombo() not in by_pair[d]]
+    parts = ([f"{combo.label} not measured in {named(lacks)}, where NCCL default was"] if lacks else []) + (
+        [f"NCCL default not measured in {named(default_lacks)}, where {combo.label} was"] if default_lacks else [])
+    return "; ".join(parts)
+
+
 def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True,
                  any_channels: bool = False, predicted_margin: float = 0.0) -> list[Cell]:
     """One Cell per (collective, nodes, ranks, regBuff regime, measured size); of repeated points of one
@@ -298,7 +317,7 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
         for (lo, hi), size in zip(cell_bounds(sizes), sizes):
             by_dtype = by_size[size]
             judged, combos = judged_pairs(by_dtype, need_baseline=need_baseline, any_channels=any_channels)
-            choice, speedup, noise, best, used = None, None, 0.0, None, []
+            choice, speedup, noise, best, used, unpaired = None, None, 0.0, None, [], ""
             if judged and combos and need_baseline:
                 verdicts = pair_verdicts(by_dtype, judged, combos, min_gain)
                 best = best_of(verdicts)
@@ -323,6 +342,7 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                 if any(c != TuningCombo() for way in by_dtype.values() for c in way):
                     # measured without NCCL's default beside it: nothing shows one beats NCCL here (no speed-up)
                     best = fastest_at_its_slowest(by_dtype, any_channels=any_channels)
+                    unpaired = unpaired_reason(by_dtype, judged, best) if judged and best is not None else ""
             run_ids = tuple(dict.fromkeys(p.run_id for p in used if p.run_id))
             not_slower = None
             if need_baseline:   # a failed (or wrong) point is no point here: its combination is not among them
@@ -333,7 +353,7 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
             cells.append(Cell(collective=collective, nodes=nodes, ranks=ranks, min_bytes=lo, max_bytes=hi,
                               size_bytes=size, choice=choice, speedup=speedup, noise_rel=noise, best=best,
                               run_ids=run_ids, reg_buff=reg_buff, not_slower=not_slower,
-                              default_spread=max(spreads, default=0.0),
+                              default_spread=max(spreads, default=0.0), unpaired_reason=unpaired,
                               predicted=any(p.predicted for d in by_dtype.values() for p in d.values())))
     return cells
 

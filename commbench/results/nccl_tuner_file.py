@@ -170,7 +170,7 @@ def lowered_comment(rule: Rule) -> str:
 def kept_comment(cell: Cell, statistic: str) -> str:
     scale = f"{cell.collective} nodes={cell.nodes} ranks={cell.ranks} [{cell.min_bytes}-{cell.max_bytes}]"
     if cell.best is None:
-        why = "no combination naming an algorithm, a protocol and a channel count was measured"
+        why = "no combination naming an algorithm and a protocol is left here (none measured, or left out: see above)"
     elif cell.dropped_reason:
         why = cell.dropped_reason
     elif cell.predicted:
@@ -179,6 +179,8 @@ def kept_comment(cell: Cell, statistic: str) -> str:
     elif cell.speedup is None and cell.default_failed:
         why = ("NCCL default FAILED at this size (its record failed or gave wrong data): nothing shows "
                f"{cell.best.label} beats it")
+    elif cell.speedup is None and cell.unpaired_reason:   # NCCL's default was measured: not in the same pairs
+        why = cell.unpaired_reason
     elif cell.speedup is None:
         why = "NCCL default was not measured at this size (in each dtype and way a combination was)"
     elif cell.speedup < 1.0:   # the fastest combination measured lost to NCCL's own choice

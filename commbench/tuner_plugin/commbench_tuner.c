@@ -190,17 +190,20 @@ static const char* parseRule(char* line, Rule* rule) {
   for (int i = 0; i < n; i++) fields[i] = trim(fields[i]);
   long long v[7] = {-1, -1, -1, -1, -1, -1, -1};
   if ((rule->collType = lookup(fields[0], COLLECTIVES, COUNT(COLLECTIVES))) < 0) return "unknown collective";
+  /* the fields in line order: the reason names the first bad one */
+  if (parseBytes(fields[1], &rule->minBytes)) return "bad min_bytes";
   if (strcmp(fields[2], "-1") == 0) {
     rule->maxBytes = ~0ULL; /* no upper bound: what the example plugin's strtoull makes of -1 */
   } else if (parseBytes(fields[2], &rule->maxBytes)) {
     return "bad max_bytes";
   }
-  if (parseBytes(fields[1], &rule->minBytes)) return "bad min_bytes";
   if (rule->minBytes > rule->maxBytes) return "min_bytes > max_bytes";
   if ((rule->algorithm = lookup(fields[3], ALGORITHMS, COUNT(ALGORITHMS))) < 0) return "unknown algorithm";
   if ((rule->protocol = lookup(fields[4], PROTOCOLS, COUNT(PROTOCOLS))) < 0) return "unknown protocol";
+  static const char* const INT_FIELD_REASONS[] = {"bad channels", "bad nNodes", "bad nRanks", "bad numPipeOps",
+                                                  "bad regBuff"};
   for (int i = 5; i < n; i++)
-    if (parseInt(fields[i], 1, &v[i - 5])) return "bad integer field";
+    if (parseInt(fields[i], 1, &v[i - 5])) return INT_FIELD_REASONS[i - 5];
   rule->nChannels = (int)v[0];
   if (rule->nChannels > CB_MAX_CHANNELS) return "channels above 64 (NCCL's MAXCHANNELS)";
   if (rule->nChannels > 0 && (rule->algorithm == CB_ALGO_COLLNET_DIRECT || rule->algorithm == CB_ALGO_COLLNET_CHAIN))

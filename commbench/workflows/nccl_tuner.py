@@ -36,6 +36,28 @@ IMPORTS_NO_RULES = ("; nccl-tests imports cannot become rules: an import records
 PREDICTED_MARGIN = 0.15
 
 
+
+def left_out_combinations(records: list, any_channels: bool) -> tuple[list[str], bool] | None:
+    """(labels, whether each gave wrong data) of the combinations naming an algorithm and a protocol (expressible) that
+    NCCL records measured of a collective the plugin tunes, where none is left among the points (points_from_records
+    left every one of them out); None where none was measured."""
+    from commbench.results.nccl_tuner import NCCL_BACKENDS, record_combo
+    from commbench.results.records import Measurement
+
+    named, wrong = {}, set()
+    for r in records:
+        if not (isinstance(r, Measurement) and r.backend in NCCL_BACKENDS and r.collective in PLUGIN_COLLECTIVES):
+            continue
+        try:
+            combo = record_combo(r)
+        except CommbenchError:   # a name no NCCL has: not a combination a rule could name
+            continue
+        if expressible(combo, any_channels=any_channels):
+            named[combo.label] = None
+            if r.status == "ok" and r.num_wrong:
+                wrong.add(combo.label)
+    return (list(named), set(named) <= wrong) if named else None
+
 def cost_model_combo(algorithm: str, crosses_domains: bool) -> TuningCombo:
     if algorithm == "tree" and crosses_domains:
         return TuningCombo(algo="tree", proto="simple")
@@ -262,7 +284,14 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     if target == "example-plugin" and not any(expressible(p.combo) for p in points):
         from commbench.results.nccl_tuner_targets import NO_CHANNEL_COUNT   # and what was left out, which may be why
         raise CommbenchError(NO_CHANNEL_COUNT + "".join(f"; {note}" for note in notes if note.startswith("left out")))
-    if not any(expressible(p.combo, any_channels=any_channels) for p in points):
+    if not any(expressible(p.combo, any_channels=any_channels) for p in points) and \
+            (left := left_out_combinations(records, any_channels)):
+        named, wrong = left
+        notes.append(f"no combination naming an algorithm and a protocol is left to become a rule: {', '.join(named)} "
+                     + ("gave wrong data (#wrong > 0) at some size of its collective and scale, so every point of it "
+                        "is left out" if wrong else "measured, but every point of it left out (the notes above say "
+                        "why)"))
+    elif not any(expressible(p.combo, any_channels=any_channels) for p in points):
         notes.append("no combination names an algorithm and a protocol" + ("" if any_channels else " and a channel count")
                      + ", so none can become a rule: measure with --nccl-algo, --nccl-proto"
                      + ("" if any_channels else " and --nccl-channels") + " (docs/nccl-tuner.md)"

@@ -54,7 +54,7 @@ from commbench.results.importers.nccl_tests_cycles import Cycles
 from commbench.results.importers.nccl_tests_devices import CUT_MARK, DeviceList
 from commbench.results.importers.nccl_tests_planned import TableCount
 from commbench.results.importers import nccl_tests_per_iter as per_iter
-from commbench.results.nccl_tests_text import MOE_POINT_KEYS
+from commbench.results.nccl_tests_text import MOE_POINT_KEYS, MOE_POINT_METRICS, PLANNED_PREFIX
 from commbench.results.print_rounding import printed_bandwidth_slack_gbps
 from commbench.results.records import (AGG_GROUPED, AGG_UNGROUPED, IMPORTED_LAUNCHER, NCCL_TESTS_AVERAGE_MODES,
                                        Measurement, Record, RunHeader, new_run_id)
@@ -78,7 +78,7 @@ WHOLE_COUNT = frozenset({"all_reduce", "broadcast", "reduce", "sendrecv"})
 # passes run_opnames[j] to TimeTest): their points carry no op, as commbench's own records of them.
 PRINTS_UNUSED_OP = frozenset({"sendrecv"})
 POINT_LINE = "commbench point:"  # commbench's --format nccl-tests (results/nccl_tests_text.py POINT_PREFIX)
-POINT_KEYS = ("group_size", "group_layout", "num_groups", "algorithm", *MOE_POINT_KEYS)
+POINT_KEYS = ("group_size", "group_layout", "num_groups", "algorithm", *MOE_POINT_KEYS, *MOE_POINT_METRICS)
 TIME_NOTE = "imported from nccl-tests: time is nccl-tests' loop time / iters over ranks (loop_time_us), not a median"
 # -C 1 (src/common.cu BenchTime: cputimeSec is taken before completeColl, on the printing rank alone, and algbw/busbw
 # still come from deltaSec): the column is the host time to enqueue the loop, not the collective's time.
@@ -188,6 +188,7 @@ _UNALIGN_RE = re.compile(r"\bunalign: (\d+)")
 _COMMBENCH_INTRO_RE = re.compile(r"commbench \S+: \S+ on ([a-z-]+),")
 # the racks commbench's text states above its intro (comm/topology.py Topology.describe): "topology: 2 rack(s) x 1
 # rank(s) per scale-up domain (from COMMBENCH_RANKS_PER_RACK (commbench emulate)): 0;1" (at most 4 racks shown)
+_PLANNED_RE = re.compile(PLANNED_PREFIX.lstrip("# ") + r"(\d+)\b")  # commbench's text (nccl_tests_text.planned_line)
 _TOPOLOGY_RE = re.compile(r"topology: (\d+) rack\(s\) (?:x (\d+) rank\(s\)|of \S+ rank\(s\)) per scale-up domain "
                           r"\(from (.*)\): (\S+)$")
 # `commbench emulate`'s own lines around the command's output (cli/emulate.py), kept by a `| tee`: known, not data
@@ -378,9 +379,13 @@ NCCL_TESTS_BUS_FACTOR = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": 
                          "gather": lambda n: (n - 1) / n, "scatter": lambda n: (n - 1) / n,
                          "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
 DERIVED_BANDWIDTH = frozenset(NCCL_TESTS_BUS_FACTOR)
+# commbench's moe_all_to_all: algbw = round_trip_bytes_max / time, busbw = algbw x (n-1)/n
+# (collectives/moe_all_to_all.py algbw_note, busbw_factor), derived where its text's point line states those bytes
+ROUND_TRIP_BUS_FACTOR = {"moe_all_to_all": lambda n: (n - 1) / n}
 PRINTED_BW_NOTE = ("algbw/busbw as printed (to 2 decimals): {collective}'s algbw does not follow from size and time "
                    "alone")
-BW_MISMATCH_NOTE = ("printed {name} {printed:g} GB/s is not size / time x factor ({derived:.4g} GB/s at {ranks} ranks) "
+BW_MISMATCH_NOTE = ("printed {name} {printed:g} GB/s is not {bytes} / time x factor ({derived:.4g} GB/s at {ranks} "
+                    "ranks) "
                     "within its print rounding: the world size read from the log may be wrong; the record keeps the "
                     "derived value, the printed one is metrics.nccl_tests_printed_{name}_gbps")
 
@@ -396,12 +401,15 @@ def derived_bandwidths(collective: str, size: int, time_us: float, ranks: int, a
     computes them (algbw = size / time, GB = 1e9 B; busbw = algbw x bus_factor), not the printed 2-decimal values
     (0.0134 GB/s printed 0.01, every latency-size point 0.00); the printed ones go to metrics
     (nccl_tests_printed_algbw_gbps / _busbw_gbps) as a cross-check, a note where they disagree beyond the rounding of
-    the time and of the bandwidth. Other tests: the printed values and a note."""
-    if collective not in DERIVED_BANDWIDTH or not (time_us > 0) or ranks < 1 or not math.isfinite(time_us):
-        return algbw, busbw, ([PRINTED_BW_NOTE.format(collective=collective)] if collective not in DERIVED_BANDWIDTH
-                              else [])
-    derived_alg = size / (time_us * 1e-6) / 1e9
-    derived = {"algbw": derived_alg, "busbw": derived_alg * bus_factor(collective, ranks)}
+    the time and of the bandwidth. commbench's moe_all_to_all from round_trip_bytes_max where its text's point line
+    states it (ROUND_TRIP_BUS_FACTOR). Other tests: the printed values and a note."""
+    round_trip = metrics.get("round_trip_bytes_max") if collective in ROUND_TRIP_BUS_FACTOR else None
+    derivable = collective in DERIVED_BANDWIDTH or round_trip is not None
+    if not derivable or not (time_us > 0) or ranks < 1 or not math.isfinite(time_us):
+        return algbw, busbw, ([PRINTED_BW_NOTE.format(collective=collective)] if not derivable else [])
+    derived_alg = (size if round_trip is None else round_trip) / (time_us * 1e-6) / 1e9
+    factor = bus_factor(collective, ranks) if round_trip is None else ROUND_TRIP_BUS_FACTOR[collective](ranks)
+    derived = {"algbw": derived_alg, "busbw": derived_alg * factor}
     notes = []
     for name, printed in (("algbw", algbw), ("busbw", busbw)):
         key = f"nccl_tests_printed_{name}_gbps"
@@ -413,8 +421,15 @@ def derived_bandwidths(collective: str, size: int, time_us: float, ranks: int, a
             continue
         slack = printed_bandwidth_slack_gbps(printed, derived[name], time_us)
         if abs(printed - derived[name]) > slack:
-            notes.append(BW_MISMATCH_NOTE.format(name=name, printed=printed, derived=derived[name], ranks=ranks))
+            notes.append(BW_MISMATCH_NOTE.format(name=name, printed=printed, derived=derived[name], ranks=ranks,
+                                                 bytes="size" if round_trip is None else "round_trip_bytes_max"))
     return derived["algbw"], derived["busbw"], notes
+
+
+def round_trip_metrics(point: dict[str, str]) -> dict[str, int]:
+    """moe_all_to_all's MOE_POINT_METRICS its text's point line states (commbench's text after 0.1.0 fix-F5; {} for an
+    older one, whose printed algbw is kept); a value that is no whole number of bytes >= 0 is left out."""
+    return {key: int(point[key]) for key in MOE_POINT_METRICS if point.get(key, "").isdigit()}
 
 
 def _measurement(run_id: str, collective: str, *, size: int, count: int, dtype: str, redop: str, root: int | None,
@@ -502,6 +517,7 @@ class _TextRun:
         self.sizes: int | None = None  # sizes the banner's minBytes/maxBytes/step sweep (banner_sizes)
         self.moe: dict | None = None  # the MoE layer commbench's moe_all_to_all banner states (parse_moe_banner)
         self.ours = False  # the table is commbench's own --format nccl-tests text (its version line says so)
+        self.stated_plan: int | None = None  # the planned points commbench's text states for each run of its table
         self.table: TableCount | None = None  # the current table's rows, to plan its runs' points from the banner
         self.planned: dict[str, tuple[int, str]] = {}  # run id -> (planned_points, note) of the tables closed so far
         self.footer_runs: dict[str, bool] = {}  # runs since the last footer -> whether a record of theirs is wrong
@@ -511,8 +527,11 @@ class _TextRun:
     def close_table(self, stopped: bool) -> None:
         """The current table ends (its footer, the next table, the end of the log): plan its runs' points from its
         banner (every run of nccl-tests' own logs; a stopped one only for commbench's own text, whose banner's step
-        can be a stand-in for a list of sizes: results/nccl_tests_text.size_step)."""
-        if self.table is not None and (stopped or not self.ours):
+        can be a stand-in for a list of sizes: results/nccl_tests_text.size_step); commbench's text that states its
+        runs' planned points (nccl_tests_text.planned_line), every run from that."""
+        if self.table is not None and self.ours and self.stated_plan is not None:
+            self.planned.update(self.table.stated(self.stated_plan, stopped))
+        elif self.table is not None and (stopped or not self.ours):
             self.planned.update(self.table.planned(stopped))
         self.table = None
 
@@ -720,7 +739,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         time_us = _cell(values.get("time", "N/A"))
         if time_us is None:
             continue
-        metrics = {}
+        metrics = round_trip_metrics(state.point) if state.collective in ROUND_TRIP_BUS_FACTOR else {}
         wrong, check_notes = None, []
         if "#wrong" in values:
             wrong = _cell(values["#wrong"], lambda t: int(float(t)))
@@ -786,6 +805,8 @@ def _comment(state: _TextRun, line: str) -> str | None:
     if body.startswith(POINT_LINE):  # commbench's own text: what the rows below measured beyond the columns
         pairs = [item.partition("=") for item in body[len(POINT_LINE):].split()]
         state.point = {key: value for key, _, value in pairs if key in POINT_KEYS and value}   # text: moe_params types
+    elif state.ours and (match := _PLANNED_RE.match(body)):   # commbench's text: its runs' planned_points
+        state.stated_plan = int(match.group(1))
     elif body.startswith("Collective test starting:"):
         match = _PERF_RE.search(body)
         state.collective = _named(state, collective_name(match.group(1)) if match else None)
@@ -799,6 +820,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
         state.version = nccl_version(match.group(2))
         state.nccl_lines = {}   # a process starts: NCCL's lines before it were another's
         state.ours = match.group(1).startswith("commbench-")
+        state.stated_plan = None
         without_nccl = state.ours and int(match.group(2)) == 0
         if without_nccl:  # commbench's text of a run without NCCL (results/nccl_tests_text.banner): no NCCL version
             state.version = None

@@ -13,6 +13,10 @@ of a whole number of sweeps. nccl-tests prints a size below its alignment as the
 rounds down to 16 bytes per rank: src/all_gather.cu AllGatherGetCollByteCount, so `-b 8` on 8 ranks prints several
 `0 0` rows): such a row counts as one of the sweep's sizes, its point held once (the importer keeps its first row:
 nccl_tests_cycles), and the note says how many rows repeated a point.
+
+commbench's own `--format nccl-tests` text states its run's planned_points under the banner (nccl_tests_text.
+planned_line): its sizes are aligned and measured once each, its step may stand in for a list of sizes, so the banner's
+sweep does not count its rows; a table under that line plans each run's points from it (TableCount.stated).
 """
 
 from __future__ import annotations
@@ -22,6 +26,14 @@ from dataclasses import dataclass, field
 
 STOPPED_NOTE = "stopped during its rows: "
 AT_LEAST_NOTE = " (at least: types, ops or roots it never reached are not counted)"
+
+
+def stated_note(planned: int, held: int, stopped: bool) -> str:
+    """What a header's planned_points taken from commbench's own text (its 'planned points:' line) says."""
+    missing = planned - held
+    return ((STOPPED_NOTE if stopped else "") + f"planned_points {planned} as commbench's text states (its run's "
+            f"header's): {held} held" + (f", {missing} not in the log (a row missing, cut or not parsed)" if missing
+                                         else ""))
 
 
 def planned_note(planned: int, held: int, sizes: int, per_row: int, stopped: bool, repeated: int = 0) -> str:
@@ -85,4 +97,12 @@ class TableCount:
         return {run_id: (len(self.points[run_id]) + missing[run_id],
                          planned_note(len(self.points[run_id]) + missing[run_id], len(self.points[run_id]), self.sizes,
                                       per_row, stopped and run_id == self.cells[-1][0], self.repeated.get(run_id, 0)))
+                for run_id in self.runs}
+
+    def stated(self, planned_points: int, stopped: bool) -> dict[str, tuple[int, str]]:
+        """run id -> (planned_points, note) for each of the table's runs (-N cycles) where commbench's text states
+        what each of its runs planned (never fewer than a run holds); `stopped` as in planned."""
+        return {run_id: (max(planned_points, len(self.points[run_id])),
+                         stated_note(max(planned_points, len(self.points[run_id])), len(self.points[run_id]),
+                                     stopped and run_id == self.cells[-1][0]))
                 for run_id in self.runs}

@@ -1,0 +1,81 @@
+"""Probe P3 finding 1: commbench's own `--format nccl-tests` text with a row removed imported with planned_points null
+and no word of the loss (nccl-tests' own log of the same table plans its points from the banner, so a lost row reads
+"holds N of M points"). Our banner cannot plan them (sizes below the alignment measured once, a step standing in for a
+list of sizes), so the text states its run's planned_points under the banner and the import plans from that."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from collectives import get_collective
+from collectives.base import PointSpec
+from commbench.dtypes import get_dtype
+from commbench.measure.bench import BenchConfig
+from commbench.measure.harness import LoopOptions, measure_point
+from commbench.measure.view import BenchView
+from commbench.results.importers.nccl_tests import parse_text
+from commbench.results.provenance import collect_header
+from commbench.results.records import headers, measurements
+from tests.distributed import run_ranks
+
+SIZES = (1024, 4096, 16384)
+
+
+def _measure(backend):
+    header = collect_header(backend, run_id="ours", argv=["test"], launcher="local")
+    loop = LoopOptions(iters=2, warmup_iters=0)
+    records = [measure_point(backend, backend.world, get_collective("all_gather"),
+                             PointSpec(size_bytes=size, dtype=get_dtype("float32")), loop, run_id="ours")
+               for size in SIZES]
+    return dataclasses.replace(header, planned_points=len(records)), records
+
+
+def _text(capsys, header, records) -> str:
+    config = BenchConfig(collective="all_gather", sizes_bytes=SIZES, output_format="nccl-tests",
+                         loop=LoopOptions(iters=2, warmup_iters=0))
+    capsys.readouterr()
+    view = BenchView(config, header, len(records))
+    for record in records:
+        view.add(record)
+    view.close()
+    return capsys.readouterr().out
+
+
+def test_a_row_missing_from_our_own_text_is_a_point_lost(capsys):
+    header, records = run_ranks(_measure, 3, timeout_s=120)[0]
+    text = _text(capsys, header, records)
+    assert "# planned points: 3 " in text
+    (whole,) = headers(parse_text(text, "log.txt").records)
+    assert whole.planned_points == 3 and any("3 held" in note and "not in the log" not in note
+                                             for note in whole.notes), whole.notes
+    lines = text.splitlines()
+    rows = [i for i, line in enumerate(lines) if line[:12].strip().isdigit()]
+    assert len(rows) == 3
+    cut = "\n".join(lines[:rows[1]] + lines[rows[1] + 1:])   # the middle size's row lost
+    imported = parse_text(cut, "log.txt")
+    (header_read,) = headers(imported.records)
+    assert len(measurements(imported.records)) == 2
+    assert header_read.planned_points == 3   # was None: compare and report saw a whole run
+    assert any("2 held, 1 not in the log" in note for note in header_read.notes), header_read.notes
+
+
+def test_a_text_without_the_line_plans_nothing_as_before():
+    """Texts of commbench before the line: their banner's step may stand in for a list of sizes, so no plan."""
+    text = "\n".join([
+        "# nccl-tests version commbench-0.1.0 nccl-headers=0 nccl-library=0",
+        "# Collective test starting: all_gather_perf",
+        "# nThread 1 nGpus 1 minBytes 1024 maxBytes 16384 step: 4(factor) warmup iters: 0 iters: 2 agg iters: 1 "
+        "validation: 1 graph: 0 unalign: 0",
+        "#", "# Using devices",
+        *[f"#  Rank {r:2d} Group  0 Pid      0 on         vm device  0 [0000:00:00] cpu" for r in range(2)],
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   "
+        "busbw  #wrong",
+        "        1024           128     float    none      -1    10.00    0.10    0.05       0      N/A     N/A     "
+        "N/A     N/A",
+        "       16384          2048     float    none      -1    20.00    0.82    0.41       0      N/A     N/A     "
+        "N/A     N/A",
+        "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 0.23 ", "#",
+        "# Collective test concluded: all_gather_perf"])
+    imported = parse_text(text, "log.txt")
+    (header,) = headers(imported.records)
+    assert len(measurements(imported.records)) == 2 and header.planned_points is None
