@@ -64,6 +64,27 @@ Terms (why each exists):
   80th percentile 26.5% -> 30.9%; vendor_layouts median rank 11 / 9 and within band 68% / 69% unchanged (rows 20 / 46 /
   69 / 97 rank 785 / 785 / 630 / 1648, from 1158 / 1158 / 965 / 2115). Held out worse: not kept. What the in-node rows
   lack (step/terms.py ep_overlap_efficiency) has to be priced before this form can be.
+  Checked (session 44, fix-F2; not kept, commit 904a190c on branch fix-F2-tried): NVIDIA's graph A/B (benchmarks/
+  flag_ab.py; Megatron-Bridge 067f987 skills/nemo-mbridge-perf-cuda-graphs/SKILL.md item 13). Eager is 41.36 s = 13.5
+  ms per layer per micro-batch (64 x 48), what the model charges for the layer's GPU work plus its exposed all-to-all
+  (7.7 + 5.9 ms): the fitted 6.9 ms of host time is hidden there (the alltoall dispatcher's host sync precedes the
+  dispatch, so the host queues the rest while the GPU runs the all-to-all), yet it is charged 1.0 ms exposed (3.13 s).
+  The graph run is 0.64 s slower: Transformer Engine's replay copies into static buffers (v2.14 pytorch/graph.py
+  Graphed.forward static_input_surface[i].copy_, backward g.copy_(grad)), and a moe_preprocess graph under alltoall
+  outputs the permuted tokens (megatron-core 0.16.1 moe/moe_utils.py get_early_return_outputs), whose gradient copy
+  (8 x 4096 x 2048 x 2 B, read + write) is 0.67 s at hbm_efficiency. Eager/graphs, MEASURED 0.985: shipped 1.072
+  (+8.9%); the copies as memory-bound time 1.051 (hidden-wide copies too) / 1.056 (permuted only); with the host
+  behind the exposed comm as well (alltoall, no EP overlap) 1.000 (+1.5%). In-sample / GB300 / newer releases /
+  leave-one-release-out 26.02, 25.11, no refit: shipped 3.7 / 6.3 / 4.6 / 5.2, 6.6%; copies 3.7 / 6.3 / 4.8 / 5.2,
+  6.7; permuted only 3.7 / 6.3 / 4.7 / 5.3, 6.6; both 3.7 / 6.2 / 4.7 / 5.8, 7.1 (the host terms alone refitted from
+  FIT_START, the rest held: host form 3.9 / 6.4 / 4.9, without it 3.7 / 6.4 / 4.5). Held out worse: not kept (the
+  graph rows of newer releases are predicted slow already: gpt-oss 64x GB300 BF16 26.04 -4.6% -> -5.4%).
+  vendor_layouts --why: the search adds graphs or widens the scope beyond the band on 3 of 98 published structures
+  (41 / 62 Qwen3-30B 8x B200 mbs1, +attn +37.2%, both forms +28.5%; 21 Nemotron-3-Nano GB200 +9.2%, flags assumed);
+  no planner best beats its published layout beyond the band through graphs (41 / 62's stays +98% at the published
+  scope: its mbs 4). Those rows are predicted 22-27% fast already, and NVIDIA's FP8-blockwise twin of the A/B
+  (Megatron-Bridge 228e9a3e, PR #5098 branch, unmerged: SKILL.md item 16) measures 29.18 -> 20.00 s with the same
+  graphs, where the model gives +12% (row 17's layout): the host time is precision-dependent; no source sizes it.
 - moe_sync_s: per MoE layer per micro-batch, the device-to-host sync of per-expert token counts
   that dropless routing needs before the grouped GEMM (gone with full-iteration graphs).
 - all_to_all_efficiency: achieved fraction of the fabric model's all-to-all bandwidth for MoE.
