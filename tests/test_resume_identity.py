@@ -211,3 +211,26 @@ def test_a_timeout_change_resumes(tmp_path, monkeypatch):
     write(Path("out.jsonl"), [dict(whole[0], sweep_identity=earlier), whole[1]])
     assert invoke("sweep", "long.toml", "-O", "out.jsonl", "--resume", "--dry-run").exit_code == 2
     assert json.loads(Path("out.jsonl").read_text().splitlines()[0])["sweep_identity"] == earlier
+
+
+def test_a_tuned_sweep_resume_continues_the_plan_its_file_holds(tmp_path):
+    # an NCCL tuning sweep's combinations are tied by the plan id (the sweep identity) in their headers' nccl_tuning:
+    # a resume of a file an earlier commbench wrote (its identity of the path-only form) got a new plan id, and the
+    # file's plan then read as cut short before the combinations the resume measured
+    from commbench.sweep import load_sweep
+    from commbench.sweep.runner import SweepJob
+    from commbench.sweep.tuned_sweep import continued_plan
+
+    sweep_file = tmp_path / "s.toml"
+    sweep_file.write_text('[sweep]\nbackend = "nccl"\nnccl_algo = ["ring"]\n[[run]]\ncollective = "all_reduce"\n'
+                          'sizes = ["1K"]\n')
+    spec = load_sweep(str(sweep_file))
+    earlier = _earlier_identity(spec, backend="nccl")
+    out = tmp_path / "out.jsonl"
+    job = SweepJob(sweep=spec, backend="nccl", output_path=str(out), resume=True)
+    header = dict(_header("r1", "x"), backend="nccl", nccl_tuning={"plan": earlier, "combinations": ["NCCL default"],
+                                                                   "combination": "NCCL default"})
+    write(out, [header])
+    assert continued_plan(job, 2) == earlier
+    write(out, [dict(header, nccl_tuning=dict(header["nccl_tuning"], plan="another"))])
+    assert continued_plan(job, 2) != "another"
