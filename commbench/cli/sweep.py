@@ -183,7 +183,7 @@ def dry_run_output(output: str, resume: bool, spec, world: int, backend: str, fi
     the number of the planned points --resume would skip as already recorded (every tuning combination's)."""
     from commbench.files import check_results_target, probe_output_file
     from commbench.sweep.resume import recorded_keys
-    from commbench.sweep.tuned_sweep import launch_passes, tuned_resume_identities
+    from commbench.sweep.tuned_sweep import launch_passes
 
     check_results_target(output, "--out")
     probe_output_file(output, "--out")
@@ -192,10 +192,27 @@ def dry_run_output(output: str, resume: bool, spec, world: int, backend: str, fi
     if not resume:
         raise CommbenchError(f"--out={output!r} already holds records: pass --resume to continue it, "
                              f"or choose another -O/--out")
-    check_resume_identity(output, tuned_resume_identities(spec, world, backend),
-                          f"this sweep ({file} on {world} rank(s), {backend})")
+    check_resume(output, spec, world, backend, file)
     done = recorded_keys(output)
     return sum(point.key in done for one in launch_passes(spec) for point in plan_sweep(one, world, backend=backend))
+
+
+def check_resume(output: str, spec, world: int, backend: str, file: str) -> None:
+    """Refuse a --resume into `output` that would join other measurements: another sweep (its identity, naming what
+    changed), or points of a trace-routed entry measured on another trace (the records' trace_sha256). A world the
+    sweep cannot plan is left to the launch's checks, in their words."""
+    from commbench.sweep.resume import check_resume_traces, identity_entries
+    from commbench.sweep.tuned_sweep import launch_passes, tuned_resume_identities
+
+    passes = launch_passes(spec)
+    try:
+        points = [point for one in passes for point in plan_sweep(one, world, backend=backend)]
+    except CommbenchError:
+        points = []
+    check_resume_traces(output, points)
+    check_resume_identity(output, tuned_resume_identities(spec, world, backend),
+                          f"this sweep ({file} on {world} rank(s), {backend})",
+                          [(identity_entries(one), world, backend) for one in passes])
 
 
 def print_nothing_to_do(num_points: int, output: str, earlier: tuple[str, ...] = ()) -> None:
@@ -386,9 +403,7 @@ def sweep(
             from commbench.comm.job import DEFAULT_NPROC
 
             world = launched.world_size if launched is not None else (DEFAULT_NPROC if local_nproc is None else local_nproc)
-            from commbench.sweep.tuned_sweep import tuned_resume_identities
-            check_resume_identity(output, tuned_resume_identities(spec, world, resolved),
-                                  f"this sweep ({file} on {world} rank(s), {resolved})")
+            check_resume(output, spec, world, resolved, file)
             # under torchrun/srun/mpirun the other ranks wait for this one at the rendezvous: only own ranks are spared
             if launched is None and not spec.tuning and finished_on_resume(spec, output, world, resolved):
                 return

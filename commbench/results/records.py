@@ -89,6 +89,9 @@ class RunHeader:
     # an imported log that prints no start time (nccl-tests text: started_at ""): the log file's mtime at import, UTC,
     # the latest the run can have started (compare's stale check reads it: results.staleness); None elsewhere
     started_no_later_than: str | None = None
+    # a sweep's entries as its identity hashes them (sweep.resume.identity_entries: defaults applied, a routing trace's
+    # digest beside its path), so a refused --resume names the setting that changed; None elsewhere and before
+    sweep_entries: list[dict[str, Any]] | None = None
 
     def nccl_settings(self) -> dict[str, str]:
         """The NCCL_* settings NCCL ran with: `nccl_env`, then the files' where the environment leaves a key unset

@@ -16,6 +16,7 @@ from pathlib import Path
 from commbench.errors import CommbenchError
 from commbench.files import repair_torn_tail, whole_size
 from commbench.results.records import Measurement, RunHeader, iter_records
+from commbench.sweep.identity_changes import identity_changes
 from commbench.sweep.plan import keys_known_before_launch, plan_sweep
 
 
@@ -95,12 +96,58 @@ def has_records(path: str | os.PathLike[str]) -> bool:
     return whole_size(path) > 0
 
 
-def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = False) -> str:
-    """What makes two runs the same sweep: its normalised entries (after defaults), the world size and
-    the backend, hashed. The file's name, path and description do not count, nor the entries' order or names (a
-    point's key names what it measures, not where its entry sits or what it is called: plan.py; an entry's default
-    name is its index). `ordered`: the identity commbench wrote before order and names stopped counting (entries in
-    order, names included), so files of earlier sweeps still resume, in their entries' order."""
+# what a sweep's identity leaves out of an entry: where it sits and what it is called (a point's key names what it
+# measures: plan.py), and its timeout_s, which bounds how long a point may take, never what a measured point measured
+IDENTITY_LEFT_OUT = ("index", "name", "timeout_s")
+
+
+def _trace_digest(path: str) -> str:
+    """The trace's digest (moe/routing.trace_sha256), or why there is none: every rank hashes the identity before
+    they compare it (runner.check_same_config), so one rank's unreadable file must not raise there alone."""
+    from commbench.moe.routing import trace_sha256
+
+    try:
+        return trace_sha256(path)
+    except CommbenchError as exc:
+        return f"unreadable ({exc})"
+
+
+def trace_path_of(entry) -> str | None:
+    """The file an entry routes by (its routing `trace:<file>`, as typed), else None."""
+    routing = str(entry.params.get("routing", ""))
+    return routing.partition(":")[2] if routing.startswith("trace:") and routing.partition(":")[2] else None
+
+
+def identity_entries(sweep) -> list[dict]:
+    """The entries as the sweep's identity hashes them (sorted, JSON values; params with the collective's defaults, a
+    default given or not being one sweep, as the point keys): IDENTITY_LEFT_OUT left out and, for an
+    entry routed by a trace file, the digest of its bytes (`trace_sha256`): the path names what was typed, not the
+    routing (another file saved under the name, or the same name read from another folder). Runs' headers record
+    these (`sweep_entries`), so a refused --resume names what changed."""
+    from collectives import get_collective
+
+    entries = []
+    for entry in sweep.entries:
+        values = {k: v for k, v in dataclasses.asdict(entry).items() if k not in IDENTITY_LEFT_OUT}
+        values["params"] = {**get_collective(entry.collective).default_params, **entry.params}  # as plan.py measures
+        values = json.loads(json.dumps(values, sort_keys=True, default=str))
+        if (trace := trace_path_of(entry)) is not None:
+            values["trace_sha256"] = _trace_digest(trace)
+        entries.append(values)
+    return sorted(entries, key=lambda values: json.dumps(values, sort_keys=True))
+
+
+def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = False, before_traces: bool = False) -> str:
+    """What makes two runs the same sweep: its normalised entries (identity_entries: after defaults, trace files by
+    their digest), the world size and the backend, hashed. The file's name, path and description do not count, nor
+    the entries' order, names or timeouts (identity_entries). Two identities commbench wrote before, so files of
+    earlier sweeps still resume: `before_traces`, the one before trace digests and timeout_s's leaving
+    (2026-12-07: the entries sorted, timeout_s in, the trace by its path alone; check_resume_traces then checks the
+    records' digests); `ordered`, the one before that (entries in order, names included)."""
+    if not (ordered or before_traces):
+        blob = json.dumps({"entries": identity_entries(sweep), "world_size": world_size, "backend": backend},
+                          sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
     left_out = ("index",) if ordered else ("index", "name")
     entries = [json.dumps({k: v for k, v in dataclasses.asdict(e).items() if k not in left_out}, sort_keys=True,
                           default=str) for e in sweep.entries]
@@ -109,14 +156,32 @@ def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = Fals
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def resume_identities(sweep, world_size: int, backend: str) -> tuple[str, str]:
-    """(this sweep's identity, the one an earlier commbench wrote for it): check_resume_identity accepts either."""
-    return (sweep_identity(sweep, world_size, backend), sweep_identity(sweep, world_size, backend, ordered=True))
+def resume_identities(sweep, world_size: int, backend: str) -> tuple[str, ...]:
+    """(this sweep's identity, those an earlier commbench wrote for it): check_resume_identity accepts any."""
+    return (sweep_identity(sweep, world_size, backend),
+            sweep_identity(sweep, world_size, backend, before_traces=True),
+            sweep_identity(sweep, world_size, backend, ordered=True))
 
 
-def check_resume_identity(path: str | os.PathLike[str], identity: str | tuple[str, ...], what: str) -> None:
+def continued_identity(path: str | os.PathLike[str], accepted: tuple[str, ...]) -> str | None:
+    """The sweep identity of the file's last sweep run when --resume accepts it (one an earlier commbench wrote, say):
+    the resumed run's header carries it, so its runs stay one sweep to `compare`, `report` and the cut-short count
+    (holds_every_planned_point), which join runs by identity. None where the file holds no such run."""
+    if not Path(path).exists():
+        return None
+    last = None
+    for record in iter_records(path, on_bad_line=lambda *_: None, drop_samples=True):
+        if isinstance(record, RunHeader) and record.sweep_identity is not None:
+            last = record.sweep_identity
+    return last if last in accepted else None
+
+
+def check_resume_identity(path: str | os.PathLike[str], identity: str | tuple[str, ...], what: str,
+                          launched: list[tuple[list[dict], int, str]] | None = None) -> None:
     """Refuse to --resume into a file whose runs were another sweep (or not a sweep at all). `identity`: this
-    sweep's, or a tuple of the ones that count as it (resume_identities), the first named in the refusal."""
+    sweep's, or a tuple of the ones that count as it (resume_identities), the first named in the refusal.
+    `launched`: what this launch runs, (identity_entries, world size, backend) per pass (one per NCCL tuning
+    combination), so the refusal names what changed (identity_changes) where the file's header says it."""
     if not has_records(path):
         return
     accepted = (identity,) if isinstance(identity, str) else tuple(identity)
@@ -125,5 +190,46 @@ def check_resume_identity(path: str | os.PathLike[str], identity: str | tuple[st
         if isinstance(record, RunHeader) and record.sweep_identity not in accepted:
             theirs = (f"sweep identity {record.sweep_identity}" if record.sweep_identity
                       else f"a run of `{' '.join(record.argv[1:3]) or 'another command'}`, not this sweep")
+            changed = identity_changes(record, launched) if record.sweep_identity and launched else ""
             raise CommbenchError(f"--resume into {str(path)!r} is refused: it holds {theirs}; {what} is {identity} "
-                                 f"(entries, world size and backend must match): choose another -O/--out")
+                                 f"(entries, world size and backend must match){changed}: choose another -O/--out")
+
+
+def check_resume_traces(path: str | os.PathLike[str], points) -> None:
+    """Refuse to --resume into a file whose points of a trace-routed entry were measured on another trace: the
+    records' `trace_sha256` (the digest of the bytes replayed) against the trace file's bytes now. The point key and
+    the identity an earlier commbench wrote name the trace by its path only, so a trace replaced under its name, or
+    the same relative path read from another folder, resumed as the same sweep: the file then held one routing's
+    points and another's, exit 0. A record with data (ok) and no digest was written before commbench recorded one:
+    which trace it replayed cannot be told, and it is refused too (a failed record holds no data and carries no
+    digest: its failure is reported as any). `points`: the launch's SweepPoints (every pass's)."""
+    from commbench.moe.routing import trace_sha256
+
+    traced = {point.key: point for point in points if trace_path_of(point.entry) is not None}
+    if not traced or not has_records(path):
+        return
+    last: dict[str, Measurement] = {}
+    for record in iter_records(path, drop_samples=True):
+        if isinstance(record, Measurement) and record.point_key in traced:
+            last[record.point_key] = record
+    now: dict[str, str] = {}
+    for key, record in last.items():
+        entry = traced[key].entry
+        trace = trace_path_of(entry)
+        if trace not in now:
+            now[trace] = trace_sha256(trace)
+        recorded = record.params.get("trace_sha256")
+        if recorded == now[trace] or (recorded is None and record.status != "ok"):
+            continue
+        where = (f"run[{entry.index}] ({entry.collective}) routes by trace:{trace}"
+                 + ("" if Path(trace).is_absolute() else f" (read as {Path(trace).resolve()})"))
+        held = sum(traced[k].entry.index == entry.index for k in last)
+        if recorded is None:
+            raise CommbenchError(
+                f"--resume into {str(path)!r} is refused: {where}, trace_sha256 {now[trace]}, but the file's {held} "
+                f"point(s) of it carry no trace digest (written before commbench recorded trace_sha256): which trace "
+                f"they replayed cannot be told; sweep into another -O/--out")
+        raise CommbenchError(
+            f"--resume into {str(path)!r} is refused: {where}, whose bytes now have trace_sha256 {now[trace]}, but the "
+            f"file's {held} point(s) of it were measured on trace_sha256 {recorded}: restore that trace file (or run "
+            f"from the folder it was read from), or sweep into another -O/--out")

@@ -25,7 +25,8 @@ from commbench.sweep.isolation import (RECOVERABLE_BACKENDS, Coordinator, Isolat
                                        peer_gone, timed_out)
 from commbench.sweep.plan import SweepPoint, plan_sweep
 from commbench.files import repair_torn_tail
-from commbench.sweep.resume import earlier_problems, recorded_keys, sweep_identity
+from commbench.sweep.resume import (continued_identity, earlier_problems, identity_entries, recorded_keys,
+                                    resume_identities, sweep_identity)
 from commbench.sweep.schema import Sweep, sweep_words
 from commbench.comm.topology import resolve_on_ranks
 
@@ -97,7 +98,8 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     try:
         check_same_config(backend, config_digest({  # what plans the points (before any exchange that depends on it)
             "sweep": sweep_identity(job.sweep, backend.world_size, backend.name), "resume": job.resume,
-            "topology": job.sweep.topology, "tuning": [c.label for c in job.sweep.tuning]}), "sweep")
+            "topology": job.sweep.topology, "tuning": [c.label for c in job.sweep.tuning],
+            "timeouts_s": [e.timeout_s for e in job.sweep.entries]}), "sweep")   # not in the identity: in the waits
     except CommbenchError:
         # every rank stops here after the same all-gather: tear the group down together (as bench does), or a rank
         # still holding it at interpreter exit while its peer has gone aborts in gloo (SIGABRT, not exit 2)
@@ -124,8 +126,12 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     notes = list(dict.fromkeys(n for p in points for n in backend.notes(p.config.collective)))
     header = collect_header(iso, run_id=run_id, argv=list(job.argv), launcher=launcher, topology=topology.to_dict(),
                             notes=[f"sweep {job.sweep.name} ({job.sweep.path})", *notes])
-    header = dataclasses.replace(header, sweep_identity=sweep_identity(job.sweep, backend.world_size, backend.name),
-                                 planned_points=len(points))
+    identity = sweep_identity(job.sweep, backend.world_size, backend.name)
+    if job.resume and is_writer:   # the identity the file's sweep carries (an earlier commbench's): one sweep's runs
+        identity = continued_identity(job.output_path, resume_identities(job.sweep, backend.world_size,
+                                                                         backend.name)) or identity
+    header = dataclasses.replace(header, sweep_identity=identity, planned_points=len(points),
+                                 sweep_entries=identity_entries(job.sweep))
     refused = coord.share("resume-setup", resumed_on_another_setup(job.output_path, header)
                           if job.resume and is_writer else None, SHARE_TIMEOUT_S)
     if refused:  # every rank: nothing written, the group torn down together (as check_same_config's refusal)

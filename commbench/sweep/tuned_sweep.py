@@ -99,4 +99,19 @@ def run_tuned_sweep(job: SweepJob, *, nproc: int | None, start_method: str = "sp
             launcher=rank_env.launcher if rank_env else "local", reason=reason),
         is_writer=is_writer, show_progress=is_writer and job.show_progress, start_method=start_method,
         stall_timeout_s=stall_timeout_s(max(e.timeout_s for e in job.sweep.entries)),
-        plan_id=sweep_identity(job.sweep, world, job.backend))   # --resume continues the same plan
+        plan_id=continued_plan(job, world) if job.resume else sweep_identity(job.sweep, world, job.backend))
+
+
+def continued_plan(job: SweepJob, world_size: int) -> str:
+    """The tuning plan a --resume continues: the file's last plan of this sweep (its identity, or one an earlier
+    commbench wrote for it: resume.resume_identities), else this sweep's identity; with a new id, the file's plan
+    read as cut short before the combinations the resume measured (resumed.combinations_not_started)."""
+    from pathlib import Path
+
+    from commbench.results.records import RunHeader, iter_records
+
+    own = resume_identities(job.sweep, world_size, job.backend)
+    plans = [r.nccl_tuning.get("plan") for r in iter_records(job.output_path, on_bad_line=lambda *_: None,
+                                                              drop_samples=True)
+             if isinstance(r, RunHeader) and isinstance(r.nccl_tuning, dict)] if Path(job.output_path).exists() else []
+    return next((plan for plan in reversed(plans) if plan in own), own[0])
