@@ -310,7 +310,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     fsdp = megatron_fsdp_note(log, args, world // (sizes["tensor_model_parallel_size"] * sizes[
         "pipeline_model_parallel_size"] * (sizes["context_parallel_size"] or 1)))
     check_fsdp_strategy(log, args)
-    split_note = check_logged_split(log, args, model, pp=sizes["pipeline_model_parallel_size"],
+    pipeline_layout, split_note = check_logged_split(log, args, model, pp=sizes["pipeline_model_parallel_size"],
                                     vp=sizes["virtual_pipeline_model_parallel_size"] or 1,
                                     tp=sizes["tensor_model_parallel_size"], without_mtp=mtp == "w/o MTP")
     recompute = recompute_mode(log, args)
@@ -335,6 +335,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                f"; {graph_lines + len(spikes)} CUDA-graph warm-up line(s) left out" if graph_lines or spikes
                else "") + (
                f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": left_out_text, "priced_as": recompute_note, "release": "user",
+           **({"pipeline_layout": pipeline_layout} if pipeline_layout else {}),
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
                       "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])
