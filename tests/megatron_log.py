@@ -9,8 +9,9 @@ import re
 from pathlib import Path
 
 ARGS = Path(__file__).parent / "data" / "megatron_qwen3_30b_a3b_pp4_args.txt"
-# Megatron-LM's count for the fixture's model and batch (256 x 4096 tokens, 16 GPUs): 22.96 GFLOP a token
-FLOP_PER_GPU_STEP = 1504.7e12
+# Megatron-LM core_v0.16.1 training.py num_floating_point_operations for the block (256 x 4096 tokens over 16 GPUs):
+# 23.006 GFLOP a token, as models/counts.py flops_breakdown counts it
+FLOP_PER_GPU_STEP = 1507.74e12
 
 
 def arguments_block(**args) -> str:
