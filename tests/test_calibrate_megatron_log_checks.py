@@ -82,6 +82,7 @@ def test_what_is_measured_a_thin_log_and_a_crash_are_said(tmp_path):
     out = _calibrate(tmp_path, megatron_log()).output
     assert "measured: the median of 48 of its 50 iteration lines (iterations 3-50)" in out, out
     assert "median of 48 of 50 iteration line(s)" in _row(megatron_log())["notes"]
+    assert "note: " + str(tmp_path / "m.log") + ": pipeline split priced as it ran: no split argument" in out, out
     thin = _calibrate(tmp_path, megatron_log(iterations=3)).output
     assert "of 1 of its 3 iteration lines (iteration 3), the rest warm-up or left out; only 1: too few" in thin, thin
     crashed = _calibrate(tmp_path, megatron_log(crash_at=25)).output

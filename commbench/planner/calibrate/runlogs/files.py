@@ -82,7 +82,7 @@ def read_runs_noted(path: str, *, model: str | None, gpu: str | None,
     notes = []
     for row in rows:   # what the log read but did not count, then where it is priced as another setting than it ran
         if row.get("source") == path and str(row.get("notes", "")).startswith(("Megatron-LM log", "TorchTitan log")):
-            notes += [row.pop(key) for key in ("measured", "crashed", "left_out", "priced_as") if key in row]
+            notes += [row.pop(key) for key in ("measured", "crashed", "split", "left_out", "priced_as") if key in row]
     return rows, [n for n in notes if n]
 
 
