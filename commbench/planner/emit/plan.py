@@ -241,6 +241,7 @@ def model_dict(model: ModelSpec) -> dict[str, Any]:
     out.pop("extra", None)
     out.pop("hybrid_uneven_split", None)   # the release's build, not the model: plan_model sets it from inputs.software
     out.pop("gdn_context_parallel", None)   # the same
+    out.pop("pinned_split", None)   # a calibration row's, never a plan's
     return out
 
 
@@ -442,6 +443,7 @@ def plan_model(doc: dict[str, Any]) -> ModelSpec:
             fields["architecture"] = architecture_from_json(fields["architecture"])
         fields.pop("hybrid_uneven_split", None)
         fields.pop("gdn_context_parallel", None)
+        fields.pop("pinned_split", None)
         model = ModelSpec(**fields)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CommbenchError):
