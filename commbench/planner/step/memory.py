@@ -235,6 +235,21 @@ def full_recompute_share(model: ModelSpec, arr) -> np.ndarray:
     return np.where(arr.recompute_layers > 0, np.minimum(arr.recompute_layers, chunk) / chunk, 1.0)
 
 
+# The flex dispatcher with HybridEP keeps no permuted-token copy of its own (issue 24, session 44 F8; checked against
+# the HybridEP row of benchmarks/peak_memory.py, -9.6% at the time). Megatron-LM 2a75ac1 (Megatron-Bridge 067f987's
+# pin) transformer/moe/fused_a2a.py: HybridEPDispatch / HybridEPCombine save no tensor, only the handle (DeepEP
+# hybrid-ep 94a9f8f csrc/hybrid_ep/executor/executor.cu metadata_preprocess_core: int32 / bool maps of
+# [tokens x EP, local experts], ~2.8 MiB a layer at Qwen3-30B EP16, under the maps charged here); the permuted
+# tokens dispatch_with_permute returns (csrc/hybrid_ep/hybrid_ep.cu: torch::empty [num_permuted_tokens, hidden]) are
+# the FC1 input the routed term counts; the registered dispatch / combine buffers go through cuMemCreate / cudaMalloc
+# (allocator/allocator.cu), outside PyTorch's allocator and its max_memory_allocated. With EP overlap,
+# models/common/utils.py should_free_input keeps the flex dispatch node's 1 x hidden input, the combine node frees
+# the experts' output, and at PP 1 pipeline_parallel/combined_1f1b.py pairs layer j's forward with layer L-1-j's
+# backward: one micro-batch plus part of one layer. Transformer Engine 2.17.1 pytorch/graph.py: with
+# _reuse_graph_input_output_buffers (megatron-core sets it from TE 2.7) a graph's static outputs are weak references
+# once its backward graph is captured (make_weak_ref: graph-pool memory, not in max_memory_allocated).
+
+
 def graph_permuted_tokens(model: ModelSpec, arr, framework: str = "megatron") -> np.ndarray | float:
     """1.0 per layout where a per-layer CUDA graph holds the MoE layers' permuted tokens (layout/recompute.py
     graph_kept_permuted_tokens: Megatron only), else 0.0; 0.0 for an `arr` without the graph columns."""
