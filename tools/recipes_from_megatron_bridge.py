@@ -433,7 +433,7 @@ def run_script_fields(repo: str, commit: str, model: str, model_name: str, model
         if isinstance(a2a, Unknown):
             unresolved.append(f"comm_overlap.overlap_moe_expert_parallel_comm: {a2a.why}")
         out["moe_a2a_overlap"] = a2a is True
-        facts = [where(config, "model", "recompute_modules")] if recompute not in ("none", "full", "selective") \
+        facts = [where(config, "model", "recompute_modules")] if recompute not in ("none", "full", "core_attn") \
             else []
         out["script_facts"] += [w for w in facts if w]
     if unresolved:
