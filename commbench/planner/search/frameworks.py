@@ -976,7 +976,8 @@ def _graphed_attention_recompute(model: ModelSpec, cuda_graph: np.ndarray, recom
     graphs = CODE_FIELDS["cuda_graph"]
     attn = (resolved_masks(model, scope) & (BIT["attn"] | WHOLE_LAYER)) != 0
     graphed = (cuda_graph == graphs.index("full")) | ((cuda_graph == graphs.index("layer")) & attn)
-    return graphed & (recompute == CODE_FIELDS["recompute"].index("selective"))
+    from commbench.planner.layout.recompute import codes_running
+    return graphed & np.isin(recompute, codes_running(model, "core_attn"))
 
 
 def megatron_dropout_graph_refusal(model: ModelSpec, cuda_graph: object, recompute: object,

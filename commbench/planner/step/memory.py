@@ -204,7 +204,7 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision,
     # (activation_func_fp8_input_store, default False, is set by no Megatron-Bridge performance recipe), for a
     # plain MLP the FFN-wide activation input. Adding another FFN for "the whole SwiGLU input" counts it twice.
     dense_mlp = (res + keep[rc.MLP_NORM] * h * gemm_in) / seq_shard \
-        + (model.dense_ffn * (g - 1) + keep[rc.MLP_ACT] * model.dense_ffn * gemm_in) / head_shard
+        + (keep[rc.MLP_FC1] * model.dense_ffn * (g - 1) + keep[rc.MLP_ACT] * model.dense_ffn * gemm_in) / head_shard
     if model.is_moe:
         k, ffn = model.top_k, model.expert_ffn
         # Per rank the experts hold etp x (tokens per rank x top-k) gathered rows: the FC1 input is
@@ -808,11 +808,21 @@ def moe_act_recompute_bytes_per_microbatch(model: ModelSpec, tp, cp, tokens_mb, 
     return np.where(fused_moe, 0.0, copies * per_copy * moe_layers * BF16)
 
 
+def mlp_recompute_bytes_per_microbatch(model: ModelSpec, tp, cp, pp, tokens_mb) -> np.ndarray:
+    """HBM bytes `--recompute-modules mlp` re-runs per micro-batch on one GPU outside its GEMMs: each dense MLP
+    block's activation function forward once more (megatron-core 0.16.1 transformer_layer.py: the dense MLP under
+    tensor_parallel.checkpoint), reading its (g - 1) x FFN input and writing FFN, bf16, on the stage's share of the
+    dense blocks (block_counts / pp). Its fused input norm's forward (read h, write h) is counted too."""
+    c = block_counts(model)
+    ffn = model.dense_ffn * model.glu_factor / (tp * cp) + 2.0 * model.hidden / (tp * cp)
+    return tokens_mb * c.dense * ffn * BF16 / pp
+
+
 def selective_recompute_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, tokens_mb,
-                                             graph_kept_norm=None) -> np.ndarray:
-    """HBM bytes selective recompute (layout code "selective") re-runs per micro-batch on one GPU outside the
-    attention core's kernel and the light modules priced on their own (moe_act: moe_act_recompute_bytes_...,
-    mla_up_proj: its GEMMs), for the --recompute-modules layout/recompute.recompute_modules(model) emits:
+                                             graph_kept_norm=None, modules=None) -> np.ndarray:
+    """HBM bytes selective recompute re-runs per micro-batch on one GPU outside the attention core's kernel and the
+    modules priced on their own (moe_act: moe_act_recompute_bytes_..., mla_up_proj and mlp: their GEMMs), for the
+    --recompute-modules `modules` (default: those of layout code "selective", layout/recompute.recompute_modules):
     - core_attn (megatron-core 0.16.1 transformer/attention.py 328-331, 381-420: tensor_parallel.checkpoint around
       core_attention, TE's DotProductAttention, on the layers with a SelfAttention / MLA module only: a hybrid's
       MambaLayer and every MLP / MoE block read no core_attn). Its fused / flash kernel keeps softmax, mask and
@@ -828,7 +838,10 @@ def selective_recompute_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, 
     c = block_counts(model)
     seq_shard = np.where(sp, tp, 1) * cp
     merge = _cp_merge_bytes(model, tp, cp, CP_FWD_STEP_BYTES)   # the forward's merges; none for all-to-all CP
-    freed = rc.frees(model, rc.mode_modules(model, "selective"))
+    modules = rc.mode_modules(model, "selective") if modules is None else modules
+    freed = rc.frees(model, modules)
+    if "core_attn" not in modules:
+        merge = np.zeros_like(merge)
     norm_elements = np.zeros_like(merge)
     if rc.ATTN_NORM in freed:
         norm_elements = norm_elements + c.attention * 2.0 * h / seq_shard
