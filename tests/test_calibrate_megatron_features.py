@@ -38,16 +38,19 @@ def test_a_megatron_fsdp_strategy_other_than_zero3_is_refused(strategy):
                                     data_parallel_sharding_strategy="optim_grads_params"))["notes"]
 
 
-@pytest.mark.parametrize("modules", ["['moe']", "['layernorm']", "['mlp']", "['core_attn', 'shared_experts']",
+@pytest.mark.parametrize("modules", ["['moe']", "['layernorm']", "['core_attn', 'shared_experts']",
                                      "['mla_up_proj', 'moe_act']"])
 def test_recompute_modules_the_step_model_does_not_price_are_refused(modules):
     with pytest.raises(CommbenchError, match=r"recompute_modules=\[.*\], which the step model does not price"):
         _row(_with(recompute_granularity="selective", recompute_modules=modules))
 
 
-@pytest.mark.parametrize("modules, mode", [("['core_attn']", "selective"), ("None", "selective"),
+# a module set the recipes run (layout/spec.py RECIPE_MODULE_SETS: megatron-core's default core_attn alone, DeepSeek-V3's
+# mlp, mla_up_proj + mlp) is priced as it ran, per module; a superset of core_attn as the step model's selective
+@pytest.mark.parametrize("modules, mode", [("['core_attn']", "core_attn"), ("None", "core_attn"),
                                            ("['core_attn', 'layernorm', 'moe_act', 'mla_up_proj']", "selective"),
-                                           ("['mla_up_proj']", "mla_up_proj"), ("['moe_act']", "moe_act")])
+                                           ("['mla_up_proj']", "mla_up_proj"), ("['moe_act']", "moe_act"),
+                                           ("['mlp']", "mlp"), ("['mlp', 'mla_up_proj']", "mla_up_proj+mlp")])
 def test_recompute_modules_the_step_model_prices_are_read(modules, mode):
     row = _row(_with(recompute_granularity="selective", recompute_modules=modules))
     assert row["recipe"]["recompute"] == mode
