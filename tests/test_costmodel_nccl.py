@@ -335,3 +335,18 @@ def test_nvls_tree_crosses_domains_on_at_most_32_heads_nics():
     assert nvls_tree_busbw(72, 4) == pytest.approx(32 * net / 2, rel=1e-9)
     assert nvls_tree_busbw(72, 2) == pytest.approx(900.0, rel=1e-9)          # 32 NICs' 1504 on 2 racks: multicast bounds
     assert nvls_tree_busbw(24, 20) == pytest.approx(24 * net / 2, rel=1e-9)
+
+
+def test_a_curve_run_with_nvls_off_is_predicted_without_nvls():
+    """coreweave/nccl-tests' 20-rack GB200 curve came from jobs that set NCCL_NVLS_ENABLE=0 and NCCL_COLLNET_ENABLE=0
+    (bee97e7 slurm/nccl-test-distributed-gb200-nvl72-enroot.slurm:18,21): NCCL chose ring or tree there, so the
+    curve is priced without NVLS / NVLS tree / CollNet (it was priced as NVLS tree, 'too fast' by up to 63%). A
+    setting the model cannot honour is refused in one line naming nccl_env."""
+    data = json.loads((Path(__file__).parents[1] / "benchmarks" / "data" / "published-curves.json").read_text())
+    racks20 = next(c for c in data["curves"] if c["preset"] == "gb200-nvl72" and c["num_domains"] == 20)
+    assert racks20["nccl_env"] == {"NCCL_NVLS_ENABLE": "0", "NCCL_COLLNET_ENABLE": "0"}
+    assert {p.algorithm for p in curve_points(racks20)} <= {"ring", "tree"}
+    default = {p.algorithm for p in curve_points({**racks20, "nccl_env": None})}
+    assert default == {"nvls_tree"}
+    with pytest.raises(CommbenchError, match="nccl_env.*NCCL_ALGO=Ring"):
+        curve_points({**racks20, "nccl_env": {"NCCL_ALGO": "Ring"}})
