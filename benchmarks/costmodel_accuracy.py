@@ -37,8 +37,9 @@ def main(argv: list[str]) -> int:
         points = curve_points(curve)
         errors = [(p.size_bytes, p.relative_error) for p in points]
         note = f" [{curve['note']}]" if curve.get("note") else ""
+        env = "".join(f", {name}={value}" for name, value in (curve.get("nccl_env") or {}).items())
         print(f"\n{curve['role']}: {curve['name']} ({curve['preset']}, {curve['group_size']} ranks, "
-              f"{curve['num_domains']} domain(s), algorithm {curve.get('algorithm') or 'NCCL default'}){note}")
+              f"{curve['num_domains']} domain(s), algorithm {curve.get('algorithm') or 'NCCL default'}{env}){note}")
         print(f"  source: {curve['source']}")
         if show_points:
             for p in points:

@@ -310,3 +310,43 @@ def test_remembered_group_terms_are_each_fabrics_own():
     assert np.array_equal(collective_time_s(slow, "all_reduce", sizes, n, d), first)
     assert np.all(other < first)
     assert np.array_equal(collective_time_s(toy(up_gbps=200.0, out_gbps=20.0), "all_reduce", sizes, n, d), other)
+
+
+def test_nvls_tree_crosses_domains_on_at_most_32_heads_nics():
+    """NCCL prices NVLS tree at nChannels x min(bwIntra, nNodes <= 2 ? bwInter : bwInter / 2) (NVIDIA/nccl v2.27.7-1
+    src/graph/tuning.cc:275-276) on the NVLS graph, whose channels (heads, one NIC each) are at most
+    min(NCCL_MAX_NVLS_ARITY = 32, GPUs of the node) (src/graph/search.cc:1014, src/include/device.h:206). A 72-GPU
+    domain crosses on 32 NICs, not 72: the old model let NVLS tree across 3+ racks reach 72 NICs' rate / 2. Here the
+    multicast (nvls_efficiency 1.0 of 900 GB/s) is faster than 32 NICs / 2, so the NICs bound it; at 24 ranks per
+    domain all their NICs are heads."""
+    net = 0.94 * 50.0
+    fabric = Fabric(name="nvl72-what-if", gpu=None, domain_size=72, num_gpus=72 * 20, curves=(),
+                    tiers={"scale_up": Tier(name="nvlink", link_gbps_per_gpu=900.0),
+                           "scale_out": Tier(name="nic", link_gbps_per_gpu=50.0)},
+                    nccl=NcclSystem(arch="blackwell", channels=16, ring_efficiency=0.8222, nvls_efficiency=1.0,
+                                    net_efficiency=0.94))
+    sizes = np.array([1.0, 2.0]) * 2**30
+
+    def nvls_tree_busbw(m, d):
+        t = algorithm_protocol_times_s(fabric, "all_reduce", sizes, m * d, d)["nvls_tree", "Simple"]
+        return (sizes[1] - sizes[0]) / (t[1] - t[0]) / 1e9 / (5 / 6)   # NCCL's busBw: algbw is 5/6 of it
+
+    assert nvls_tree_busbw(72, 20) == pytest.approx(32 * net / 2, rel=1e-9)   # was min(900, 72 x 47 / 2) = 900
+    assert nvls_tree_busbw(72, 4) == pytest.approx(32 * net / 2, rel=1e-9)
+    assert nvls_tree_busbw(72, 2) == pytest.approx(900.0, rel=1e-9)          # 32 NICs' 1504 on 2 racks: multicast bounds
+    assert nvls_tree_busbw(24, 20) == pytest.approx(24 * net / 2, rel=1e-9)
+
+
+def test_a_curve_run_with_nvls_off_is_predicted_without_nvls():
+    """coreweave/nccl-tests' 20-rack GB200 curve came from jobs that set NCCL_NVLS_ENABLE=0 and NCCL_COLLNET_ENABLE=0
+    (bee97e7 slurm/nccl-test-distributed-gb200-nvl72-enroot.slurm:18,21): NCCL chose ring or tree there, so the
+    curve is priced without NVLS / NVLS tree / CollNet (it was priced as NVLS tree, 'too fast' by up to 63%). A
+    setting the model cannot honour is refused in one line naming nccl_env."""
+    data = json.loads((Path(__file__).parents[1] / "benchmarks" / "data" / "published-curves.json").read_text())
+    racks20 = next(c for c in data["curves"] if c["preset"] == "gb200-nvl72" and c["num_domains"] == 20)
+    assert racks20["nccl_env"] == {"NCCL_NVLS_ENABLE": "0", "NCCL_COLLNET_ENABLE": "0"}
+    assert {p.algorithm for p in curve_points(racks20)} <= {"ring", "tree"}
+    default = {p.algorithm for p in curve_points({**racks20, "nccl_env": None})}
+    assert default == {"nvls_tree"}
+    with pytest.raises(CommbenchError, match="nccl_env.*NCCL_ALGO=Ring"):
+        curve_points({**racks20, "nccl_env": {"NCCL_ALGO": "Ring"}})

@@ -7,9 +7,12 @@ relative error is predicted / published - 1 on busbw (positive: the model is opt
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+
+from commbench.errors import invalid
 
 KiB, MiB = 1 << 10, 1 << 20
 REGIMES = (("latency", 0, 512 * KiB), ("middle", 512 * KiB, 64 * MiB), ("bandwidth", 64 * MiB, float("inf")))
@@ -63,14 +66,30 @@ class CurvePoint:
         return self.predicted_busbw_gbps / self.published_busbw_gbps - 1.0
 
 
+# NCCL settings a published run exported that take algorithms away from NCCL's choice, and what the model turns off
+# for each: NVLS and NVLS tree need multicast (nvls_efficiency > 0), CollNet needs SHARP
+RUN_SETTINGS = {("NCCL_NVLS_ENABLE", "0"): {"nvls_efficiency": 0.0}, ("NCCL_COLLNET_ENABLE", "0"): {"sharp": False}}
+
+
+def as_run(fabric, nccl_env: dict[str, str] | None):
+    """`fabric` with the algorithms a run's NCCL environment disabled turned off (RUN_SETTINGS)."""
+    changes = {}
+    for name, value in (nccl_env or {}).items():
+        if (name, str(value)) not in RUN_SETTINGS:
+            raise invalid("nccl_env", f"{name}={value}", ", ".join(f"{k}={v}" for k, v in RUN_SETTINGS))
+        changes.update(RUN_SETTINGS[name, str(value)])
+    return dataclasses.replace(fabric, nccl=dataclasses.replace(fabric.nccl, **changes)) if changes else fabric
+
+
 def curve_points(curve: dict) -> list[CurvePoint]:
     """Predict every point of one published curve (a dict of benchmarks/data/published-curves.json)
-    on its preset, with the algorithm it was run with when the publication names one."""
+    on its preset, with the algorithm it was run with when the publication names one, and without the algorithms
+    its NCCL environment (`nccl_env`) disabled."""
     from commbench.costmodel.choice import best_algorithm_protocol
     from commbench.costmodel.formulas import bus_factor
     from commbench.costmodel.presets import load_preset
 
-    fabric = load_preset(curve["preset"], num_gpus=curve.get("num_gpus"))
+    fabric = as_run(load_preset(curve["preset"], num_gpus=curve.get("num_gpus")), curve.get("nccl_env"))
     sizes = np.array([p[0] for p in curve["points"]], dtype=np.float64)
     choice = best_algorithm_protocol(fabric, curve["collective"], sizes, curve["group_size"], curve["num_domains"],
                                      algorithm=curve.get("algorithm"))

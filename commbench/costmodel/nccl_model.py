@@ -159,6 +159,12 @@ class GroupTerms:
         self.tree_base = np.where(self.cross, np.minimum(self.up_ring, np.where(d <= 2, 2.0, 1.0) * nics * self.net),
                                   self.up_ring) if self.any_cross else self.up_ring
         self.nvls = system.nvls_efficiency * up_gbps
+        # Across domains NVLS and NVLS tree move the reduced data through the NICs of the NVLS graph's heads, one NIC
+        # per channel: NCCL prices NVLS tree at nChannels x min(bwIntra, nNodes <= 2 ? bwInter : bwInter / 2) (NVIDIA/nccl
+        # v2.27.7-1 src/graph/tuning.cc:275-276; v2.26.2-1 :252-253; v2.30.7-1 :320-324 keeps the factor 2 between
+        # 2 nodes and more), the graph's channels at most min(32, GPUs of the domain) (nccl_tables.NVLS_MAX_HEADS):
+        # a domain of more than 32 ranks still crosses on 32 NICs.
+        self.nvls_net = np.minimum(self.m, T.NVLS_MAX_HEADS) * self.net
         reduce_like = collective == "all_reduce"
         self.nsteps = {"all_reduce": 2 * (n - 1), "reduce_scatter": n - 1, "all_gather": n - 1}.get(collective, n)
         self.ninter = np.where(self.cross, 2 * d if reduce_like else d - 1, 0) if self.any_cross else 0.0
@@ -204,11 +210,10 @@ class GroupTerms:
                 ll128_share = np.where(self.cross, T.TREE_LL128_SHARE[1], T.TREE_LL128_SHARE[0])
                 return np.minimum(tree * ll128_share, channels * self.cap(T.TREE_LL128_MAX_PER_CHANNEL_GBPS))
             return tree
-        if algorithm == "nvls":  # across domains (with SHARP) over the domain's NICs together, as NVLS-tree
-            return np.where(self.cross, np.minimum(self.nvls, self.m * self.net), self.nvls) if self.any_cross else self.nvls
-        if algorithm == "nvls_tree":  # the domain's NICs together carry the reduced data between domains
-            node_net = self.m * self.net
-            return np.minimum(self.nvls, np.where(self.d <= 2, node_net, node_net / 2))
+        if algorithm == "nvls":  # across domains (with SHARP) over the heads' NICs together, as NVLS-tree
+            return np.where(self.cross, np.minimum(self.nvls, self.nvls_net), self.nvls) if self.any_cross else self.nvls
+        if algorithm == "nvls_tree":  # the heads' NICs together carry the reduced data between domains
+            return np.minimum(self.nvls, np.where(self.d <= 2, self.nvls_net, self.nvls_net / 2))
         if algorithm.startswith("collnet"):  # SHARP: each GPU's bytes cross its NIC once
             return np.minimum(self.up_ring, 2 * self.net) * (0.85 if algorithm == "collnet_direct" else 1.0)
         if algorithm == "pat":

@@ -83,6 +83,10 @@ TREE_LL128_SHARE = (7 / 9, 120 / 128)  # one node, several nodes
 PAT_SHARE = 0.75
 # Bus bandwidth -> algorithm bandwidth of non-ring algorithms ("Convert bus BW to algorithm BW", tuning.cc:320-327)
 NVLS_ALGBW_RATIO = 5 / 6
+# The NVLS graph (NVLS and NVLS tree both run on it: src/init.cc:687) has at most this many channels, its "heads",
+# each a GPU of the domain with its NIC: `graph->maxChannels = std::min(NCCL_MAX_NVLS_ARITY, system->nodes[GPU].count)`
+# (src/graph/search.cc:1014), NCCL_MAX_NVLS_ARITY 32 (src/include/device.h:206; the same at v2.26.2-1 and v2.30.7-1)
+NVLS_MAX_HEADS = 32
 TREE_ALGBW_RATIO = 0.5
 NET_OVERHEAD_US = 1.0  # getNetOverhead (x3 for Simple), inter-node rings (tuning.cc:204-209, 347-353)
 
