@@ -2,7 +2,8 @@
 
 `launch_cli(args, hosts, launcher="torchrun")` forks one process per entry of `hosts`; each sets the variables the
 launcher sets for its task (torchrun: RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE / TORCHELASTIC_RUN_ID;
-slurm: an srun step's SLURM_PROCID / SLURM_LOCALID / SLURM_STEP_NUM_TASKS / SLURM_STEP_ID), fakes its host name
+slurm: an srun step's SLURM_PROCID / SLURM_LOCALID / SLURM_STEP_NUM_TASKS / SLURM_STEP_ID; mpi_in_slurm: Open MPI's
+OMPI_COMM_WORLD_* beside the SLURM_* of the srun step that started mpirun's daemons, one per host), fakes its host name
 (`socket.gethostname`, which commbench reads for hosts and racks) and runs the CLI in-process. Returns
 [(exit code, stdout, output)] in rank order; a rank that hangs past `timeout_s` fails the test.
 """
@@ -16,7 +17,7 @@ from typing import Sequence
 
 from tests.distributed import free_port
 
-_LAUNCH_PREFIXES = ("SLURM_", "OMPI_", "TORCHELASTIC_", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+_LAUNCH_PREFIXES = ("SLURM_", "OMPI_", "PMI_", "TORCHELASTIC_", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                     "GROUP_RANK", "MASTER_", "COMMBENCH_", "CUDA_VISIBLE_DEVICES")
 
 
@@ -33,6 +34,13 @@ def launch_env(rank: int, hosts: Sequence[str], launcher: str, port: int) -> dic
         return {"SLURM_JOB_ID": "1", "SLURM_STEP_ID": "0", "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(local),
                 "SLURM_NTASKS": str(world), "SLURM_STEP_NUM_TASKS": str(world), "SLURM_STEP_NODELIST": "localhost",
                 "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    if launcher == "mpi_in_slurm":   # mpirun in a Slurm allocation: its ranks inherit the srun step that started
+        nodes = list(dict.fromkeys(hosts))   # one PRRTE daemon per node (SLURM_PROCID: the node's index)
+        return {"OMPI_COMM_WORLD_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": str(world),
+                "OMPI_COMM_WORLD_LOCAL_RANK": str(local), "OMPI_COMM_WORLD_LOCAL_SIZE": str(hosts.count(hosts[rank])),
+                "SLURM_JOB_ID": "1", "SLURM_STEP_ID": "0", "SLURM_PROCID": str(nodes.index(hosts[rank])),
+                "SLURM_LOCALID": "0", "SLURM_NTASKS": str(len(nodes)), "SLURM_STEP_NUM_TASKS": str(len(nodes)),
+                "SLURM_STEP_NODELIST": "localhost", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
     raise ValueError(launcher)
 
 

@@ -51,6 +51,6 @@ def test_an_unparsed_list_is_refused_in_one_line(nodelist, why):
 def test_slurm_step_rendezvous_at_the_first_hosts_full_name():
     env = {"SLURM_JOB_ID": "1", "SLURM_STEP_ID": "0", "SLURM_PROCID": "1", "SLURM_LOCALID": "0",
            "SLURM_STEP_NUM_TASKS": "2", "SLURM_STEP_NODELIST": "node[1-2]-ib", "SLURM_JOB_NODELIST": "other1"}
-    assert detect_rank_env(env).init_method == "tcp://node1-ib:29500"
+    assert detect_rank_env(env).init_method == "tcp://node1-ib:15010"   # job 1 step 0's port (launch.slurm_default_port)
     del env["SLURM_STEP_NODELIST"]
     assert detect_rank_env(env).master_addr == "other1"

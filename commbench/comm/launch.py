@@ -115,27 +115,81 @@ def partial_rank_env_note(env: Mapping[str, str] | None = None) -> str | None:
 
 # variables torchrun (torch.distributed.run) sets for every worker besides RANK / WORLD_SIZE / LOCAL_RANK
 TORCHRUN_MARKERS = ("TORCHELASTIC_RUN_ID", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK")
+# variables Open MPI's launcher (mpirun: PRRTE / ORTE) sets for each rank it starts
+OMPI_VARIABLES = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+                  "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK")
 
 
-def _srun_rank_variables(env: Mapping[str, str]) -> bool:
-    """True where RANK / WORLD_SIZE sit in the environment of an srun step's task with no torchrun variable beside
-    them (not torchrun's, nor commbench's own ranks'): they were set by hand or inherited (`export RANK=$SLURM_PROCID`
-    in a batch script gives every task 0). They must then be the step's own SLURM_PROCID / SLURM_STEP_NUM_TASKS
-    (refused in one line naming both where not: two tasks would both join as one rank and wait out --timeout), and
-    the launch is Slurm's."""
-    tasks_key = slurm_step_tasks_key(env)
-    if tasks_key is None or env.get(LOCAL_LAUNCH_ENV) or any(k in env for k in TORCHRUN_MARKERS):
-        return False
-    if _int(env, tasks_key) < 2:
-        return False
-    for mine, slurms in (("RANK", "SLURM_PROCID"), ("WORLD_SIZE", tasks_key)):
-        if _int(env, mine) != _int(env, slurms):
-            raise CommbenchError(f"{mine}={env[mine].strip()} but {slurms}={env[slurms].strip()} in this srun step, "
+def _in_ompi_launch(env: Mapping[str, str]) -> bool:
+    return "OMPI_COMM_WORLD_SIZE" in env
+
+
+def _listed(env: Mapping[str, str], keys: tuple[str, ...] | list[str]) -> str:
+    return ", ".join(f"{key}={env[key].strip()}" for key in keys if key in env)
+
+
+def _refuse_missing_rank(env: Mapping[str, str]) -> None:
+    """A launcher's own variables with its rank or world size missing (unset by a wrapper, or lost): refused in one
+    line naming what is there and what is not. Without the check such a process started its own local job (launcher
+    local, exit 0) while the launch's other ranks waited out their timeout. Checked innermost launcher first (the one
+    whose variables detect_rank_env reads): torchrun's, then Open MPI's, then an srun step's."""
+    if env.get(LOCAL_LAUNCH_ENV) or env.get(EMULATED_ENV):
+        return
+    markers = [key for key in TORCHRUN_MARKERS if key in env]
+    missing = [key for key in ("RANK", "WORLD_SIZE") if key not in env]
+    if markers and missing:
+        raise CommbenchError(f"{_listed(env, markers)} (torchrun's) {'is' if len(markers) == 1 else 'are'} set but "
+                             f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not: this process "
+                             "cannot tell its place in the torchrun launch; run it as torchrun starts it, or unset "
+                             f"{', '.join(markers)} to start local ranks (--nproc)")
+    if markers:
+        return   # torchrun's ranks: the variables of launchers outside it do not matter
+    ompi = [key for key in OMPI_VARIABLES if key in env]
+    ompi_missing = [key for key in OMPI_VARIABLES[:2] if key not in env]
+    if ompi and ompi_missing:
+        raise CommbenchError(f"{_listed(env, ompi)} (Open MPI's mpirun) {'is' if len(ompi) == 1 else 'are'} set but "
+                             f"{' and '.join(ompi_missing)} {'is' if len(ompi_missing) == 1 else 'are'} not: this "
+                             "process cannot tell its place in the mpirun launch; run it as mpirun starts it, or "
+                             f"unset {', '.join(ompi)} to start local ranks (--nproc)")
+    if ompi or not missing or "SLURM_PROCID" in env:
+        return   # Open MPI's ranks, or RANK / WORLD_SIZE as the launch (by hand) where srun's rank is unset
+    step = env.get("SLURM_STEP_ID", env.get("SLURM_STEPID", "")).strip()
+    in_step = "SLURM_STEP_NUM_TASKS" in env or (step.isdecimal() and int(step) < _SLURM_SPECIAL_STEP_IDS)
+    tasks = env.get("SLURM_STEP_NUM_TASKS", env.get("SLURM_NTASKS", "")).strip()
+    if in_step and tasks != "1":   # a 1-task step (srun --pty bash) is no launch: --nproc applies there
+        present = [key for key in ("SLURM_STEP_ID", "SLURM_STEPID", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS",
+                                   "SLURM_LOCALID") if key in env]
+        raise CommbenchError(f"{_listed(env, present)} (an srun step's task) {'is' if len(present) == 1 else 'are'} "
+                             "set but SLURM_PROCID is not: this process cannot tell its place in the srun step; run "
+                             "it as srun starts it, or unset SLURM_STEP_ID and SLURM_STEP_NUM_TASKS to start local "
+                             "ranks (--nproc)")
+
+
+def _outer_rank_variables(env: Mapping[str, str]) -> str | None:
+    """The launch whose ranks RANK / WORLD_SIZE restate, where they sit with no torchrun variable beside them (not
+    torchrun's, nor commbench's own or emulate's ranks'): set by hand or inherited (`export RANK=$SLURM_PROCID` in
+    a batch script gives every task 0; a wrapper's `RANK=$OMPI_COMM_WORLD_RANK`). Inside an mpirun launch they must
+    be its OMPI_COMM_WORLD_RANK / _SIZE ("mpi"), else inside an srun step of several tasks its SLURM_PROCID / step
+    task count ("slurm"); refused in one line naming both where not (two tasks would both join as one rank and wait
+    out --timeout). None: RANK / WORLD_SIZE are the launch (torchrun's, commbench's, or by hand with no other)."""
+    if env.get(LOCAL_LAUNCH_ENV) or env.get(EMULATED_ENV) or any(k in env for k in TORCHRUN_MARKERS):
+        return None
+    if _in_ompi_launch(env):
+        launcher, where, pairs = "mpi", "this mpirun launch", (("RANK", "OMPI_COMM_WORLD_RANK"),
+                                                                ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"))
+    else:
+        tasks_key = slurm_step_tasks_key(env)
+        if tasks_key is None or _int(env, tasks_key) < 2:
+            return None
+        launcher, where, pairs = "slurm", "this srun step", (("RANK", "SLURM_PROCID"), ("WORLD_SIZE", tasks_key))
+    for mine, theirs in pairs:
+        if _int(env, mine) != _int(env, theirs):
+            raise CommbenchError(f"{mine}={env[mine].strip()} but {theirs}={env[theirs].strip()} in {where}, "
                                  f"and no torchrun variable ({', '.join(TORCHRUN_MARKERS[:2])}) says torchrun set "
                                  f"{mine}: set by hand or inherited (export RANK=$SLURM_PROCID in a batch script gives "
-                                 "every task the same); unset RANK and WORLD_SIZE (srun places the ranks) or set them "
-                                 "per task")
-    return True
+                                 "every task the same); unset RANK and WORLD_SIZE (the launcher places the ranks) or "
+                                 "set them per task")
+    return launcher
 
 
 EMULATED_ENV = "COMMBENCH_EMULATED"  # set in the ranks `commbench emulate` starts (emulate/ranks.py)
@@ -153,32 +207,73 @@ def rank_variables_launcher(env: Mapping[str, str]) -> str:
     return "torchrun" if any(k in env for k in TORCHRUN_MARKERS) else "env"
 
 
+def slurm_default_port(env: Mapping[str, str]) -> int | None:
+    """The rendezvous port of an srun step where MASTER_PORT is not set: 15000 + (10 x SLURM_JOB_ID + SLURM_STEP_ID)
+    mod 10000, so two jobs (or two steps of one job) whose first host is the same node do not meet on one port (a
+    fixed 29500 put job B's ranks into job A's store). The same range as PyTorch Lightning's SLURMEnvironment.main_port
+    (15000 + the job id's last 4 digits; Lightning-AI/pytorch-lightning
+    src/lightning/fabric/plugins/environments/slurm.py at 03f57f9c), which the step id extends; 15000..24999 is below
+    Linux's ephemeral range (net.ipv4.ip_local_port_range, 32768..60999 by default), so no outgoing connection holds
+    it. None without a job id."""
+    job = env.get("SLURM_JOB_ID", env.get("SLURM_JOBID", "")).strip()
+    step = env.get("SLURM_STEP_ID", env.get("SLURM_STEPID", "0")).strip()
+    if not job.isdecimal():
+        return None
+    step_id = int(step) if step.isdecimal() and int(step) < _SLURM_SPECIAL_STEP_IDS else 0
+    return 15000 + (10 * int(job) + step_id) % 10000
+
+
+def _pmi_disagreement(env: Mapping[str, str], tasks_key: str) -> None:
+    """PMI_RANK / PMI_SIZE (MPICH's or Intel MPI's Hydra, whose proxies srun starts one per node) that are not the
+    step's own SLURM_PROCID / task count: the step is the launcher's, not the ranks' (commbench reads no PMI
+    variables), so it would run as the wrong job. Refused in one line naming both."""
+    for pmi, slurm in (("PMI_RANK", "SLURM_PROCID"), ("PMI_SIZE", tasks_key)):
+        if pmi in env and env[pmi].strip() != env[slurm].strip():
+            raise CommbenchError(f"{pmi}={env[pmi].strip()} but {slurm}={env[slurm].strip()} in this srun step: an "
+                                 "MPICH/Hydra launch inside Slurm, whose ranks commbench does not read (it reads "
+                                 "torchrun's, Slurm's and Open MPI's); launch with srun (one task per rank), or set "
+                                 "RANK, WORLD_SIZE and MASTER_ADDR per rank")
+
+
 def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
-    """The launch this process belongs to, or None when started alone (then `--nproc` applies)."""
+    """The launch this process belongs to, or None when started alone (then `--nproc` applies).
+
+    A launcher started inside another's task inherits the outer one's variables beside its own, so the innermost
+    launcher's variables win: torchrun's RANK / WORLD_SIZE, then Open MPI's OMPI_COMM_WORLD_*, then an srun step's.
+    mpirun inside a Slurm allocation starts one daemon on each node it has none on with `srun --ntasks-per-node=1
+    --ntasks=<those nodes>` (openpmix/prrte src/mca/plm/slurm/plm_slurm_module.c at 0d601f8e, launch_daemons), so its
+    ranks there carry that step's SLURM_PROCID (the daemon's index) and task count (the node count): read as the
+    launch, they ran as another job (the probe's `mpirun -np 4` on 2 nodes: ranks 0 and 2 as one 2-rank job)."""
     env = os.environ if env is None else env
-    port = _int(env, "MASTER_PORT") if "MASTER_PORT" in env else DEFAULT_MASTER_PORT
-    if not 0 <= port <= 65535:
+    port = _int(env, "MASTER_PORT") if "MASTER_PORT" in env else None
+    if port is not None and not 0 <= port <= 65535:
         raise CommbenchError(f"MASTER_PORT={port} is invalid: a TCP port 0..65535")
-    if "RANK" in env and "WORLD_SIZE" in env and not _srun_rank_variables(env):
+    _refuse_missing_rank(env)
+    if "RANK" in env and "WORLD_SIZE" in env and _outer_rank_variables(env) is None:
         rank, world, local_rank = _place(env, "RANK", "WORLD_SIZE", "LOCAL_RANK")
         launcher = rank_variables_launcher(env)
         local = launcher == "local"
         return RankEnv(rank=rank, world_size=world, local_rank=local_rank,
                        launcher=launcher, master_addr=env.get("MASTER_ADDR", "127.0.0.1"),
-                       master_port=port, rendezvous=env.get(RENDEZVOUS_ENV) if local else None)
-    tasks_key = slurm_step_tasks_key(env)
-    if tasks_key is not None and _int(env, tasks_key) > 1:   # a 1-task step (srun --pty bash): --nproc applies
-        rank, world, local_rank = _place(env, "SLURM_PROCID", tasks_key, "SLURM_LOCALID")
-        variable = next((k for k in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST") if env.get(k)), None)
-        addr = env.get("MASTER_ADDR") or (first_slurm_host(env[variable], variable) if variable else "127.0.0.1")
-        return RankEnv(rank=rank, world_size=world, local_rank=local_rank,
-                       launcher="slurm", master_addr=addr, master_port=port)
-    if "OMPI_COMM_WORLD_RANK" in env and "OMPI_COMM_WORLD_SIZE" in env:
+                       master_port=DEFAULT_MASTER_PORT if port is None else port,
+                       rendezvous=env.get(RENDEZVOUS_ENV) if local else None)
+    if _in_ompi_launch(env):
         rank, world, local_rank = _place(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
                                          "OMPI_COMM_WORLD_LOCAL_RANK")
         if world > 1 and "MASTER_ADDR" not in env:
             raise CommbenchError("MASTER_ADDR is not set: under mpirun pass it, e.g. "
                                  "mpirun -x MASTER_ADDR=<first host> -x MASTER_PORT=29500 commbench ...")
+        return RankEnv(rank=rank, world_size=world, local_rank=local_rank, launcher="mpi",
+                       master_addr=env["MASTER_ADDR"] if world > 1 else env.get("MASTER_ADDR", "127.0.0.1"),
+                       master_port=DEFAULT_MASTER_PORT if port is None else port)
+    tasks_key = slurm_step_tasks_key(env)
+    if tasks_key is not None and _int(env, tasks_key) > 1:   # a 1-task step (srun --pty bash): --nproc applies
+        _pmi_disagreement(env, tasks_key)
+        rank, world, local_rank = _place(env, "SLURM_PROCID", tasks_key, "SLURM_LOCALID")
+        variable = next((k for k in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST") if env.get(k)), None)
+        addr = env.get("MASTER_ADDR") or (first_slurm_host(env[variable], variable) if variable else "127.0.0.1")
+        if port is None:
+            port = slurm_default_port(env) or DEFAULT_MASTER_PORT
         return RankEnv(rank=rank, world_size=world, local_rank=local_rank,
-                       launcher="mpi", master_addr=env.get("MASTER_ADDR", "127.0.0.1"), master_port=port)
+                       launcher="slurm", master_addr=addr, master_port=port)
     return None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from commbench import __version__
-from commbench.comm.launch import DEFAULT_MASTER_PORT
+from commbench.comm.launch import DEFAULT_MASTER_PORT, detect_rank_env
 from commbench.comm.nccl_conf import read_conf_files
 from commbench.comm.nccl_tuning import (COMBO_ENV, TUNED_ENV_KEYS, TUNING_ENV, TuningCombo, inherited_tuning_env,
                                         tuning_from_env)
@@ -70,7 +70,9 @@ def combo_environ(combo: TuningCombo, index: int, base: dict[str, str], plan: di
         inherited = inherited_tuning_env(base)
         env[TUNING_ENV] = json.dumps({**plan, "inherited": inherited} if inherited else plan)
     if "RANK" in base or "SLURM_PROCID" in base or "OMPI_COMM_WORLD_RANK" in base:
-        env["MASTER_PORT"] = str(int(base.get("MASTER_PORT", DEFAULT_MASTER_PORT)) + 1 + index)
+        launched = detect_rank_env(base)   # its port: MASTER_PORT, else the launch's default (an srun step's own)
+        port = launched.master_port if launched is not None else int(base.get("MASTER_PORT", DEFAULT_MASTER_PORT))
+        env["MASTER_PORT"] = str(port + 1 + index)
         env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
     return env
 
