@@ -38,16 +38,19 @@ def test_a_megatron_fsdp_strategy_other_than_zero3_is_refused(strategy):
                                     data_parallel_sharding_strategy="optim_grads_params"))["notes"]
 
 
-@pytest.mark.parametrize("modules", ["['moe']", "['layernorm']", "['mlp']", "['core_attn', 'shared_experts']",
+@pytest.mark.parametrize("modules", ["['moe']", "['layernorm']", "['core_attn', 'shared_experts']",
                                      "['mla_up_proj', 'moe_act']"])
 def test_recompute_modules_the_step_model_does_not_price_are_refused(modules):
     with pytest.raises(CommbenchError, match=r"recompute_modules=\[.*\], which the step model does not price"):
         _row(_with(recompute_granularity="selective", recompute_modules=modules))
 
 
-@pytest.mark.parametrize("modules, mode", [("['core_attn']", "selective"), ("None", "selective"),
+# a module set the recipes run (layout/spec.py RECIPE_MODULE_SETS: megatron-core's default core_attn alone, DeepSeek-V3's
+# mlp, mla_up_proj + mlp) is priced as it ran, per module; a superset of core_attn as the step model's selective
+@pytest.mark.parametrize("modules, mode", [("['core_attn']", "core_attn"), ("None", "core_attn"),
                                            ("['core_attn', 'layernorm', 'moe_act', 'mla_up_proj']", "selective"),
-                                           ("['mla_up_proj']", "mla_up_proj"), ("['moe_act']", "moe_act")])
+                                           ("['mla_up_proj']", "mla_up_proj"), ("['moe_act']", "moe_act"),
+                                           ("['mlp']", "mlp"), ("['mlp', 'mla_up_proj']", "mla_up_proj+mlp")])
 def test_recompute_modules_the_step_model_prices_are_read(modules, mode):
     row = _row(_with(recompute_granularity="selective", recompute_modules=modules))
     assert row["recipe"]["recompute"] == mode
@@ -64,27 +67,41 @@ def test_the_allgather_dispatcher_is_refused_and_alltoall_read():
 PRICED_DSV3 = "Et*4|(t*4|)*14tmL"   # best_split of DeepSeek-V3 (61 layers + 1 MTP) over pp=2 x vp=8
 
 
-def test_a_pipeline_split_other_than_the_priced_one_is_said_with_its_difference():
+def test_a_pipeline_split_other_than_the_step_model_s_best_is_priced_as_it_ran():
     # the log's layout string was not read: every split was priced as the step model's own, without a word
-    assert "pipeline split" not in _row(_with(pipeline_model_parallel_layout=PRICED_DSV3))["notes"]
-    notes = _row(_with(pipeline_model_parallel_layout="Et|(t*4|)*14t*4mL"))["notes"]
-    assert re.search(r"ran with pipeline_model_parallel_layout='Et\|\(t\*4\|\)\*14t\*4mL' .*busiest pipeline rank "
-                     r"1\.107x.* prices pp=2 vp=8 as .* priced -\d+\.\d% off what it ran", notes), notes
+    row = _row(_with(pipeline_model_parallel_layout=PRICED_DSV3))
+    assert "pipeline split" not in row["notes"] and row["pipeline_layout"] == PRICED_DSV3
+    row = _row(_with(pipeline_model_parallel_layout="Et|(t*4|)*14t*4mL"))
+    assert row["pipeline_layout"] == "Et|(t*4|)*14t*4mL"
+    assert re.search(r"pipeline split priced as it ran: pipeline_model_parallel_layout='Et\|\(t\*4\|\)\*14t\*4mL', .*"
+                     r"busiest rank 1\.107x.*best for pp=2 vp=8", row["notes"]), row["notes"]
     with pytest.raises(CommbenchError, match="has 4 virtual stages per rank, but it ran with "
                                              "virtual_pipeline_model_parallel_size=8"):
         _row(_with(pipeline_model_parallel_layout="Et*4|(t*8|)*6t*9mL"))
-    # a block that states no split Megatron builds (this excerpt: 61 layers, no layout) says what is priced
-    assert f"priced as the step model's '{PRICED_DSV3}'" in _row(MEGATRON.read_text())["notes"]
+    # a block that lacks the split arguments (this excerpt: 61 layers, no layout) says what is priced
+    row = _row(MEGATRON.read_text())
+    assert f"priced as the step model's best split '{PRICED_DSV3}'" in row["notes"] and "pipeline_layout" not in row
 
 
-@pytest.mark.parametrize("args, said", [({}, True), ({"decoder_first_pipeline_num_layers": 12}, True),
-                                        ({"pipeline_model_parallel_layout": "Et*26|t*22L"}, False)])
-def test_an_even_or_first_stage_split_is_checked_against_the_priced_one(args, said):
-    """24/24 (Megatron-LM's default even split: the loss on the last rank) and 12/36 run slower than the priced 26/22:
-    said with the difference, not refused (a refusal left most Megatron-LM logs nothing to fit)."""
-    from commbench.planner.calibrate.runlogs.megatron_split import check_logged_split
-    note = check_logged_split("L", args, "qwen3-30b-a3b", pp=2, vp=1, tp=1, without_mtp=False)
-    assert ("carries no pinned split" in note and "% off what it ran" in note) if said else note == ""
+@pytest.mark.parametrize("args, layout", [({}, "Et*24|t*24L"), ({"decoder_first_pipeline_num_layers": 12},
+                                                                  "Et*12|t*36L"),
+                                          ({"pipeline_model_parallel_layout": "Et*26|t*22L"}, "Et*26|t*22L")])
+def test_an_even_or_first_stage_split_is_priced_as_it_ran(args, layout):
+    """24/24 (Megatron-LM's default even split: the loss on the last rank) and 12/36 run slower than the step model's
+    best 26/22: the row carries the split it ran (pipeline_layout), which the step model prices (it was priced as
+    26/22 and said only in a note: a fit moved the terms to make up the difference)."""
+    from commbench.planner.calibrate.runlogs.megatron_split import SPLIT_ARGS, check_logged_split
+    stated = {**{k: None for k in SPLIT_ARGS}, **args}
+    ran, note = check_logged_split("L", stated, "qwen3-30b-a3b", pp=2, vp=1, tp=1, without_mtp=False)
+    assert ran == layout and (note == "") == (layout == "Et*26|t*22L")
+
+
+def test_a_stated_split_megatron_does_not_build_is_refused():
+    from commbench.planner.calibrate.runlogs.megatron_split import SPLIT_ARGS, check_logged_split
+    stated = {**{k: None for k in SPLIT_ARGS}, "decoder_first_pipeline_num_layers": 7}
+    with pytest.raises(CommbenchError, match="decoder_first_pipeline_num_layers=7 does not split 48 layers over pp=4 "
+                                             "x vp=1, a split Megatron-LM does not build"):
+        check_logged_split("L", stated, "qwen3-30b-a3b", pp=4, vp=1, tp=1, without_mtp=False)
 
 
 @pytest.mark.parametrize("args, named", [

@@ -41,12 +41,10 @@ def _row(**args: str) -> dict:
     return parse_megatron_log(_log(**args), source="m.log", model="qwen3-30b-a3b", gpu="h100-hgx")
 
 
-@pytest.mark.parametrize("modules, said", [("None", "recompute_modules=None (megatron-core's default: ['core_attn']"),
-                                           ("['core_attn']", "recompute_modules=['core_attn'] priced as"),
-                                           ("['core_attn', 'layernorm']", "no recompute of core_attn, layernorm alone")])
-def test_a_selective_module_set_other_than_the_priced_one_is_noted(tmp_path, modules, said):
+def test_a_selective_module_set_other_than_the_priced_one_is_noted(tmp_path):
+    said = "no recompute of core_attn, layernorm alone"
     path = tmp_path / "m.log"
-    path.write_text(_log(recompute_granularity="selective", recompute_modules=modules))
+    path.write_text(_log(recompute_granularity="selective", recompute_modules="['core_attn', 'layernorm']"))
     rows, notes = read_runs_noted(str(path), model="qwen3-30b-a3b", gpu="h100-hgx")
     assert rows[0]["recipe"]["recompute"] == "selective"
     assert said in rows[0]["notes"] and "which recomputes core_attn, layernorm, moe_act" in rows[0]["notes"]
@@ -57,6 +55,18 @@ def test_a_selective_module_set_other_than_the_priced_one_is_noted(tmp_path, mod
                                      "['moe_act']"])
 def test_the_priced_module_set_has_no_note(modules):
     row = _row(recompute_granularity="selective", recompute_modules=modules)
+    assert "priced as" not in row["notes"] and not row.get("priced_as")
+
+
+@pytest.mark.parametrize("modules, mode", [("None", "core_attn"), ("['core_attn']", "core_attn"),
+                                          ("['moe_act', 'layernorm']", "layernorm+moe_act"),
+                                          ("['layernorm', 'moe_act', 'layernorm']", "layernorm+moe_act")])
+def test_a_module_set_the_recipes_run_is_priced_as_it_ran(modules, mode):
+    """Was: megatron-core's default ['core_attn'] priced as the step model's selective (core_attn + layernorm +
+    moe_act on this model) with a note, and gpt-oss's recipe set layernorm + moe_act refused: the step model prices
+    the recipes' module sets per module (layout/spec.py RECIPE_MODULE_SETS), so a log that ran one is priced so."""
+    row = _row(recompute_granularity="selective", recompute_modules=modules)
+    assert row["recipe"]["recompute"] == mode
     assert "priced as" not in row["notes"] and not row.get("priced_as")
 
 

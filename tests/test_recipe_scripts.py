@@ -185,15 +185,16 @@ def test_25_09_deepseek_v3_recomputes_mla_up_projections_on_h100_and_gb200():
     """Megatron-Bridge v0.1.0rc3 (bf71eba) scripts/performance/run_script.py, DeepSeek-V3's branch of main():
     line 89 `recipe.model.recompute_modules = ["mla_up_proj", "mlp"]` on H100, line 91 `... = ["mla_up_proj",
     "mlp", "moe_act"]` on GB200; the YAML (deepseek_v3_llm_pretrain.yaml) merged after it sets
-    recompute_granularity "selective" and no modules. Mapped as 25.11's identical H100 list is (first of
-    mla_up_proj / moe_act); B200 keeps Megatron-Core's default modules (core_attn): selective."""
-    for gpu, line, count in (("h100", 89, 2), ("gb200", 91, 3)):
+    recompute_granularity "selective" and no modules. Each is read as the set it runs, as 25.11's identical H100 list
+    is; B200 keeps Megatron-Core's default module alone (core_attn, not the planner's "selective", which adds the
+    light modules)."""
+    for gpu, line, count, mode in (("h100", 89, 2, "mla_up_proj+mlp"), ("gb200", 91, 3, "mla_up_proj+mlp+moe_act")):
         entries = _entries("25.09", "deepseek-v3", gpu)
-        assert len(entries) == count and all(e["recompute"] == "mla_up_proj" for e in entries), gpu
+        assert len(entries) == count and all(e["recompute"] == mode for e in entries), gpu
         assert all(f"scripts/performance/run_script.py:{line}" in e["script_facts"] for e in entries)
-    assert {e["recompute"] for e in _entries("25.09", "deepseek-v3", "b200")} == {"selective"}
+    assert {e["recompute"] for e in _entries("25.09", "deepseek-v3", "b200")} == {"core_attn"}
     # the 25.11 H100 recipe reads the same list the same way (DEEPSEEK_V3_H100_BASE_CONFIG)
-    assert {e["recompute"] for e in _entries("25.11", "deepseek-v3", "h100")} == {"mla_up_proj"}
+    assert {e["recompute"] for e in _entries("25.11", "deepseek-v3", "h100")} == {"mla_up_proj+mlp"}
     # DeepEP and the EP all-to-all overlap on H100 only, now read from the same branch (lines 56-84)
     h100 = _entries("25.09", "deepseek-v3", "h100")
     assert {(e["dispatcher"], e["flex_backend"], e["moe_a2a_overlap"]) for e in h100} == {("flex", "deepep", True)}
@@ -240,9 +241,9 @@ def test_25_11_gpt_oss_recompute_modules_are_inert_without_selective_granularity
     that release sets recompute_granularity for it (Megatron-Core's default None), and Megatron-Core reads the modules
     only under "selective" (megatron/core/transformer/moe/experts.py:136-137 at the pinned 0d8e071): nothing is
     recomputed. v0.3.0's utils/overrides.py:143 sets granularity "selective" with the modules: 26.02 recomputes
-    moe_act."""
+    both, layernorm and moe_act."""
     for gpu in ("gb200", "b200", "h100"):
         assert {e["recompute"] for e in _entries("25.11", "gpt-oss-120b", gpu)} == {"none"}, gpu
-        assert {e["recompute"] for e in _entries("26.02", "gpt-oss-120b", gpu)} == {"moe_act"}, gpu
+        assert {e["recompute"] for e in _entries("26.02", "gpt-oss-120b", gpu)} == {"layernorm+moe_act"}, gpu
     # DeepSeek-V3's 25.11 script sets "selective" (set_deepseek_v3_common_configs): its modules count
-    assert {e["recompute"] for e in _entries("25.11", "deepseek-v3", "h100")} == {"mla_up_proj"}
+    assert {e["recompute"] for e in _entries("25.11", "deepseek-v3", "h100")} == {"mla_up_proj+mlp"}

@@ -126,21 +126,27 @@ X_GB200_BF16_V1 = X_GB200_V1
         ("mla_up_proj", "layer", "flex", False)
     assert (mx["cuda_graph"], mx["fused_moe"]) == ("full", True)
     assert (bf16["cuda_graph_scope"], mx["cuda_graph_scope"]) == (["attn", "moe_router"], [])
-    # no recompute modules: the model's script decides (DeepSeek-V3 selective, the others none)
-    assert tool.recompute_of(tool.DEFAULTS, "deepseek-v3") == "selective"
+    # no recompute modules: the model's script decides (DeepSeek-V3 selective granularity with Megatron-Core's
+    # default module, core_attn alone; the others none)
+    assert tool.recompute_of(tool.DEFAULTS, "deepseek-v3") == "core_attn"
     assert tool.recompute_of(tool.DEFAULTS, "qwen3-30b-a3b") == "none"
     assert tool.recompute_of(dict(tool.DEFAULTS, recompute_num_layers=4), "llama3-8b") == "full"
-    # "mlp" recomputes dense layers' MLPs only (never a MoE layer's): on DeepSeek-V3 its 3 dense layers, not the
-    # core attention "selective" prices; on a dense model, or a module the planner cannot price, the tool refuses
-    assert tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=["mlp"]), "deepseek-v3") == "none"
-    assert tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=["layernorm", "moe_act"]), "gpt-oss-120b") == "moe_act"
-    for modules, model in ((["mlp"], "llama3-8b"), (["moe", "layernorm"], "qwen3-30b-a3b")):
-        with pytest.raises(ValueError, match="no planner recompute value"):
-            tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=modules), model)
+    # a module list is the SET the recipe runs (layout/recompute.py module_set_mode), not one module of it: "mlp"
+    # recomputes the dense layers' MLPs (DeepSeek-V3's 3), layernorm the norms beside moe_act
+    assert tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=["mlp"]), "deepseek-v3") == "mlp"
+    assert tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=["moe_act", "layernorm"]), "gpt-oss-120b") \
+        == "layernorm+moe_act"
+    assert tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=["mla_up_proj", "mlp", "moe_act"]),
+                             "deepseek-v3") == "mla_up_proj+mlp+moe_act"
+    # a module the step model cannot price (whole MoE blocks) is refused, naming it
+    with pytest.raises(ValueError, match="moe is not priced"):
+        tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=["moe", "layernorm"]), "qwen3-30b-a3b")
     from commbench.planner.layout.recipes import recipe_entry
     gb200 = recipe_entry("26.04", "deepseek-v3", "gb200-nvl72", "mxfp8",
                          dict(num_gpus=256, tp=1, pp=4, vp=4, ep=64, mbs=1, gbs=2048))
-    assert gb200["config"] == "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V1" and gb200["recompute"] == "none"
+    # its preset's recompute_modules=["mlp"] (deepseek_workload_base_configs.py:81 at v0.4.0, GB200_V1, which
+    # FP8_MX_V1 is, line 90): the dense layers' MLPs, no longer read as none
+    assert gb200["config"] == "DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_FP8_MX_V1" and gb200["recompute"] == "mlp"
     # an explicit empty list turns recompute off (Megatron-Core fills in core_attn only for None)
     assert tool.recompute_of(dict(tool.DEFAULTS, recompute_modules=[]), "deepseek-v3") == "none"
     # as 26.06's DeepSeek-V3 GB300 MXFP8 recipe does (deepseek_workload_base_configs.py@fcbb603: recompute_modules=[])

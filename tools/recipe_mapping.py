@@ -22,48 +22,34 @@ def git(repo: str, *args: str) -> str:
 
 SELECTIVE_BY_DEFAULT = {"deepseek-v3"}
 
-# Megatron-Core recompute modules that leave no recompute the planner's values price
-# (megatron/core/transformer/transformer_config.py and transformer_layer.py at core_v0.16.1): "layernorm" recomputes
-# the norms (memory-bound, no GEMM); "mlp" recomputes the dense MLP submodule only, never a MoE layer's
-# (transformer_layer.py: recompute_mlp is set only when not is_moe_layer), so on a MoE model it is its few dense
-# layers' MLP forward (DeepSeek-V3: 3 of 61 layers, under 1% of the step), not the core attention that
-# "selective" prices. On a dense model "mlp" is every layer's MLP: recompute_of refuses it until the planner
-# prices it.
-NO_PLANNER_RECOMPUTE = frozenset({"layernorm", "mlp"})
-
 
 def recompute_of(fields: dict, model: str) -> str:
+    """The planner's recompute mode of a workload preset's fields: full where recompute_num_layers is set; else the
+    SET of recompute_modules the recipe runs (commbench/planner/layout/recompute.py module_set_mode: "none" for [],
+    a module alone by its name, else the names "+"-joined in sorted order, e.g. ["layernorm", "moe_act"] ->
+    "layernorm+moe_act"; a set the step model cannot price is refused, naming it); unset (None) takes the model's
+    default: DeepSeek-V3's script sets selective granularity with Megatron-Core's default module, core_attn."""
     if fields.get("recompute_num_layers"):
         return "full"
     modules = fields.get("recompute_modules")
-    if modules is not None and not list(modules):
-        # recompute_modules=[] is how a recipe turns recompute off: the performance overrides set it with
-        # selective granularity (scripts/performance/utils/overrides.py _set_recompute_overrides at v0.5.0: "Callers
-        # that want to *disable* recompute should set ... modules=[]"), and Megatron-Core fills in its default
-        # core_attn only when the list is None, so nothing is recomputed; unset (None) takes the model's default.
-        return "none"
-    if modules:
-        if "core_attn" in modules:
-            return "selective"
-        named = next((m for m in modules if m in ("mla_up_proj", "moe_act")), None)
-        if named:
-            return named
-        unmapped = [m for m in modules if m not in NO_PLANNER_RECOMPUTE]
-        if "mlp" in modules and not _is_moe(model):
-            unmapped.append("mlp (every layer's MLP of a dense model)")
-        if unmapped:
-            raise ValueError(f"recompute_modules {list(modules)} of {model}: {', '.join(unmapped)} has no planner "
-                             "recompute value (none, selective, full, mla_up_proj, moe_act); map it here first")
-        return "none"
-    return "selective" if model in SELECTIVE_BY_DEFAULT else "none"
-
+    if modules is None:
+        return "core_attn" if model in SELECTIVE_BY_DEFAULT else "none"
+    # recompute_modules=[] is how a recipe turns recompute off: the performance overrides set it with selective
+    # granularity (scripts/performance/utils/overrides.py _set_recompute_overrides at v0.5.0: "Callers that want to
+    # *disable* recompute should set ... modules=[]"), and Megatron-Core fills in its default core_attn only when
+    # the list is None, so nothing is recomputed
+    from commbench.planner.layout.recompute import module_set_mode
+    try:
+        return module_set_mode(list(modules))
+    except ValueError as exc:
+        raise ValueError(f"{model}: {exc}") from None
 
 
 def recompute_from(value: Callable[[str], Any], model: str) -> tuple[str, int]:
     """(recompute, recompute_layers) from a resolved config's recompute fields, each read through `value`:
     granularity "full" -> full, with recompute_num_layers under method "block" (Megatron-Core recomputes that many
-    layers of each model chunk; 0, every layer, under "uniform"); "selective" -> the modules rule of recompute_of
-    (modules None is Megatron-Core's ["core_attn"]; [] recomputes nothing: none); None -> none."""
+    layers of each model chunk; 0, every layer, under "uniform"); "selective" -> the set of modules it runs
+    (recompute_of; modules None is Megatron-Core's ["core_attn"]; [] recomputes nothing: none); None -> none."""
     granularity = value("recompute_granularity")
     if granularity == "full":
         block = value("recompute_method") == "block"
@@ -73,11 +59,6 @@ def recompute_from(value: Callable[[str], Any], model: str) -> tuple[str, int]:
         modules = ["core_attn"] if modules is None else modules
         return (recompute_of({"recompute_modules": modules}, model) if modules else "none"), 0
     return "none", 0
-
-
-def _is_moe(model: str) -> bool:
-    from commbench.planner.models.zoo import load_model
-    return load_model(model).is_moe
 
 
 def graph_of(fields: dict) -> str:

@@ -69,10 +69,13 @@ Sources (no code from the repository is run: the files are parsed, values taken 
 Mapping onto the planner's recipe fields:
 - recompute: recompute_num_layers set -> full, and recompute_layers = that count (the overrides set
   recompute_method "block": Megatron-Core recomputes that many layers of each model chunk, stores the rest;
-  scripts/performance/utils/overrides.py _set_recompute_overrides at v0.3.0); recompute_modules with core_attn -> selective, else its
-  first of mla_up_proj / moe_act (mlp or others -> selective); no modules -> the model's performance
-  script: DeepSeek-V3 selective (its script sets recompute_granularity="selective" with Megatron's default
-  module core_attn), every other family none (Qwen3 sets None; Llama and GPT-OSS leave Megatron's None);
+  scripts/performance/utils/overrides.py _set_recompute_overrides at v0.3.0); recompute_modules -> the SET of
+  modules it runs (commbench/planner/layout/recompute.py module_set_mode: [] none, one module its name, else the
+  names "+"-joined sorted: ["layernorm", "moe_act"] -> "layernorm+moe_act"; a module the step model cannot price,
+  moe or shared_experts, is refused); no modules -> the model's performance script: DeepSeek-V3 core_attn (its
+  script sets recompute_granularity="selective" with Megatron's default module core_attn alone), every other family
+  none (Qwen3 sets None; Llama and GPT-OSS leave Megatron's None). The tool imports commbench (run it with the repo
+  on PYTHONPATH);
 - cuda_graph: cuda_graph_impl "none" -> none (the 26.02 NVFP4 Llama recipes pair it with a
   full_iteration scope: graphs are off); cuda_graph_scope naming full_iteration (or cuda_graph_impl "full_iteration") -> full;
   an impl of transformer_engine / local -> layer; else none;
@@ -433,7 +436,7 @@ def run_script_fields(repo: str, commit: str, model: str, model_name: str, model
         if isinstance(a2a, Unknown):
             unresolved.append(f"comm_overlap.overlap_moe_expert_parallel_comm: {a2a.why}")
         out["moe_a2a_overlap"] = a2a is True
-        facts = [where(config, "model", "recompute_modules")] if recompute not in ("none", "full", "selective") \
+        facts = [where(config, "model", "recompute_modules")] if recompute not in ("none", "full", "core_attn") \
             else []
         out["script_facts"] += [w for w in facts if w]
     if unresolved:

@@ -226,6 +226,14 @@ TFLOPS_AGREE = (0.5, 2.0)  # a row's tflops_per_gpu over the model TFLOP/s its t
 # modelled published runs (calibration-runs.json and benchmarks/data/*-runs.json) reach 4.3% to 74%, median 18%; a
 # figure under 1% is more likely in other units (thousands of tokens/s) than a run that slow
 LEAST_PEAK_FRACTION = 0.01
+# A Megatron-LM log's own "throughput per GPU (TFLOP/s/GPU)" is training.py num_floating_point_operations over the same
+# iteration time the tokens/s are read from, the count commbench's model TFLOP/s reproduce (models/counts.py
+# flops_breakdown: 23.006 GFLOP a token for Qwen3-30B-A3B at 4096 in both); they differ by the count's documented
+# departures (commbench/data/FLOPS.md: at most 0.6%, hybrid models with MTP), the log's one decimal (0.05 TFLOP/s) and
+# the median of its lines: beyond this share plus the rounding the log ran another network than --model's (a printed
+# argument the checks do not read) or another release's count
+MEGATRON_TFLOPS_AGREE = 0.01
+MEGATRON_TFLOPS_ROUNDING = 0.05
 
 
 def check_units(runs, calibration) -> None:
@@ -255,6 +263,13 @@ def check_units(runs, calibration) -> None:
             raise CommbenchError(f"{where}: tflops_per_gpu={logged!r} but tokens_per_s_per_gpu={measured:,.6g} means "
                                  f"{tflops:,.0f} model TFLOP/s per GPU: one of them is in other units (both per GPU; "
                                  "tokens/s, not TFLOP/s, in tokens_per_s_per_gpu)")
+        if logged and str(r.row.get("notes", "")).startswith("Megatron-LM log") and \
+                abs(float(logged) - tflops) > MEGATRON_TFLOPS_AGREE * tflops + MEGATRON_TFLOPS_ROUNDING:
+            err_console.print(f"warning: {where}: the log's throughput per GPU is {float(logged):,.1f} TFLOP/s, but "
+                              f"Megatron-LM's FLOP count for {r.row['model']} at its iteration time is {tflops:,.1f} "
+                              f"({float(logged) / tflops - 1:+.1%}; the same count agrees within "
+                              f"{MEGATRON_TFLOPS_AGREE:.0%}): it ran another network than --model's, or another "
+                              "release's count", highlight=False, markup=False, soft_wrap=True)
 
 
 def _check_start_is_current(start_file) -> None:

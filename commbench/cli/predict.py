@@ -14,6 +14,7 @@ from commbench.results.render import styled
 from commbench.costmodel.nccl_tables import ALGORITHMS as NCCL_ALGORITHMS, PROTOCOLS as NCCL_PROTOCOLS, canonical_name
 from commbench.costmodel import (COLLECTIVES, Fabric, best_algorithm_protocol, bus_factor, collective_time_s, load_preset,
                                  moe_all_to_all_time_s)
+from commbench.costmodel.calibration import figures_summary, preset_calibration
 from commbench.costmodel.choice import uses_nccl_model
 from commbench.costmodel.formulas import MOE_PHASES
 from commbench.errors import CommbenchError, as_option, invalid
@@ -220,7 +221,9 @@ def beyond_text(measured: dict, sizes, group: int, profile: str) -> str:
     return (f"{what} beyond what {profile} measured for {measured['curve']} (group size(s) {groups}, {span}{inside})")
 
 
-@command("predict", help="Predicted sweep of one collective on a preset system or a fitted fabric (no GPU needed).")
+@command("predict", help="Predicted sweep of one collective on a preset system or a fitted fabric (no GPU needed); sizes "
+                               "beyond what the profile measured or the preset's published figures cover are marked "
+                               "extrapolated.")
 def predict(
     collective: Annotated[str, typer.Option("--collective", "-c", help=f"One of {', '.join(COLLECTIVES)}.")],
     group: Annotated[int, typer.Option("--group", "-g", help="Ranks in the group.")],
@@ -238,7 +241,8 @@ def predict(
     imbalance: Annotated[float, typer.Option("--imbalance", help="moe_all_to_all: max/mean bytes received per rank.")] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows instead of a table.")] = False,
 ) -> None:
-    """Sizes from -b to -e; time, algbw and busbw as nccl-tests would print them, all predicted."""
+    """Sizes from -b to -e; time, algbw and busbw as nccl-tests would print them, all predicted. Sizes beyond what a
+    fitted profile measured, or beyond a preset's published figures, are marked extrapolated."""
     from commbench.limits import check_world_size
     for option, value in (("--group", group), ("--gpus", gpus), ("--racks", racks)):  # 2**70 ranks were predicted
         if value is not None and value >= 1:
@@ -304,18 +308,29 @@ def predict(
     beyond_names = beyond_curves(measured, sizes, group)
     beyond = [bool(names) for names in beyond_names]
     by_phase = measured is not None and "phases" in measured   # a mean of two curves, each with its own range
+    # a preset: the published figures that set its terms, and per size whether they span it (own or borrowed)
+    calibration = (preset_calibration(fabric.name, collective, group, num_domains, sizes,
+                                      algorithm if algorithm_used != MOE_MEAN else None)
+                   if fabric.source == "preset" else None)
+    if calibration is not None:
+        beyond = [row["extrapolated"] for row in calibration["rows"]]
+        beyond_names = [[calibration["curve"]] if x else [] for x in beyond]
+    lent = [row["borrowed_from"] for row in calibration["rows"]] if calibration is not None else [[] for _ in sizes]
     borrowed = preset_curves(fabric, collective, num_domains)
     # whose runs set NCCL's launch and pipeline-ramp terms, where the preset's NCCL model predicts this collective
     small_sizes = (fabric.nccl.small_sizes or None) if uses_nccl_model(fabric, collective) else None
     if as_json:
         rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
                  "algorithm": name, "protocol": proto, "predicted": True, "extrapolated": x,
-                 **({"extrapolated_phases": names} if by_phase else {})}
-                for s, t, a, b, name, proto, x, names in zip(sizes, time_s, algbw, busbw, picked, protocols, beyond,
-                                                            beyond_names)]
+                 **({"extrapolated_phases": names} if by_phase else {}),
+                 **({"borrowed_from": others} if calibration is not None else {})}
+                for s, t, a, b, name, proto, x, names, others in zip(sizes, time_s, algbw, busbw, picked, protocols,
+                                                                     beyond, beyond_names, lent)]
+        if calibration is not None:
+            calibration = {k: v for k, v in calibration.items() if k != "rows"}
         print_json({"format": "commbench-predict", "version": 1, "fabric": fabric.name,
                     "source": fabric.source, "collective": collective, "group_size": group,
-                    "num_domains": num_domains, "fitted_range": measured,
+                    "num_domains": num_domains, "fitted_range": measured, "calibration": calibration,
                     "preset_curves": borrowed, "small_sizes": small_sizes,
                     "fit_warnings": fit_warnings(fabric, collective), "rows": rows})
         return
@@ -324,7 +339,11 @@ def predict(
     if any(picked):
         cols.append(Col(name="NCCL algo/proto" if chosen is not None else "algorithm", numeric=False, keep=2))
         rows = [row + [f"{name}/{proto}" if proto else (name or "-")] for row, name, proto in zip(rows, picked, protocols)]
-    if any(beyond):
+    if calibration is not None and (any(beyond) or any(lent)):
+        cols.append(Col(name="calibration", numeric=False, keep=2))
+        rows = [row + ["extrapolated" if x else f"borrowed ({', '.join(others)})" if others else "in range"]
+                for row, x, others in zip(rows, beyond, lent)]
+    elif any(beyond):
         cols.append(Col(name="fit", numeric=False, keep=2))
         rows = [row + [(f"extrapolated ({', '.join(names)})" if by_phase else "extrapolated") if names else "in range"]
                 for row, names in zip(rows, beyond_names)]
@@ -343,6 +362,18 @@ def predict(
         console.print(f"sources: {fabric.name}: {fabric.notes[0] if fabric.notes else ''}{gpu}; link rates from "
                       "commbench/data/hardware.toml, efficiencies from its [[measured]] figures (commbench systems "
                       "--checks)", highlight=False, markup=False)
+        spans = figures_summary(calibration, fabric.name)
+        console.print(f"calibrated on: {calibration['curve']}: " + (f"published figures at {spans}" if spans else
+                      "no published figure"), highlight=False, markup=False)
+        borrowed_rows = [others for others in lent if others]
+        if borrowed_rows:
+            console.print(styled("[yellow]borrowed[/]: {} of {} size(s) rest only on figures measured on {}, not on {}",
+                                 len(borrowed_rows), len(lent), ", ".join(sorted({p for o in borrowed_rows for p in o})),
+                                 fabric.name), highlight=False)
+        if any(beyond):
+            console.print(styled("[yellow]extrapolated[/]: {} of {} size(s) ({} ranks, {} domain(s)) lie beyond these "
+                                 "figures: the cost model gives them, no figure checks them", sum(beyond), len(beyond),
+                                 group, num_domains), highlight=False)
     if small_sizes:
         console.print(f"small sizes: {small_sizes}", highlight=False, markup=False)
     if borrowed:   # a profile fitted on a preset: what it did not measure is the preset's (as `plan` says)
@@ -352,7 +383,7 @@ def predict(
         console.print(styled("[yellow]from the preset[/] (not measured): {}{}", ", ".join(borrowed),
                              "; its cross-domain algorithms without an in-domain curve of their own are bounded "
                              "inside the domains by the fastest in-domain rate" if bounded else ""), highlight=False)
-    for name, one in curve_ranges(measured).items() if any(beyond) else ():
+    for name, one in curve_ranges(measured).items() if measured is not None and any(beyond) else ():
         off = sum(name in names for names in beyond_names)
         if off:
             console.print(styled("[yellow]extrapolated[/]: {} of {} size(s) lie beyond what the profile '{}' measured "

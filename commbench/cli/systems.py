@@ -11,6 +11,7 @@ from commbench.cli.base import command, console, print_json
 from commbench.results.tables import Col, print_table
 from commbench.costmodel import bus_factor, collective_time_s, load_preset, preset_names
 from commbench.costmodel.accuracy import by_regime, format_summary
+from commbench.costmodel.calibration import borrowed_figures, borrowed_statement, own_figures
 
 _BIG_BYTES = 8 << 30
 
@@ -34,6 +35,7 @@ def preset_rows() -> list[dict]:
             "all_reduce_2_domains_busbw_gbps": _busbw_gbps(fabric, "all_reduce", 2 * n, 2),
             "description": fabric.notes[0], "gpu_source": fabric.gpu.source,
             "small_sizes": fabric.nccl.small_sizes,
+            "own_figures": own_figures(name), "borrowed_figures": borrowed_figures(name),
         })
     return rows
 
@@ -69,6 +71,8 @@ def systems(
         console.print(f"{r['preset']}: {r['description']} (GPU: {r['gpu_source']})", highlight=False, markup=False)
     for r in rows:   # whose runs set the small-message curve (NCCL's launch and pipeline-ramp terms)
         console.print(f"{r['preset']} small sizes: {r['small_sizes']}", highlight=False, markup=False)
+    for r in rows:   # which published figures set its efficiencies: its own, or another preset's
+        console.print(f"{r['preset']} calibrated on: {borrowed_statement(r['preset'])}", highlight=False, markup=False)
     console.print("sources: link rates from commbench/data/hardware.toml (GPU datasheets); efficiencies from its "
                   "[[measured]] figures (commbench systems --checks)", highlight=False, markup=False)
     if checks:

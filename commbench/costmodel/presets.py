@@ -123,30 +123,46 @@ class PresetSpec:
     scale_out_name: str
     scale_up_terms: list[CurveTerm]
     description: str
+    # the presets whose published figures (checks.PUBLISHED_FIGURES) set its scale-up terms and [nccl_model] (its
+    # own and those hardware.toml says it borrows), "PRESET:COLLECTIVE" where only that collective's; scale-out
+    # (SCALE_OUT) is shared: every preset's cross-domain figures set it
+    calibrated_on: tuple[str, ...]
 
 
+# Hopper: ring/NVLS figures of 8x H100 and 8x H200, DeepEP's H800 ones; NVL72 and HGX Blackwell borrow the ring
+# efficiency (8x H100) and launch term (8x H200), HGX Blackwell the NVLS ones too and GB200's DeepEP figures
+_HOPPER = ("h100-hgx", "h200-hgx", "h800-hgx:moe_all_to_all")
+_NVL72 = ("gb200-nvl72", "h100-hgx", "h200-hgx")
+_HGX_BLACKWELL = ("h100-hgx", "h200-hgx", "gb200-nvl72:moe_all_to_all")
 PRESETS: dict[str, PresetSpec] = {
     "gb300-nvl72": PresetSpec(gpu="gb300", scale_up_name="NVLink 5 (NVL72 rack)",
                               scale_out_name="ConnectX-8 800G", scale_up_terms=NVL72_UP,
-                              description="GB300 NVL72: 72 GPUs per rack, 800 Gb/s NIC per GPU"),
+                              description="GB300 NVL72: 72 GPUs per rack, 800 Gb/s NIC per GPU",
+                              calibrated_on=_NVL72),
     "gb200-nvl72": PresetSpec(gpu="gb200", scale_up_name="NVLink 5 (NVL72 rack)",
                               scale_out_name="ConnectX-7 400G", scale_up_terms=NVL72_UP,
-                              description="GB200 NVL72: 72 GPUs per rack, 400 Gb/s NIC per GPU"),
+                              description="GB200 NVL72: 72 GPUs per rack, 400 Gb/s NIC per GPU",
+                              calibrated_on=_NVL72),
     "b200-hgx": PresetSpec(gpu="b200", scale_up_name="NVLink 5 (8-GPU NVSwitch)",
                            scale_out_name="ConnectX-7 400G", scale_up_terms=HGX_BLACKWELL_UP,
-                           description="HGX/DGX B200: 8 GPUs per node, 400 Gb/s NIC per GPU"),
+                           description="HGX/DGX B200: 8 GPUs per node, 400 Gb/s NIC per GPU",
+                           calibrated_on=_HGX_BLACKWELL),
     "b300-hgx": PresetSpec(gpu="b300", scale_up_name="NVLink 5 (8-GPU NVSwitch)",
                            scale_out_name="ConnectX-8 800G", scale_up_terms=HGX_BLACKWELL_UP,
-                           description="HGX B300: 8 GPUs per node, 800 Gb/s NIC per GPU"),
+                           description="HGX B300: 8 GPUs per node, 800 Gb/s NIC per GPU",
+                           calibrated_on=_HGX_BLACKWELL),
     "h100-hgx": PresetSpec(gpu="h100", scale_up_name="NVLink 4 (8-GPU NVSwitch)",
                            scale_out_name="ConnectX-7 400G", scale_up_terms=HOPPER_UP,
-                           description="HGX/DGX H100: 8 GPUs per node, 400 Gb/s NIC per GPU"),
+                           description="HGX/DGX H100: 8 GPUs per node, 400 Gb/s NIC per GPU",
+                           calibrated_on=_HOPPER),
     "h200-hgx": PresetSpec(gpu="h200", scale_up_name="NVLink 4 (8-GPU NVSwitch)",
                            scale_out_name="ConnectX-7 400G", scale_up_terms=HOPPER_UP,
-                           description="HGX H200: 8 GPUs per node, 400 Gb/s NIC per GPU"),
+                           description="HGX H200: 8 GPUs per node, 400 Gb/s NIC per GPU",
+                           calibrated_on=_HOPPER),
     "h800-hgx": PresetSpec(gpu="h800", scale_up_name="NVLink 4, 400 GB/s (8-GPU NVSwitch)",
                            scale_out_name="InfiniBand 400G", scale_up_terms=HOPPER_UP,
-                           description="H800 (DeepSeek-V3's cluster): 8 GPUs per node, 400 Gb/s IB per GPU"),
+                           description="H800 (DeepSeek-V3's cluster): 8 GPUs per node, 400 Gb/s IB per GPU",
+                           calibrated_on=_HOPPER),
 }
 
 

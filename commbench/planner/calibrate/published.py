@@ -375,7 +375,8 @@ MAX_SIZE = 1 << 31   # any integer of a run (gbs, seq_len, recompute_layers, ...
 # key, or a read key in another case, is a typo whose value would otherwise be dropped: check_row refuses it,
 # naming the key it resembles.
 READ_KEYS = frozenset((*REQUIRED_FIELDS, "cp", "vp", "ep", "etp", "precision", "release", "tokens_per_s_per_gpu",
-                       "tflops_per_gpu", "notes", "source", "recipe", "framework", "fsdp", *RECIPE_FIELDS))
+                       "tflops_per_gpu", "notes", "source", "recipe", "framework", "fsdp", "pipeline_layout",
+                       *RECIPE_FIELDS))
 
 
 def _near_miss(keys, known, where: str, what: str) -> None:
@@ -464,6 +465,7 @@ def check_row(row: dict[str, Any], where: str) -> None:
     if parallel > row["num_gpus"]:  # dp would be 0
         raise CommbenchError(f"{where}: field 'num_gpus' = {row['num_gpus']!r}; allowed: at least tp*pp*cp = {parallel}")
     _check_fsdp(row, where)
+    _check_pipeline_layout(row, where)
     release = row.get("release")
     if release not in (None, "", "user") and not (isinstance(release, str) and RELEASE_NAME.fullmatch(
             normalised_release(release))):
@@ -495,6 +497,42 @@ def check_row(row: dict[str, Any], where: str) -> None:
         Layout(**recipe_flags(row, "", ""))
     except CommbenchError as exc:
         raise CommbenchError(f"{where}: {exc}") from None
+
+
+def row_model(row: dict[str, Any], model: ModelSpec) -> ModelSpec:
+    """The zoo model as the row ran it: without its MTP layers for "w/o MTP" in the notes, and with the pipeline split
+    it ran (its "pipeline_layout", a --pipeline-model-parallel-layout string: ModelSpec.pinned_split, which
+    layout/split.py best_split returns at its pp x vp) where it states one; the step model's own best split otherwise."""
+    if "w/o mtp" in (row.get("notes") or "").lower():
+        model = dataclasses.replace(model, num_mtp_layers=0)
+    if row.get("pipeline_layout"):
+        model = dataclasses.replace(model, pinned_split=row["pipeline_layout"])
+    return model
+
+
+def _check_pipeline_layout(row: dict[str, Any], where: str) -> None:
+    """One line for a "pipeline_layout" (the split the run ran) Megatron-LM would not build for the row's model at its
+    pp x vp (layout/split.py split_from_layout), or at pp 1; a model outside the zoo is not modelled, not checked."""
+    from commbench.errors import CommbenchError
+    from commbench.planner.layout.split import split_from_layout
+    text = row.get("pipeline_layout")
+    if text is None:
+        return
+    if not isinstance(text, str) or not text.strip():
+        raise CommbenchError(f"{where}: field 'pipeline_layout' = {text!r}; allowed: a Megatron-LM "
+                             "--pipeline-model-parallel-layout string (e.g. \"Et*12|(t*12|)*2t*12L\")")
+    name = _zoo_name(str(row["model"]))
+    if name is None:
+        return
+    model = row_model(dict(row, pipeline_layout=None), load_model(name))
+    pp, vp = int(row["pp"]), int(row.get("vp") or 1)
+    try:
+        split = split_from_layout(model, pp, text)
+    except CommbenchError as exc:
+        raise CommbenchError(f"{where}: field 'pipeline_layout': {exc}") from None
+    if pp < 2 or split.vp != vp:
+        raise CommbenchError(f"{where}: field 'pipeline_layout' = {text!r} has {len(split.stages)} stages; allowed: "
+                             f"pp x vp = {pp} x {vp} stages, pp at least 2")
 
 
 def _check_fsdp(row: dict[str, Any], where: str) -> None:
@@ -716,8 +754,7 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
         # whose Megatron-Bridge recipes the run reads: its own, or (hf:PATH) the zoo model whose network it is, as
         # `plan` reads them (layout/recipe_model.py); before "w/o MTP" drops a layer no recipe model lacks
         recipes_of = recipe_model(model)
-        if "w/o mtp" in (r.get("notes") or "").lower():
-            model = dataclasses.replace(model, num_mtp_layers=0)
+        model = row_model(r, model)   # w/o MTP, the split it ran
         tp, pp, cp = int(r["tp"]), int(r["pp"]), int(r.get("cp") or 1)
         resized = recipe_size_if_release_contradicts(r, preset, recipes_of, rows)
         published = r

@@ -44,10 +44,10 @@ class FitReport:
 
 
 def run_key(r: PublishedRun) -> tuple:
-    """What makes rows one run to the fit: (model, system, GPUs, sequence length, layout with its precision and
-    recipe), whatever their release: distinct_runs keeps one, leave-one-out holds them out together (_same), and
+    """What makes rows one run to the fit: (model and the pipeline split it ran, system, GPUs, sequence length, layout
+    with its precision and recipe), whatever their release: distinct_runs keeps one, leave-one-out holds them out together (_same), and
     `calibrate` warns where their tokens/s/GPU disagree (cli/calibrate._warn_repeats_disagree)."""
-    return (r.model.name, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), r.layout)
+    return (r.model.name, r.model.pinned_split, r.preset, int(r.row["num_gpus"]), int(r.row["seq_len"]), r.layout)
 
 
 def distinct_runs(runs: list[PublishedRun]) -> list[PublishedRun]:

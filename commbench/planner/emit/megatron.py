@@ -47,7 +47,7 @@ from commbench.planner.layout.connections import (TP_OVERLAP_NEEDS_ONE, device_m
                                                   tp_overlap_runs)
 from commbench.planner.layout.graph_scope import (BIT, WHOLE_LAYER, WHOLE_LAYER_NAME, cuda_graph_args, default_scope,
                                                   scope_mask)
-from commbench.planner.layout.recompute import ALONE, mode_modules
+from commbench.planner.layout.recompute import mode_modules, module_set_mode, recompute_modules
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import choose_split, parse_layout_text, pipe_pattern, split_vocab
@@ -395,7 +395,7 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
             out += ["--overlap-moe-expert-parallel-comm", "--delay-wgrad-compute"]
     if a.tp_comm_overlap and a.sequence_parallel and a.tp > 1:
         out.append("--tp-comm-overlap")
-    if a.recompute == "selective" or a.recompute in ALONE:   # the modules layout/recompute.py's table credits
+    if mode_modules(model, a.recompute):   # the modules layout/recompute.py's table credits, or the recipe's set
         out += ["--recompute-granularity", "selective", "--recompute-modules", *mode_modules(model, a.recompute)]
     elif a.recompute == "full" and a.recompute_layers:   # that many layers of each model chunk, the rest stored
         out += ["--recompute-granularity", "full", "--recompute-method", "block",
@@ -537,11 +537,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _recompute_of(ns) -> str:
-    modules = ns.recompute_modules or []
-    if ns.recompute_granularity == "selective" and len(modules) == 1 and modules[0] in ALONE:
-        return modules[0]
-    return ns.recompute_granularity or "none"
+def _recompute_of(ns, model: ModelSpec | None = None) -> str:
+    """The layout recompute mode of parsed Megatron arguments: selective granularity with the modules
+    megatron_args writes for "selective" on `model` (with no model: any list with core_attn, megatron-core's
+    default where none is given) is "selective"; another list is the mode of exactly that set (module_set_mode)."""
+    if ns.recompute_granularity != "selective":
+        return ns.recompute_granularity or "none"
+    modules = ns.recompute_modules or ["core_attn"]
+    if (set(modules) == set(recompute_modules(model))) if model is not None else "core_attn" in modules:
+        return "selective"
+    try:
+        return module_set_mode(modules)
+    except ValueError as exc:
+        raise CommbenchError(f"--recompute-modules {' '.join(modules)}: {exc}") from None
 
 
 def _graph_of(ns) -> str:
@@ -593,8 +601,8 @@ def parse_megatron_args(args: list[str] | str, num_gpus: int, model: ModelSpec |
     return Layout(tp=tp, pp=pp, vp=vp,
                   ep=ns.expert_model_parallel_size or 1, etp=ns.expert_tensor_parallel_size or tp, cp=cp,
                   dp=num_gpus // (tp * pp * cp), mbs=ns.micro_batch_size or 1, gbs=ns.global_batch_size or 1,
-                  sequence_parallel=ns.sequence_parallel or tp == 1, recompute=_recompute_of(ns),
-                  recompute_layers=(ns.recompute_num_layers or 0) if (_recompute_of(ns) == "full"
+                  sequence_parallel=ns.sequence_parallel or tp == 1, recompute=_recompute_of(ns, model),
+                  recompute_layers=(ns.recompute_num_layers or 0) if (_recompute_of(ns, model) == "full"
                                                                        and ns.recompute_method == "block") else 0,
                   cuda_graph=_graph_of(ns), cuda_graph_scope=_scope_of(ns, model), fp8_attention=ns.fp8_dot_product_attention, fused_moe=ns.moe_permute_fusion,
                   dispatcher=ns.moe_token_dispatcher_type or "alltoall", precision=precision,

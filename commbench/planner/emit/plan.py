@@ -242,6 +242,7 @@ def model_dict(model: ModelSpec) -> dict[str, Any]:
     out.pop("hybrid_uneven_split", None)   # the release's build, not the model: plan_model sets it from inputs.software
     out.pop("gdn_context_parallel", None)   # the same
     out.pop("hybrid_pipe_segments", None)   # the same
+    out.pop("pinned_split", None)   # a calibration row's, never a plan's
     return out
 
 
@@ -444,6 +445,7 @@ def plan_model(doc: dict[str, Any]) -> ModelSpec:
         fields.pop("hybrid_uneven_split", None)
         fields.pop("gdn_context_parallel", None)
         fields.pop("hybrid_pipe_segments", None)
+        fields.pop("pinned_split", None)
         model = ModelSpec(**fields)
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, CommbenchError):

@@ -387,6 +387,10 @@ def release_features(release: str, gpu: str | None = None, precision: str | None
     # Megatron-Core features every release has, used by a recipe or not: the three recompute
     # granularities, eager launches, the NCCL all-to-all dispatcher, every optional feature off.
     out["recompute"] |= {"none", "selective", "full"}
+    # a recipe's module set (layernorm+moe_act) stands in the search for the search's own mode it holds (search_mode:
+    # the search enumerates those only); a pin may ask for the set itself
+    from commbench.planner.layout.recompute import search_mode
+    out["recompute"] |= {search_mode(mode) for mode in out["recompute"]}
     out["cuda_graph"].add("none")
     out["dispatcher"].add("alltoall")
     for key in ("fp8_attention", "moe_a2a_overlap", "fused_moe", "cpu_offload"):

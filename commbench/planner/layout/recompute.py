@@ -24,8 +24,13 @@ models/gpt/experimental_attention_variant_module_specs.py):
 - moe_act: the routed experts' activation output (transformer/moe/experts.py TEGroupedMLP activation_recompute); a
   shared expert is an MLP (shared_experts.py), which reads no moe_act.
 - mla_up_proj: MLA's up-projected q, k, v (multi_latent_attention.py recompute_up_proj).
-- mlp, moe, shared_experts checkpoint whole blocks, which the step model does not price: no plan emits them. So no
-  module frees a dense MLP's activation output (or a shared expert's) alone.
+- mlp checkpoints a dense MLP block whole (transformer_layer.py: recompute_mlp only where the layer is not an MoE
+  layer; mlp under tensor_parallel.checkpoint), so the block keeps only its input: its normalized input (the norm
+  is fused into linear_fc1 in a dense layer's spec), its FC1 output and its activation output are freed, and its
+  forward runs again (step/evaluate.py). On an MoE model that is its few dense layers (DeepSeek-V3: 3 of 61), as
+  the DeepSeek-V3 recipes run it (["mla_up_proj", "mlp"], Megatron-Bridge 25.11 on).
+- moe and shared_experts checkpoint whole MoE blocks, which the step model does not price: no recipe in
+  recipes.json runs them and no plan emits them. So no module frees a shared expert's activation output alone.
 DeepSeek-V4's attention (not in megatron-core 0.16.1: emit/megatron.py says the launch is not buildable there) is
 taken as MLA's spec: a norm of its own before its low-rank query, and the query up-projection under mla_up_proj.
 
@@ -46,6 +51,7 @@ from commbench.planner.models.spec import ModelSpec
 # The saved tensors a recompute mode can free, as step/memory.py (and step/mamba.py, step/gdn.py) count them
 ATTN_NORM = "attention_norm_output"            # an attention block's input norm output (its first GEMM's input)
 MLP_NORM = "dense_mlp_norm_output"             # a dense MLP's pre-MLP norm output (FC1's input)
+MLP_FC1 = "dense_mlp_fc1_output"              # a dense MLP's FC1 output (the activation function's input)
 MLP_ACT = "dense_mlp_activation_output"        # a dense MLP's activation output (FC2's input)
 MOE_NORM = "moe_norm_output"                   # an MoE block's pre-MLP norm output (router and shared-expert input)
 EXPERT_ACT = "expert_activation_output"        # the routed experts' activation output (their FC2 input)
@@ -53,14 +59,17 @@ SHARED_ACT = "shared_expert_activation_output" # a shared expert's activation ou
 MLA_UP = "mla_up_projections"                  # MLA's up-projected q, k, v (DeepSeek-V4: its query)
 LINEAR_NORM = "linear_attention_norm_output"   # a Gated DeltaNet block's input norm output
 MAMBA_NORM = "mamba_norm_output"               # a Mamba block's input norm output
-SAVED = (ATTN_NORM, MLP_NORM, MLP_ACT, MOE_NORM, EXPERT_ACT, SHARED_ACT, MLA_UP, LINEAR_NORM, MAMBA_NORM)
+SAVED = (ATTN_NORM, MLP_NORM, MLP_FC1, MLP_ACT, MOE_NORM, EXPERT_ACT, SHARED_ACT, MLA_UP, LINEAR_NORM, MAMBA_NORM)
 
 # Layer specs a module's effect depends on (see the docstring): "mla", the attention's input norm and up-projections
-# are modules of their own; "moe", an MoE layer's pre-MLP norm is a module and its experts are grouped GEMMs.
+# are modules of their own; "moe", an MoE layer's pre-MLP norm is a module and its experts are grouped GEMMs;
+# "dense", a dense MLP block (a model without one has no such block to free: step/memory.py block_counts).
 MLA_LIKE = ("mla", "dsv4")
 
 
 def _spec_has(model: ModelSpec, spec: str) -> bool:
+    if spec == "dense":
+        return True
     return model.attention in MLA_LIKE if spec == "mla" else model.is_moe
 
 
@@ -70,13 +79,18 @@ MEGATRON_FREES: dict[str, tuple[tuple[str, str], ...]] = {
     "layernorm": ((ATTN_NORM, "mla"), (MOE_NORM, "moe")),
     "moe_act": ((EXPERT_ACT, "moe"),),
     "mla_up_proj": ((MLA_UP, "mla"),),
+    "mlp": ((MLP_NORM, "dense"), (MLP_FC1, "dense"), (MLP_ACT, "dense")),
 }
 LIGHT_MODULES = ("layernorm", "moe_act", "mla_up_proj")   # in the order emitted after core_attn
 ALONE = ("mla_up_proj", "moe_act")                        # recompute modes of their own (layout RECOMPUTE)
+# --recompute-modules the step model prices (MEGATRON_FREES; step/evaluate.py their time): a recipe's set of them is
+# a layout RECOMPUTE mode (spec.py RECIPE_MODULE_SETS), "+"-joined in sorted order
+PRICED_MODULES = tuple(sorted(MEGATRON_FREES))
 
-# TorchTitan's op-level selective AC frees every norm's and activation function's output (see the docstring)
+# TorchTitan's op-level selective AC frees every norm's and activation function's output (see the docstring); it
+# keeps the matmuls' outputs, a dense MLP's FC1 output among them
 TORCHTITAN_FREES: dict[str, frozenset[str]] = {
-    "selective": frozenset(SAVED), "mla_up_proj": frozenset({MLA_UP}), "moe_act": frozenset({EXPERT_ACT})}
+    "selective": frozenset(SAVED) - {MLP_FC1}, "mla_up_proj": frozenset({MLA_UP}), "moe_act": frozenset({EXPERT_ACT})}
 
 
 def frees(model: ModelSpec, modules) -> frozenset[str]:
@@ -93,10 +107,47 @@ def recompute_modules(model: ModelSpec) -> list[str]:
 
 
 def mode_modules(model: ModelSpec, mode: str) -> list[str]:
-    """The --recompute-modules a selective-granularity recompute mode (layout RECOMPUTE) runs; [] for none / full."""
+    """The --recompute-modules a selective-granularity recompute mode (layout RECOMPUTE) runs; [] for none / full.
+    A recipe's module set ("layernorm+moe_act") runs exactly its modules, whatever they free on the model."""
     if mode == "selective":
         return recompute_modules(model)
-    return [mode] if mode in ALONE else []
+    if mode in ("none", "full"):
+        return []
+    return mode.split("+")
+
+
+def module_set_mode(modules) -> str:
+    """The layout RECOMPUTE mode that runs exactly `modules` (a --recompute-modules list, order and repeats aside):
+    "none" for none, a module alone by its name, else the names "+"-joined in sorted order (spec.py
+    RECIPE_MODULE_SETS). Raises ValueError for a module the step model does not price (PRICED_MODULES) or a set
+    RECOMPUTE does not hold (add it to RECIPE_MODULE_SETS, which the recipe table's sets are)."""
+    names = sorted(set(modules))
+    unpriced = [m for m in names if m not in PRICED_MODULES]
+    if unpriced:
+        raise ValueError(f"recompute_modules {list(modules)}: {', '.join(unpriced)} is not priced by the step model "
+                         f"(priced: {', '.join(PRICED_MODULES)})")
+    mode = "+".join(names) if names else "none"
+    if mode not in RECOMPUTE:
+        raise ValueError(f"recompute_modules {list(modules)}: the set {mode} is no layout recompute mode "
+                         f"({', '.join(RECOMPUTE)}); add it to layout/spec.py RECIPE_MODULE_SETS")
+    return mode
+
+
+def search_mode(mode: str) -> str:
+    """The search's own mode (RECOMPUTE's first five) a recipe's module set stands for in a release's features
+    (layout/recipes.py release_features; the search enumerates these only): the mode recipes.json recorded before it
+    held sets, core_attn -> selective, else mla_up_proj where the set has it, else moe_act, else none."""
+    if mode in RECOMPUTE[:5]:
+        return mode
+    modules = mode.split("+")
+    if "core_attn" in modules:
+        return "selective"
+    return next((m for m in ("mla_up_proj", "moe_act") if m in modules), "none")
+
+
+def codes_running(model: ModelSpec, module: str) -> list[int]:
+    """The layout RECOMPUTE codes whose --recompute-modules hold `module` (mode_modules) on this model."""
+    return [code for code, mode in enumerate(RECOMPUTE) if module in mode_modules(model, mode)]
 
 
 def mode_frees(model: ModelSpec, mode: str, framework: str = "megatron") -> frozenset[str]:

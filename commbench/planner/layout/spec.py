@@ -33,7 +33,14 @@ from commbench.planner.layout.split import buildable, most_chunk_layers, stage_i
 # the model's layer specs (layout/recompute.py: the one table of what each module frees); full = every layer's input
 # only; then the light modules of the Megatron-Bridge MoE recipes (--recompute-modules):
 # mla_up_proj (MLA's q/kv up-projections; DeepSeek-V4's query up-projection), moe_act (the experts' activation function).
-RECOMPUTE = ("none", "selective", "full", "mla_up_proj", "moe_act")
+# Then the module sets Megatron-Bridge's performance recipes run (recipes.json "recompute", their
+# recompute_modules as a set, names joined with "+" in sorted order, as cuda_graph_scope joins its modules): a
+# published run or a plan "as the recipe" launches exactly that set (emit/megatron.py) and is priced per module
+# (layout/recompute.py); the search enumerates only the modes above (search/candidates.py). core_attn alone is
+# Megatron-Core's default module (recompute_modules None), which "selective" extends by the light modules.
+RECIPE_MODULE_SETS = ("core_attn", "mlp", "layernorm+moe_act", "mla_up_proj+mlp", "layernorm+mla_up_proj+moe_act",
+                      "mla_up_proj+mlp+moe_act")
+RECOMPUTE = ("none", "selective", "full", "mla_up_proj", "moe_act", *RECIPE_MODULE_SETS)
 DISPATCHERS = ("alltoall", "flex")  # flex = deduplicated per destination rank (DeepEP / HybridEP)
 PRECISIONS = ("bf16", "fp8", "mxfp8", "nvfp4")
 # CUDA graph scope: none (eager launches); layer = per-layer graphs of attention / router /

@@ -414,7 +414,11 @@ def split_options(model: ModelSpec, pp: int, vp: int, vocab: float | None = None
 def best_split(model: ModelSpec, pp: int, vp: int, vocab: float | None = None) -> PipelineSplit | None:
     """The buildable split whose busiest rank is lightest (then busiest stage; then the evenest ranks, least sum of
     squared rank costs; then simplest flags), its loss
-    stage weighed at `vocab` output rows (split_vocab; default the model's own)."""
+    stage weighed at `vocab` output rows (split_vocab; default the model's own). A model whose pinned_split (a measured
+    run's: calibrate rows) has pp x vp stages gets that split, as it ran."""
+    pinned = _pinned(model, pp, vp)
+    if pinned is not None:
+        return pinned
     w = stage_weights(model, vocab)
 
     def key(s: PipelineSplit):
@@ -424,6 +428,14 @@ def best_split(model: ModelSpec, pp: int, vp: int, vocab: float | None = None) -
 
     options = split_options(model, pp, vp, vocab)
     return min(options, key=key) if options else None
+
+
+def _pinned(model: ModelSpec, pp: int, vp: int) -> PipelineSplit | None:
+    """model.pinned_split at pp x vp (pp > 1; its stages pp * vp), or None."""
+    if not model.pinned_split or pp < 2:
+        return None
+    stages = parse_layout_text(model.pinned_split)
+    return PipelineSplit(pp=pp, vp=vp, method="layout", stages=stages) if len(stages) == pp * vp else None
 
 
 def choose_split(model: ModelSpec, pp: int, vp: int, vocab: float | None = None) -> PipelineSplit:

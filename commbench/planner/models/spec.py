@@ -108,6 +108,10 @@ class ModelSpec:
     # Not the network either: whether that Megatron-LM splits Gated DeltaNet layers over context parallelism
     # (megatron-core 0.18.0 on: release_flags.GDN_CP_CORE; release_model sets it per release). Not in plan.json.
     gdn_context_parallel: bool = field(default=False, repr=False)
+    # Not the network: the pipeline split a measured run ran (a calibration row's pipeline_layout, its Megatron-LM
+    # log's split arguments), as a --pipeline-model-parallel-layout string; layout/split.py best_split returns it at its
+    # pp x vp instead of its own optimum, so the row is priced as it ran. '' (plans, searches): best_split's own.
+    pinned_split: str = field(default="", repr=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

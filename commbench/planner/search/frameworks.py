@@ -166,7 +166,8 @@ TORCHTITAN_MLA_RECOMPUTE = "selective"
 
 SIZE_FIELDS_IGNORED = ("name", "seq_len", "published_params_total_b", "published_params_active_b",
                       "published_flops_per_token_gflop", "architecture", "extra",
-                      "hybrid_uneven_split", "gdn_context_parallel", "hybrid_pipe_segments")
+                      "hybrid_uneven_split", "gdn_context_parallel", "pinned_split",
+                      "hybrid_pipe_segments")
 
 
 def titan_zoo_name(model) -> str | None:
@@ -976,7 +977,8 @@ def _graphed_attention_recompute(model: ModelSpec, cuda_graph: np.ndarray, recom
     graphs = CODE_FIELDS["cuda_graph"]
     attn = (resolved_masks(model, scope) & (BIT["attn"] | WHOLE_LAYER)) != 0
     graphed = (cuda_graph == graphs.index("full")) | ((cuda_graph == graphs.index("layer")) & attn)
-    return graphed & (recompute == CODE_FIELDS["recompute"].index("selective"))
+    from commbench.planner.layout.recompute import codes_running
+    return graphed & np.isin(recompute, codes_running(model, "core_attn"))
 
 
 def megatron_dropout_graph_refusal(model: ModelSpec, cuda_graph: object, recompute: object,

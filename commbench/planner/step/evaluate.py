@@ -52,7 +52,7 @@ from commbench.planner.step.dp_sync import ddp_param_gather_bytes, dp_sync_s, gr
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.planner.layout.spec import CODE_FIELDS, LayoutArrays, layout_violations
 # Issue 14 hook: the busiest pipeline rank of the layer split Megatron builds (split.py) sets the pace.
-from commbench.planner.layout.recompute import graph_kept_moe_norm, mode_modules
+from commbench.planner.layout.recompute import codes_running, graph_kept_moe_norm, mode_modules
 from commbench.planner.layout.split import loss_stage_share, stage_imbalance
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.models.counts import (flops_breakdown, framework_flops_per_token, framework_model,
@@ -315,32 +315,42 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     memory_rate = hbm * cal.hbm_efficiency * kernels.sustained_sm_rate(gpu)
     memory_bound_s = mem_bytes / memory_rate
     recompute = a.recompute
-    # Recompute repeats forward work: full = a third of everything; mla_up_proj = the forward of MLA's
-    # up-projections (q_b, kv_b: about half the attention projection FLOPs); moe_act = the experts' activation
-    # function, its forward pass once more (memory-bound: memory.moe_act_recompute_bytes_...); selective = the
-    # modules its launch names (layout/recompute.recompute_modules: core_attn, then layernorm / moe_act / mla_up_proj
-    # where they free something): the attention core's forward on the attention layers (attention_s counts only
-    # those; a third of its fwd + bwd), the norms and CP merges memory.selective_recompute_bytes_... names, and the
-    # light modules' own charges above. (Until STEP_MODEL 2026-12-06.14 it was attention_s / 3 + memory_bound_s / 6:
-    # a sixth of every layer's memory-bound work, a hybrid's Mamba and MoE layers' included, which no module re-runs.)
+    # Recompute repeats forward work: full = a third of everything; otherwise per module the layout's mode runs
+    # (layout/recompute.mode_modules: "selective" = core_attn with the light modules that free something on the
+    # model; mla_up_proj, moe_act alone; a recipe's module set, e.g. layernorm+moe_act, exactly its modules):
+    # - core_attn: the attention core's forward on the attention layers (attention_s counts only those; a third of
+    #   its fwd + bwd) and CP's forward merges (memory.selective_recompute_bytes_...);
+    # - layernorm: the norms it frees (the same function);
+    # - mla_up_proj: the forward of MLA's up-projections (q_b, kv_b: about half the attention projection FLOPs);
+    # - moe_act: the experts' activation function, its forward pass once more (memory-bound:
+    #   memory.moe_act_recompute_bytes_...);
+    # - mlp: the dense MLP blocks' forward (their GEMMs and activation: memory.mlp_recompute_bytes_...).
+    # (Until STEP_MODEL 2026-12-06.14 selective was attention_s / 3 + memory_bound_s / 6: a sixth of every layer's
+    # memory-bound work, a hybrid's Mamba and MoE layers' included, which no module re-runs.)
     up_proj_s = tokens_gpu * up_projection_flops(model, fl) / dense_rate / 3.0
     moe_act_s = (memory.moe_act_recompute_bytes_per_microbatch(model, tp, cp, tokens_mb, moe_stage, fused_mlp)
                  / memory_rate) if model.is_moe else np.zeros(len(a))
-    selective_modules = mode_modules(model, "selective")
-    selective_s = attention_s / 3.0
-    if np.any(recompute == 1):
-        kept_norm = graph_kept_moe_norm(model, a) if model.is_moe and framework == "megatron" else None
-        selective_s = selective_s + memory.selective_recompute_bytes_per_microbatch(
-            model, a, tp, cp, pp, sp, tokens_mb, kept_norm) * imbalance / memory_rate
-        if "moe_act" in selective_modules:
-            selective_s = selective_s + moe_act_s
-        if "mla_up_proj" in selective_modules:
-            selective_s = selective_s + up_proj_s
-    recompute_s = np.select([recompute == 2, recompute == 1, recompute == 3, recompute == 4],
-                            [(gemm_s + attention_s + memory_bound_s) / 3.0 * memory.full_recompute_share(model, a),
-                             np.broadcast_to(selective_s, gemm_s.shape),
-                             np.broadcast_to(up_proj_s, gemm_s.shape),
-                             moe_act_s], 0.0)
+    recompute_s = np.where(recompute == 2, (gemm_s + attention_s + memory_bound_s) / 3.0
+                           * memory.full_recompute_share(model, a), 0.0)
+    kept_norm = None
+    for code in np.unique(recompute):
+        modules = mode_modules(model, CODE_FIELDS["recompute"][code])
+        if not modules:
+            continue
+        if kept_norm is None and model.is_moe and framework == "megatron" and "layernorm" in modules:
+            kept_norm = graph_kept_moe_norm(model, a)
+        module_s = memory.selective_recompute_bytes_per_microbatch(
+            model, a, tp, cp, pp, sp, tokens_mb, kept_norm, modules) * imbalance / memory_rate
+        if "core_attn" in modules:
+            module_s = module_s + attention_s / 3.0
+        if "moe_act" in modules:
+            module_s = module_s + moe_act_s
+        if "mla_up_proj" in modules:
+            module_s = module_s + up_proj_s
+        if "mlp" in modules:
+            module_s = module_s + tokens_gpu * fl.dense_mlp / dense_rate / 3.0 \
+                + memory.mlp_recompute_bytes_per_microbatch(model, tp, cp, pp, tokens_mb) * imbalance / memory_rate
+        recompute_s = np.where(recompute == code, module_s, recompute_s)
     # Megatron-FSDP on Hopper with per-tensor fp8 weights: each unit's fp8 transposes made every micro-batch, or once a
     # step where the launch keeps them and its megatron-core makes them only on use (step/fsdp.py "Hopper per-tensor
     # fp8 weights"): memory-bound, after the recompute (it re-runs no transpose); per micro-batch, the step's share
@@ -354,6 +364,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     # The share of the stage's layers whose forward full recompute re-runs, collectives included (tp_comm.py,
     # moe_comm.py); selective recompute re-runs the attention core (core_attn), which communicates only under CP.
     rerun_full = np.where(recompute == 2, memory.full_recompute_share(model, a), 0.0)
+    core_attn_rerun = np.isin(recompute, codes_running(model, "core_attn"))
     gpu_layer_s = (gemm_s + attention_s + memory_bound_s + recompute_s) / np.maximum(layers_stage, 1e-9)
     overhead_s = kernels.host_time_s(layers_stage, moe_stage, a.cuda_graph, cal, gpu_layer_s, model=model,
                                      graph_scope=a.cuda_graph_scope)
@@ -455,7 +466,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         cp_total_mb = cp_comm.a2a_cp_s(system, collective_time_s, model, tokens_mb=tokens_mb, tp=tp, cp=cp,
                                        cp_domains=domains_touched(tp * cp, cp, dom, max_dom),
                                        attn_layers=blocks.attention / pp * imbalance,
-                                       rerun=np.where(recompute == 1, 1.0, rerun_full))
+                                       rerun=np.where(core_attn_rerun, 1.0, rerun_full))
     elif np.any(cp > 1):
         kv_bytes = tokens_mb / cp * model.kv_dim / tp * ACT_BYTES
         g = structure   # the ring's step per group of rows (its bytes and domains are the structure's)
@@ -465,7 +476,7 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         attn_stage = blocks.attention / pp * imbalance
         # A recompute that re-runs the attention core re-runs its forward ring (TE's AttnFuncWithCPAndKVP2P runs
         # the K,V passes inside the core's forward): full (its share of the layers) and selective (core_attn).
-        attn_rerun = np.where(recompute == 1, 1.0, rerun_full)
+        attn_rerun = np.where(core_attn_rerun, 1.0, rerun_full)
         cp_total_mb = np.where(cp > 1, attn_stage * (3.0 + attn_rerun) * (cp - 1) * one_pass, 0.0)
     else:
         cp_total_mb = np.zeros(len(a))

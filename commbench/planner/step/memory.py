@@ -204,7 +204,7 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision,
     # (activation_func_fp8_input_store, default False, is set by no Megatron-Bridge performance recipe), for a
     # plain MLP the FFN-wide activation input. Adding another FFN for "the whole SwiGLU input" counts it twice.
     dense_mlp = (res + keep[rc.MLP_NORM] * h * gemm_in) / seq_shard \
-        + (model.dense_ffn * (g - 1) + keep[rc.MLP_ACT] * model.dense_ffn * gemm_in) / head_shard
+        + (keep[rc.MLP_FC1] * model.dense_ffn * (g - 1) + keep[rc.MLP_ACT] * model.dense_ffn * gemm_in) / head_shard
     if model.is_moe:
         k, ffn = model.top_k, model.expert_ffn
         # Per rank the experts hold etp x (tokens per rank x top-k) gathered rows: the FC1 input is
@@ -233,6 +233,21 @@ def full_recompute_share(model: ModelSpec, arr) -> np.ndarray:
     its chunk's first N layers and stores the rest; megatron-core transformer_block.py _checkpointed_forward)."""
     chunk = block_counts(model).layers / (arr.pp * arr.vp)
     return np.where(arr.recompute_layers > 0, np.minimum(arr.recompute_layers, chunk) / chunk, 1.0)
+
+
+# The flex dispatcher with HybridEP keeps no permuted-token copy of its own (issue 24, session 44 F8; checked against
+# the HybridEP row of benchmarks/peak_memory.py, -9.6% at the time). Megatron-LM 2a75ac1 (Megatron-Bridge 067f987's
+# pin) transformer/moe/fused_a2a.py: HybridEPDispatch / HybridEPCombine save no tensor, only the handle (DeepEP
+# hybrid-ep 94a9f8f csrc/hybrid_ep/executor/executor.cu metadata_preprocess_core: int32 / bool maps of
+# [tokens x EP, local experts], ~2.8 MiB a layer at Qwen3-30B EP16, under the maps charged here); the permuted
+# tokens dispatch_with_permute returns (csrc/hybrid_ep/hybrid_ep.cu: torch::empty [num_permuted_tokens, hidden]) are
+# the FC1 input the routed term counts; the registered dispatch / combine buffers go through cuMemCreate / cudaMalloc
+# (allocator/allocator.cu), outside PyTorch's allocator and its max_memory_allocated. With EP overlap,
+# models/common/utils.py should_free_input keeps the flex dispatch node's 1 x hidden input, the combine node frees
+# the experts' output, and at PP 1 pipeline_parallel/combined_1f1b.py pairs layer j's forward with layer L-1-j's
+# backward: one micro-batch plus part of one layer. Transformer Engine 2.17.1 pytorch/graph.py: with
+# _reuse_graph_input_output_buffers (megatron-core sets it from TE 2.7) a graph's static outputs are weak references
+# once its backward graph is captured (make_weak_ref: graph-pool memory, not in max_memory_allocated).
 
 
 def graph_permuted_tokens(model: ModelSpec, arr, framework: str = "megatron") -> np.ndarray | float:
@@ -793,11 +808,21 @@ def moe_act_recompute_bytes_per_microbatch(model: ModelSpec, tp, cp, tokens_mb, 
     return np.where(fused_moe, 0.0, copies * per_copy * moe_layers * BF16)
 
 
+def mlp_recompute_bytes_per_microbatch(model: ModelSpec, tp, cp, pp, tokens_mb) -> np.ndarray:
+    """HBM bytes `--recompute-modules mlp` re-runs per micro-batch on one GPU outside its GEMMs: each dense MLP
+    block's activation function forward once more (megatron-core 0.16.1 transformer_layer.py: the dense MLP under
+    tensor_parallel.checkpoint), reading its (g - 1) x FFN input and writing FFN, bf16, on the stage's share of the
+    dense blocks (block_counts / pp). Its fused input norm's forward (read h, write h) is counted too."""
+    c = block_counts(model)
+    ffn = model.dense_ffn * model.glu_factor / (tp * cp) + 2.0 * model.hidden / (tp * cp)
+    return tokens_mb * c.dense * ffn * BF16 / pp
+
+
 def selective_recompute_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, tokens_mb,
-                                             graph_kept_norm=None) -> np.ndarray:
-    """HBM bytes selective recompute (layout code "selective") re-runs per micro-batch on one GPU outside the
-    attention core's kernel and the light modules priced on their own (moe_act: moe_act_recompute_bytes_...,
-    mla_up_proj: its GEMMs), for the --recompute-modules layout/recompute.recompute_modules(model) emits:
+                                             graph_kept_norm=None, modules=None) -> np.ndarray:
+    """HBM bytes selective recompute re-runs per micro-batch on one GPU outside the attention core's kernel and the
+    modules priced on their own (moe_act: moe_act_recompute_bytes_..., mla_up_proj and mlp: their GEMMs), for the
+    --recompute-modules `modules` (default: those of layout code "selective", layout/recompute.recompute_modules):
     - core_attn (megatron-core 0.16.1 transformer/attention.py 328-331, 381-420: tensor_parallel.checkpoint around
       core_attention, TE's DotProductAttention, on the layers with a SelfAttention / MLA module only: a hybrid's
       MambaLayer and every MLP / MoE block read no core_attn). Its fused / flash kernel keeps softmax, mask and
@@ -813,7 +838,10 @@ def selective_recompute_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, 
     c = block_counts(model)
     seq_shard = np.where(sp, tp, 1) * cp
     merge = _cp_merge_bytes(model, tp, cp, CP_FWD_STEP_BYTES)   # the forward's merges; none for all-to-all CP
-    freed = rc.frees(model, rc.mode_modules(model, "selective"))
+    modules = rc.mode_modules(model, "selective") if modules is None else modules
+    freed = rc.frees(model, modules)
+    if "core_attn" not in modules:
+        merge = np.zeros_like(merge)
     norm_elements = np.zeros_like(merge)
     if rc.ATTN_NORM in freed:
         norm_elements = norm_elements + c.attention * 2.0 * h / seq_shard

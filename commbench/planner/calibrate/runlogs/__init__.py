@@ -2,7 +2,7 @@
 
 Three inputs (`read_runs` picks by content):
 - JSON: a list of rows like calibration-runs.json (model, gpu, num_gpus, precision, seq_len, gbs,
-  mbs, tp, pp, cp, vp, ep, etp, tokens_per_s_per_gpu); recipe fields (published.RECIPE_FIELDS)
+  mbs, tp, pp, cp, vp, ep, etp, tokens_per_s_per_gpu; optional pipeline_layout, the split it ran); recipe fields (published.RECIPE_FIELDS)
   optional, at top level or under "recipe"; missing ones take published.DEFAULT_FLAGS.
 - Megatron-LM log: the arguments block `_print_args` prints (`---- arguments ----`, lines
   `  name ....... value`, `---- end of arguments ----`) and the per-iteration lines of
@@ -16,7 +16,8 @@ Three inputs (`read_runs` picks by content):
   full-iteration or Transformer Engine CUDA graphs the first cuda_graph_warmup_steps + 1 (eager warm-up and
   capture); a line is left out when any iteration it averages is warm-up. An arguments block that does not say
   whether the run used CUDA graphs (no cuda_graph_impl) has an obvious spike right after a start left out and
-  named.
+  named. The row carries the pipeline split the log ran (pipeline_layout: megatron_split.py), which the step model
+  prices; a log ending in a traceback, and a median of fewer than 3 lines, are said in a note.
 - TorchTitan log: the config printed at start (0.1/0.2 `Running with args: {...}` on one line, 0.3.0
   `Running with configs: {...}` as indented JSON over many lines, --debug.print_config: torchtitan_v03.py) and the metrics
   line per step (`step: N  loss: ...  tps: T  tflops: F  mfu: M%`); tps is tokens/s per GPU, median

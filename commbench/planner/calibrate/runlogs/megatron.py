@@ -35,6 +35,12 @@ MEGATRON_SKIPPED = re.compile(r"number of (?:skipped|nan) iterations:\s*(\d+)")
 # --no-check-for-nan-in-loss-and-grad, which full-iteration CUDA graphs need: training.py training_log counts NaN only
 # among skipped iterations), and a NaN or non-positive loss average is not printed at all ("if avg > 0.0",
 # core_v0.16.1 training.py 2069): a non-finite figure or a loss other lines print and this one lacks marks it
+# A Python traceback and the exception it ends in ("torch.OutOfMemoryError: CUDA out of memory. ..."): after the last
+# iteration line, the run crashed (no "[after training is done]")
+TRACEBACK = re.compile(r"^Traceback \(most recent call last\):")
+EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b.*")
+# A median of fewer lines than this cannot set a slow one aside: said with the measured figure
+FEW_STEADY_LINES = 3
 MEGATRON_HEALTH = re.compile(r"\|\s*([^|:]*?(?:loss|grad norm)):\s*([^\s|]+)")
 
 
@@ -176,6 +182,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     loaded_at: dict[int, int] = {}   # per start, the iteration the checkpoint it loaded was saved at
     last_iteration: dict[int, int] = {}   # per arguments block (a start), the last iteration number logged
     printed: list[frozenset[str]] = []   # per iteration line, the losses it prints
+    traceback_after = False   # a Python traceback after the last iteration line read so far (a crashed run)
+    crash = ""   # the exception line it ends in
     for number, line in enumerate(text.splitlines()):
         line = LAUNCHER_LABEL.sub("", ANSI.sub("", line), count=1)
         if re.search(r"-+ end of arguments -+", line):
@@ -193,7 +201,13 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         loaded = MEGATRON_LOADED_AT.search(line)
         if loaded:
             loaded_at.setdefault(max(len(blocks), 1), int(loaded.group(1)))
+        if TRACEBACK.search(line):
+            traceback_after = True
+        elif traceback_after and not crash and (raised := EXCEPTION_LINE.match(line)):
+            crash = raised.group(0)[:100]
         elapsed = MEGATRON_ITER.search(line)
+        if elapsed:
+            traceback_after, crash = False, ""   # training went on after it (a warning's traceback, a restart)
         if elapsed and number == cut and not line.rstrip().endswith("|"):   # a whole line ends with its last '|'
             cut_left_out = True
         elif elapsed:
@@ -294,6 +308,16 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                                + ([f"{len(steady_lines) - len(healthy)} iteration line(s) counting skipped or NaN "
                                  f"iterations, or with a {NAN_FIGURES}, left out"] if len(healthy) < len(steady_lines) else [])
                                + ([CUT_NOTE] if cut_left_out else []))
+    numbers = [x[5] for x in healthy if x[5] is not None]
+    measured_text = (f"measured: the median of {len(healthy)} of its {len(lines)} iteration lines"
+                     + ((f" (iterations {min(numbers)}-{max(numbers)})" if min(numbers) < max(numbers)
+                                                          else f" (iteration {numbers[0]})") if numbers else "") + ", the rest warm-up or "
+                     "left out" + (f"; only {len(healthy)}: too few for a median to set a slow one aside"
+                                   if len(healthy) < FEW_STEADY_LINES else ""))
+    last = next((x[5] for x in reversed(lines) if x[5] is not None), None)
+    crash_text = (f"crashed after iteration {last if last is not None else len(lines)} "
+                  f"({crash[:60] + ('...' if len(crash) > 60 else '') or 'a traceback'}): the lines before it are read"
+                  if traceback_after else "")
     steady = [x[1] for x in healthy]
     tflops = [x[2] for x in healthy if x[2] is not None]
     left_out = len(steady_lines) - len(healthy)
@@ -310,7 +334,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     fsdp = megatron_fsdp_note(log, args, world // (sizes["tensor_model_parallel_size"] * sizes[
         "pipeline_model_parallel_size"] * (sizes["context_parallel_size"] or 1)))
     check_fsdp_strategy(log, args)
-    split_note = check_logged_split(log, args, model, pp=sizes["pipeline_model_parallel_size"],
+    pipeline_layout, split_note = check_logged_split(log, args, model, pp=sizes["pipeline_model_parallel_size"],
                                     vp=sizes["virtual_pipeline_model_parallel_size"] or 1,
                                     tp=sizes["tensor_model_parallel_size"], without_mtp=mtp == "w/o MTP")
     recompute = recompute_mode(log, args)
@@ -328,13 +352,14 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
            "ep": sizes["expert_model_parallel_size"] or 1, "etp": sizes["expert_tensor_parallel_size"],
            "tokens_per_s_per_gpu": gbs * seq / (median(steady) / 1000.0 * world),
            "tflops_per_gpu": median(tflops) if tflops else None,
-           "notes": f"Megatron-LM log; {len(lines)} iteration line(s)"
+           "notes": f"Megatron-LM log; median of {len(healthy)} of {len(lines)} iteration line(s)"
            + (f" (log_interval {log_interval}: each averages {log_interval} iterations)" if log_interval > 1 else "") + "".join(f"; {n}" for n in (fsdp, mtp, split_note, recompute_note) if n) + (
                f" ({left_out} counting skipped or NaN iterations, or with a NaN loss or grad norm, left out)"
                if left_out else "") + (
                f"; {graph_lines + len(spikes)} CUDA-graph warm-up line(s) left out" if graph_lines or spikes
                else "") + (
-               f"; {CUT_NOTE}" if cut_left_out else ""), "left_out": left_out_text, "priced_as": recompute_note, "release": "user",
+               f"; {CUT_NOTE}" if cut_left_out else "") + ("; crashed" if traceback_after else ""), "measured": measured_text, "crashed": crash_text, "split": split_note, "left_out": left_out_text, "priced_as": recompute_note, "release": "user",
+           **({"pipeline_layout": pipeline_layout} if pipeline_layout else {}),
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
                       "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])

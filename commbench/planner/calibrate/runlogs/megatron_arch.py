@@ -56,6 +56,7 @@ def architecture_mismatch(spec, args: dict[str, Any]) -> tuple[str, Any, Any] | 
             checks.append(("group_query_attention", kv_heads != spec.num_heads, False))
         if spec.head_dim and args.get("kv_channels") is not None:
             checks.append(("kv_channels", spec.head_dim, args["kv_channels"]))
+    checks += _layer_form_checks(spec, args)
     # A tokenizer's own size may differ from the model config's a little (Qwen3: 151,669 tokens, config 151,936):
     # a vocabulary within VOCAB_TOLERANCE of --model's is the same model; beyond it another
     for arg in ("vocab_size", "padded_vocab_size"):
@@ -76,3 +77,37 @@ def architecture_mismatch(spec, args: dict[str, Any]) -> tuple[str, Any, Any] | 
         checks.append(("moe_shared_expert_intermediate_size", _none_zero(want),
                        _none_zero(args["moe_shared_expert_intermediate_size"])))
     return next(((arg, want, got) for arg, want, got in checks if want != got), None)
+
+
+# The activation flags Megatron-LM prints (core_v0.16.1 arguments.py --swiglu, --quick-geglu, --squared-relu; none of
+# them: gelu), each True exactly where --model's activation is it (emit/megatron_arch.py _activation)
+ACTIVATION_ARGS = ("swiglu", "quick_geglu", "squared_relu")
+
+
+def _layer_form_checks(spec, args: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """The printed arguments that shape every layer as emit/megatron_arch.py writes them from --model: the activation
+    (a GLU's three GEMMs or two: --swiglu is what training.py num_floating_point_operations counts, core_v0.16.1
+    training.py 245, 381), the norms, the linear and QKV biases and the sliding window."""
+    arch = spec.architecture
+    activation = arch.activation if arch is not None else \
+        ("swiglu" if spec.glu else "squared_relu" if spec.is_hybrid else "gelu")
+    checks = [(arg, activation == arg, bool(args[arg])) for arg in ACTIVATION_ARGS if arg in args]
+    if arch is None:   # a model file without an [arch] table: the emitter writes RMSNorm and no bias
+        return checks
+    if isinstance(args.get("normalization"), str):
+        checks.append(("normalization", arch.normalization, args["normalization"]))
+    if "qk_layernorm" in args:
+        checks.append(("qk_layernorm", arch.qk_norm, bool(args["qk_layernorm"])))
+    if "add_bias_linear" in args:
+        checks.append(("add_bias_linear", arch.linear_bias, bool(args["add_bias_linear"])))
+    if "add_qkv_bias" in args and not arch.linear_bias:
+        checks.append(("add_qkv_bias", arch.qkv_bias, bool(args["add_qkv_bias"])))
+    if "window_size" in args:   # tuple_type: "(1023, 0)"; Megatron's window is (w - 1, 0) for a window of w tokens
+        got = args["window_size"]
+        checks.append(("window_size", (arch.sliding_window - 1, 0) if arch.sliding_window else None,
+                       tuple(got) if isinstance(got, (list, tuple)) else got))
+        skip = args.get("window_attn_skip_freq")
+        if arch.sliding_window and (skip is None or isinstance(skip, int)):
+            checks.append(("window_attn_skip_freq", arch.window_skip_freq or None, skip or None))
+    return checks
+

@@ -10,7 +10,8 @@ from typing import Any
 
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import _whole
-from commbench.planner.layout.recompute import ALONE, LIGHT_MODULES
+from commbench.planner.layout.recompute import ALONE, LIGHT_MODULES, module_set_mode
+from commbench.planner.layout.spec import RECIPE_MODULE_SETS
 
 # Megatron-LM arguments.py --data-parallel-sharding-strategy (choices no_shard, optim, optim_grads,
 # optim_grads_params; default no_shard): the step model's FSDP (layout fsdp) is ZeRO-3, parameters gathered per layer
@@ -55,13 +56,25 @@ def recompute_mode(log: str, args: dict[str, Any]) -> str:
         raise CommbenchError(f"{log}: recompute_modules={modules!r} is invalid: a list of module names (core_attn, "
                              "layernorm, moe_act, mla_up_proj, mlp, moe, shared_experts), as megatron-core reads it")
     modules = [modules] if isinstance(modules, str) else list(modules)
+    if (exact := exact_module_set(modules)) is not None:
+        return exact
     if "core_attn" in modules and set(modules) <= SELECTIVE_WITH_CORE_ATTN:
         return "selective"
     if len(set(modules)) == 1 and modules[0] in ALONE:
         return modules[0]
     raise CommbenchError(f"{log}: recompute_modules={modules!r}, which the step model does not price; allowed: "
-                         "core_attn with any of layernorm, moe_act, mla_up_proj (selective), or mla_up_proj or "
-                         "moe_act alone")
+                         "core_attn with any of layernorm, moe_act, mla_up_proj (selective), mla_up_proj or moe_act "
+                         f"alone, or a set the recipes run ({', '.join(RECIPE_MODULE_SETS)})")
+
+
+def exact_module_set(modules: list[str]) -> str | None:
+    """The layout recompute mode that runs exactly the logged `modules` (layout/recompute.py module_set_mode: a
+    module alone, or a set Megatron-Bridge's recipes run, priced per module), else None (then the selective rule)."""
+    try:
+        mode = module_set_mode(modules)
+    except ValueError:
+        return None
+    return mode if mode != "none" else None
 
 
 # Megatron-Core token dispatchers (moe_token_dispatcher_type; TransformerConfig default allgather): the step model
@@ -105,7 +118,7 @@ def recompute_priced_note(args: dict[str, Any], model_name: str) -> str:
     modules = [logged] if isinstance(logged, str) else list(logged or MEGATRON_DEFAULT_MODULES)
     model = load_model(name)
     priced = recompute_modules(model)
-    if frees(model, modules) == frees(model, priced) or (len(set(modules)) == 1 and modules[0] in ALONE):
+    if frees(model, modules) == frees(model, priced) or exact_module_set(modules) is not None:
         return ""
     said = f"recompute_modules={logged!r}" + (" (megatron-core's default: ['core_attn'], transformer_config.py)"
                                                if not logged else "")

@@ -1,11 +1,11 @@
 """The pipeline split a Megatron-LM log ran with, against the one the step model prices.
 
 The step model charges the busiest pipeline rank of layout/split.py best_split for the row's (pp, vp)
-(step/evaluate.py stage_imbalance); a row carries no pinned split. A log states its split by
+(step/evaluate.py stage_imbalance). A log states its split by
 --pipeline-model-parallel-layout, --decoder-first/last-pipeline-num-layers, --account-for-embedding/loss-in-pipeline-
 split, or none of them (even; megatron-core transformer_block.py get_num_layers_to_build, layout/split.py docstring).
-A stated split whose busiest rank is not as loaded as the priced one's is priced as that one, said in a note with the
-difference (refusing it refused Megatron-LM's default even split for most models).
+The row carries the split the log ran (pipeline_layout, ModelSpec.pinned_split), which best_split then returns: a stated
+split is priced as it ran (Megatron-LM's default even split included), and one Megatron-LM would not build is refused.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from typing import Any
 from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import _whole
 
+# The arguments that state a split (core_v0.16.1 arguments.py); a block that lacks one is an excerpt (or older)
+SPLIT_ARGS = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+              "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
 IMBALANCE_TOLERANCE = 1e-3   # relative: busiest-rank ratios closer than this are the same pace
 
 
@@ -71,39 +74,44 @@ def logged_split(log: str, model, args: dict[str, Any], pp: int, vp: int):
 
 
 def check_logged_split(log: str, args: dict[str, Any], model_name: str, *, pp: int, vp: int, tp: int,
-                       without_mtp: bool) -> str:
-    """'' when the log's split loads its busiest rank as the priced split does (or pp is 1, or --model is outside
-    the zoo); a note when the block states no split Megatron builds (the priced split is named); one line when the
-    split it ran is another pace than the priced one."""
+                       without_mtp: bool) -> tuple[str, str]:
+    """(the split the log ran as a --pipeline-model-parallel-layout string, the row's pipeline_layout, which the step
+    model prices: ModelSpec.pinned_split; a note where its busiest rank is not as loaded as the step model's own best
+    split's), or ('', '') where pp is 1 or --model is outside the zoo. One line where the arguments state no split
+    Megatron-LM builds for the model (it could not be priced as it ran), or another vp than the run's."""
     from commbench.planner.calibrate.published import _zoo_name
     from commbench.planner.layout.split import best_split, split_vocab, stage_weights
     from commbench.planner.models.zoo import load_model
     name = _zoo_name(model_name)
     if pp == 1 or name is None:
-        return ""
+        return "", ""
     model = load_model(name)
     if without_mtp:
         model = dataclasses.replace(model, num_mtp_layers=0)
-    vocab = split_vocab(model, tp)
-    priced = best_split(model, pp, vp, vocab)
-    if priced is None:
-        return ""   # no split at all: the row is listed as not modelled by the layout rules
     ran, said = logged_split(log, model, args, pp, vp)
+    missing = [key for key in SPLIT_ARGS if key not in args]
+    if ran is None and missing:
+        # an excerpt of a block (Megatron-LM prints every argument): the split it ran is not stated; said, not guessed
+        best = best_split(model, pp, vp, split_vocab(model, tp))
+        return "", (f"pipeline split: {said}, and the arguments block lacks {', '.join(missing)}; priced as the step "
+                    f"model's best split {best.layout!r}" if best is not None else "")
+    if ran is None:
+        raise CommbenchError(f"{log}: {said}, a split Megatron-LM does not build for {model_name}, so the run cannot "
+                             "be priced as it ran; allowed: the arguments block as the run printed it (with its "
+                             "pipeline_model_parallel_layout or decoder_first/last_pipeline_num_layers)")
+    if ran.vp != vp:
+        raise CommbenchError(f"{log}: {said} has {ran.vp} virtual stages per rank, but it ran with "
+                             f"virtual_pipeline_model_parallel_size={vp}; give the log as Megatron-LM wrote it")
+    vocab = split_vocab(model, tp)
+    best = best_split(model, pp, vp, vocab)
     weights = stage_weights(model, vocab)
 
     def pace(split) -> float:
         costs = split.rank_costs(weights)
         return max(costs) * len(costs) / sum(costs)
 
-    if ran is None:
-        return f"pipeline split: {said}; priced as the step model's {priced.layout!r}"
-    if ran.vp != vp:
-        raise CommbenchError(f"{log}: {said} has {ran.vp} virtual stages per rank, but it ran with "
-                             f"virtual_pipeline_model_parallel_size={vp}; give the log as Megatron-LM wrote it")
-    if abs(pace(ran) - pace(priced)) > IMBALANCE_TOLERANCE * pace(priced):
-        # said, not refused: Megatron-LM's default even split (24/24 for a 48-layer model at pp=2) is how most runs are
-        # launched, and refusing it left calibrate nothing to fit for them (review of the finding-4 fix)
-        return (f"ran with {said} (layout {ran.layout!r}: busiest pipeline rank {pace(ran):.3f}x the mean); the step "
-                f"model prices pp={pp} vp={vp} as {priced.layout!r} ({pace(priced):.3f}x) and carries no pinned split: "
-                f"this run's compute is priced {pace(priced) / pace(ran) - 1:+.1%} off what it ran")
-    return ""
+    note = ""
+    if best is not None and abs(pace(ran) - pace(best)) > IMBALANCE_TOLERANCE * pace(best):
+        note = (f"pipeline split priced as it ran: {said}, layout {ran.layout!r} (busiest rank {pace(ran):.3f}x the "
+                f"mean; the step model's best for pp={pp} vp={vp}, {best.layout!r}, is {pace(best):.3f}x)")
+    return ran.layout, note
