@@ -132,7 +132,8 @@ REFERENCE = {"2026-12-05.1": [17.085285043756077, 29.81942600822918],
              "2026-12-06.21": [17.69713495440708, 30.430047134609158],  # memory only (fix-G11)
              "2026-12-06.22": [17.69713495440708, 30.430047134609158],  # memory only (TP-overlap userbuffers, fix-F1)
              # .23 moves recipe rows whose recompute is a module set (and mlp recompute) only (fix-F3)
-             "2026-12-06.23": [17.69713495440708, 30.430047134609158]}
+             "2026-12-06.23": [17.69713495440708, 30.430047134609158],
+             "2026-12-06.24": [17.69713495440708, 30.430047134609158]}  # .24 moves hybrid vp rows only (fix-F9)
 
 
 def test_the_step_model_identifier_moves_with_the_physics():

@@ -276,6 +276,45 @@ def test_hybrid_mtp_is_emitted_where_the_release_builds_it(release, name, depths
     assert argv[argv.index("--hybrid-override-pattern") + 1] == m.layer_pattern
 
 
+@pytest.mark.parametrize("release", ["26.04", "26.06.01", "26.08"])
+@pytest.mark.parametrize("pp, vp", [(2, 2), (4, 2), (2, 1)])
+def test_a_hybrid_split_from_26_04_is_emitted_as_pipe_segments_with_virtual_stages(release, pp, vp):
+    """Outside probe P1: `--layout pp=2,vp=2 --software 26.08` was refused ("no virtual pipeline stages"), though from
+    26.04 on Megatron-LM builds a hybrid pattern cut by '|' into pp x vp segments, segment s on virtual stage s
+    (select_pipeline_segment; validate_args derives VP from the count and refuses the split flags beside pipes). The
+    plan cuts the pattern as its priced split (each virtual stage's layers) and writes no split flag."""
+    from commbench.planner.layout.release_flags import release_model
+    from commbench.planner.layout.split import split_vocab
+    m = release_model(load_model(NANO), release)
+    argv = megatron_args(_layout(pp * 8, dict(tp=1, pp=pp, vp=vp, ep=8, etp=1, mbs=1, gbs=512)), m, release=release)
+    segments = argv[argv.index("--hybrid-override-pattern") + 1].split("|")
+    split = choose_split(m, pp, vp, split_vocab(m, 1))
+    assert [len(x) for x in segments] == split.decoder_layers() and len(segments) == pp * vp
+    assert "".join(segments) == m.layer_pattern and all(segments)
+    assert not {"--num-virtual-stages-per-pipeline-rank", "--num-layers-per-virtual-pipeline-stage",
+                "--decoder-first-pipeline-num-layers", "--decoder-last-pipeline-num-layers",
+                "--pipeline-model-parallel-layout"} & set(argv)
+
+
+def test_a_hybrid_split_before_26_04_has_no_virtual_stages():
+    """26.02.01's Megatron-LM (megatron-core 0.16.1) has no '|' segments and its MambaStack asserts no virtual
+    pipeline: no vp > 1 split, and vp = 1 keeps the unsegmented pattern (with first/last counts where uneven)."""
+    from commbench.planner.layout.release_flags import release_model
+    m = release_model(load_model(NANO), "26.02.01")
+    assert split_options(m, 2, 2) == [] and not m.hybrid_pipe_segments
+    argv = megatron_args(_layout(64, dict(tp=1, pp=8, ep=8, etp=1, mbs=1, gbs=512)), m, release="26.02.01")
+    assert argv[argv.index("--hybrid-override-pattern") + 1] == m.layer_pattern
+    assert "--decoder-first-pipeline-num-layers" in argv
+
+
+def test_the_search_offers_a_hybrid_virtual_stages_from_26_04():
+    from commbench.planner.layout.release_flags import release_model
+    from commbench.planner.layout.split import buildable
+    pp, vp = np.array([2, 2, 4]), np.array([2, 4, 2])
+    assert buildable(release_model(load_model(NANO), "26.08"), pp, vp).all()
+    assert not buildable(release_model(load_model(NANO), "26.02.01"), pp, vp).any()
+
+
 def test_a_hybrid_mtp_plan_at_26_02_says_on_the_terminal_it_is_not_launchable_and_the_way_out(tmp_path):
     """Probe PB: `plan --software 26.02` for Nemotron-3 Super wrote plan.json with megatron.refused and no
     megatron_args.txt, exit 0, and the terminal line named neither that nothing launchable was written nor the way

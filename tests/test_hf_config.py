@@ -519,6 +519,15 @@ def test_plan_framework_torchtitan_refuses_an_mla_model_it_cannot_build_by_field
                                                          r"megatron-core 0.16.1 builds it has use_conv_bias=true"),
     ("Nemotron-H-8B-Base-8K", dict(use_bias=True), "use_bias=True is not modelled"),
     ("Nemotron-H-8B-Base-8K", dict(mlp_bias=True), "mlp_bias=True is not modelled"),
+    # transformers and the checkpoints' code clamp each Mamba time step into time_step_limit (dt_limit), and the remote
+    # code and Megatron-Bridge keep an fp32 residual stream for residual_in_fp32; the launch builds neither: both were
+    # planned silently as the default model (found from outside, session 44 probe P1)
+    ("Nemotron-H-8B-Base-8K", dict(time_step_limit=[0.0, 1.0]),
+     r"time_step_limit=\[0.0, 1.0\] is not modelled: \[0.0, Infinity\] \(megatron-core's MambaMixer clamps no"),
+    ("Nemotron-H-8B-Base-8K", dict(mamba_dt_limit=[0.001, 0.1]), r"mamba_dt_limit=\[0.001, 0.1\] is not modelled"),
+    ("Nemotron-H-8B-Base-8K", dict(time_step_limit=[0.0]), r"time_step_limit=\[0.0\] is invalid: a list of two numbers"),
+    ("Nemotron-H-8B-Base-8K", dict(residual_in_fp32=True),
+     r"residual_in_fp32=true is not modelled: the launch keeps the residual stream in bf16"),
     # HF builds a dense MLP of intermediate_size in every layer of a Qwen MoE config without experts; it was modelled
     # with no MLP at all and emitted without --ffn-hidden-size
     ("Qwen3-30B-A3B", dict(num_experts=0), "num_experts=0 is not modelled as model_type 'qwen3_moe': every layer is "
@@ -540,6 +549,19 @@ def test_a_config_megatron_core_builds_otherwise_is_refused_in_one_line(tmp_path
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
     assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1
     assert re.search(message, result.output), result.output
+
+
+@pytest.mark.parametrize("changes", [dict(mamba_proj_bias=True), dict(time_step_limit=[0, float("inf")]),
+                                     dict(time_step_limit=[0.0, float("inf")], residual_in_fp32=False),
+                                     dict(time_step_limit=[0.0, {"__float__": "Infinity"}])])   # as transformers 5 saves it
+def test_a_nemotron_h_key_that_builds_the_same_model_is_accepted(tmp_path, changes):
+    """mamba_proj_bias is read by neither transformers' nor the checkpoints' Mamba mixer (both take use_bias) nor
+    Megatron-Bridge; a time_step_limit of (0, inf) and residual_in_fp32 false are the defaults: the same model."""
+    raw = json.loads((HF / "Nemotron-H-8B-Base-8K" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(dict(raw, **changes)))
+    import dataclasses
+    released = load_model(f"hf:{HF / 'Nemotron-H-8B-Base-8K'}")
+    assert dataclasses.replace(load_model(f"hf:{tmp_path}"), name=released.name) == released
 
 
 def test_a_mamba_convolution_megatron_core_does_not_build_is_refused_for_megatron(tmp_path):

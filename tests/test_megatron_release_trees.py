@@ -239,3 +239,32 @@ def test_the_25_11_mla_plans_on_512_gb200_validate_in_25_11s_tree(model, tmp_pat
     tree = release_tree(release_ref("25.11"), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
     (outcome,) = run_cases(tree, [case])
     assert outcome.get("ok"), outcome
+
+
+@pytest.mark.skipif(git_dir() is None, reason=SKIP_REASON)
+@pytest.mark.parametrize("release", ["26.04", "26.08"])
+def test_a_hybrid_plan_with_virtual_stages_validates_in_its_releases_tree(release, tmp_path, tmp_path_factory):
+    """Outside probe P1: the hybrid's vp=2 was refused at every release. From 26.04 the plan's '|'-segmented pattern
+    passes the release's parse_args, validate_args (which derives VP 2 from the 4 segments over pp=2) and
+    TransformerConfig, every layer of the model built."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    result = CliRunner().invoke(app, ["plan", "--model", "nemotron-3-nano-30b-a3b", "--system", "b200-hgx", "--gpus",
+                                      "32", "--layout", "tp=1,pp=2,vp=2,ep=8,etp=1,mbs=1", "--software", release,
+                                      "-O", str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    section = json.loads((tmp_path / "p" / "plan.json").read_text())["megatron"]
+    assert section["launch"], section.get("refused")
+    pattern = section["args"][section["args"].index("--hybrid-override-pattern") + 1]
+    assert section["layer_split"]["megatron_args"] == ["--hybrid-override-pattern", pattern] and pattern.count("|") == 3
+    case = {"argv": section["args"], "world": 32, "env": section["launch_env"],
+            "capability": list(load_preset("b200-hgx", num_gpus=32).gpu.compute_capability),
+            "fields": ["num_layers", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size"]}
+    tree = release_tree(release_ref(release), str(tmp_path_factory.getbasetemp().parent / "megatron-releases"))
+    (outcome,) = run_cases(tree, [case])
+    assert outcome.get("ok"), outcome
+    assert outcome["config"] == {"num_layers": 52, "pipeline_model_parallel_size": 2,
+                                 "virtual_pipeline_model_parallel_size": 2}

@@ -8,7 +8,9 @@ fields), `--spec` (the layer spec mamba_builders.mamba_builder requires: megatro
 The activation (`--squared-relu` for Nemotron-H) and `--position-embedding-type none`
 (HybridModelProvider's default: the Mamba layers carry position) come from the architecture (megatron_arch.py).
 The layer split is MambaStack's: even, or `--decoder-first/last-pipeline-num-layers`, no
-interleaving (split.py); the training script is pretrain_mamba.py, not pretrain_gpt.py.
+interleaving (split.py); from release 26.04 (megatron-core 0.17) the pattern cut by '|' into one segment per virtual
+stage, interleaving too (split.pipe_pattern, written by megatron.py); the training script is pretrain_mamba.py, not
+pretrain_gpt.py.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ from commbench.planner.layout.graph_scope import (BIT, WHOLE_LAYER, WHOLE_LAYER_
 from commbench.planner.layout.recompute import mode_modules, module_set_mode, recompute_modules
 from commbench.planner.layout.spec import Layout
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.layout.split import choose_split, parse_layout_text, split_vocab
+from commbench.planner.layout.split import choose_split, parse_layout_text, pipe_pattern, split_vocab
 from commbench.planner.emit.hybrid import HYBRID_SCRIPT, hybrid_model_args, linear_attention_args
 from commbench.planner.search.graph_recompute import release_graph_pin_refusal
 from commbench.planner.search.wgrad_graph import wgrad_graph_te_note
@@ -355,7 +355,13 @@ def megatron_args(layout: Layout, model: ModelSpec, *, seq_len: int | None = Non
     split = choose_split(model, a.pp, a.vp, split_vocab(model, a.tp, "megatron"))   # as the step model's
     out = _architecture_args(model, seq_len, release, a.tp)   # its launch checked above, once
     out += ["--tensor-model-parallel-size", str(a.tp), "--pipeline-model-parallel-size", str(a.pp)]
-    out += split.megatron_args()
+    segmented = pipe_pattern(model, split)
+    if segmented:
+        # the split as '|' segments of the pattern (release_flags.HYBRID_PIPE_SEGMENTS_CORE): validate_args derives
+        # VP from them and refuses the split flags beside them; the pattern without pipes is deprecated there
+        out[out.index("--hybrid-override-pattern") + 1] = segmented
+    else:
+        out += split.megatron_args()
     if model.is_moe:
         out += ["--expert-model-parallel-size", str(a.ep), "--expert-tensor-parallel-size", str(a.etp)]
     out += ["--context-parallel-size", str(a.cp)]

@@ -31,7 +31,7 @@ from commbench.planner.models.architecture import architecture_from_json
 from commbench.planner.models.counts import (FLOPS_COUNTS, framework_flops_per_token, megatron_vocab_padding_note,
                                              step_vocab)
 from commbench.planner.models.spec import ModelSpec
-from commbench.planner.layout.split import choose_split, split_vocab, stage_weights
+from commbench.planner.layout.split import choose_split, pipe_pattern, split_vocab, stage_weights
 
 __all__ = ["EMIT_KINDS", "PLAN_FORMAT", "PLAN_VERSION", "check_emit", "load_plan", "megatron_args",
            "megatron_launch_text", "megatron_section", "megatron_text",
@@ -110,7 +110,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
     return {"target": megatron_target(model, release), "script": megatron_script(model), **args,
             "launch": "args" in args and not unparsed,   # a Megatron-LM launch its release parses; else "refused" says why
             **release_doc,
-            "layer_split": split.summary(stage_weights(model, vocab)),
+            "layer_split": split.summary(stage_weights(model, vocab), pipe_pattern(model, split)),
             "launch_env": env, "launch_env_why": connections_why, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
                                                domain_size=domain_size, script=megatron_script(model),
@@ -241,6 +241,7 @@ def model_dict(model: ModelSpec) -> dict[str, Any]:
     out.pop("extra", None)
     out.pop("hybrid_uneven_split", None)   # the release's build, not the model: plan_model sets it from inputs.software
     out.pop("gdn_context_parallel", None)   # the same
+    out.pop("hybrid_pipe_segments", None)   # the same
     out.pop("pinned_split", None)   # a calibration row's, never a plan's
     return out
 
@@ -443,6 +444,7 @@ def plan_model(doc: dict[str, Any]) -> ModelSpec:
             fields["architecture"] = architecture_from_json(fields["architecture"])
         fields.pop("hybrid_uneven_split", None)
         fields.pop("gdn_context_parallel", None)
+        fields.pop("hybrid_pipe_segments", None)
         fields.pop("pinned_split", None)
         model = ModelSpec(**fields)
     except (KeyError, TypeError, ValueError) as exc:

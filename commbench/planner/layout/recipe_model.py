@@ -30,7 +30,7 @@ from commbench.planner.models.spec import ModelSpec
 
 MATCH_IGNORED_SPEC = ("name", "seq_len", "published_params_total_b", "published_params_active_b",
                       "published_flops_per_token_gflop", "architecture", "extra", "hybrid_uneven_split",
-                      "gdn_context_parallel", "pinned_split")
+                      "gdn_context_parallel", "pinned_split", "hybrid_pipe_segments")
 MATCH_IGNORED_ARCH = ("rotary_base", "rope_scaling", "rope_scaling_factor", "rope_original_max_positions",
                       "llama3_low_freq_factor", "llama3_high_freq_factor", "llama3_original_positions",
                       "yarn_beta_fast", "yarn_beta_slow", "yarn_mscale", "yarn_mscale_all_dim",

@@ -253,16 +253,36 @@ def gdn_context_parallel(release: str | None) -> bool:
     return release_core_at_least(release, GDN_CP_CORE)
 
 
+# A hybrid pattern cut by '|' into pipeline segments, segment vp_stage * pp + pp_rank on each model chunk: Megatron-LM
+# 26.04's d7288711 first (megatron-core 0.17.0rc0: ssm/mamba_hybrid_layer_allocation.py:314-468 select_pipeline_segment;
+# validate_args derives --virtual-pipeline-model-parallel-size from the segment count, arguments.py:687-708, and asserts
+# --decoder-first/last-pipeline-num-layers, --num-virtual-stages-per-pipeline-rank and
+# --num-layers-per-virtual-pipeline-stage unset beside pipes), as 26.06 to 26.08 (cd4afffa
+# models/hybrid/hybrid_layer_allocation.py:331-493, arguments.py:815-836). Without pipes these releases still split the
+# pattern themselves but build no virtual stages (vp_stage given raises) and log a DEPRECATION warning (d7288711 :375,
+# cd4afffa :396). 26.02.01's 55ac7082 and earlier have no pipe symbol; their MambaStack asserts no virtual pipeline.
+HYBRID_PIPE_SEGMENTS_CORE = (0, 17, 0)
+
+
+def hybrid_pipe_segments(release: str | None) -> bool:
+    """Whether `release`'s Megatron-LM takes a '|'-segmented hybrid pattern (HYBRID_PIPE_SEGMENTS_CORE; no release:
+    core_v0.16.1, which does not)."""
+    return release_core_at_least(release, HYBRID_PIPE_SEGMENTS_CORE)
+
+
 def release_model(model, release: str | None):
     """`model` as `release`'s Megatron-LM builds it: a hybrid model at a release of HYBRID_EVEN_SPLIT_ONLY with
-    hybrid_uneven_split False (layout/split.py offers it even splits only); a Gated DeltaNet model with
+    hybrid_uneven_split False (layout/split.py offers it even splits only), from HYBRID_PIPE_SEGMENTS_CORE on with
+    hybrid_pipe_segments (split.py offers it virtual stages, emitted as '|' segments); a Gated DeltaNet model with
     gdn_context_parallel where the release splits it over CP (models/gdn.gdn_heads_bad); else `model`."""
     import dataclasses
     uneven = not (getattr(model, "is_hybrid", False) and hybrid_even_split_only(release))
     gdn_cp = bool(getattr(model, "linear_attention_freq", 0)) and gdn_context_parallel(release)
-    if model.hybrid_uneven_split == uneven and model.gdn_context_parallel == gdn_cp:
+    pipes = bool(getattr(model, "is_hybrid", False)) and hybrid_pipe_segments(release)
+    if (model.hybrid_uneven_split, model.gdn_context_parallel, model.hybrid_pipe_segments) == (uneven, gdn_cp, pipes):
         return model
-    return dataclasses.replace(model, hybrid_uneven_split=uneven, gdn_context_parallel=gdn_cp)
+    return dataclasses.replace(model, hybrid_uneven_split=uneven, gdn_context_parallel=gdn_cp,
+                               hybrid_pipe_segments=pipes)
 
 
 def gdn_cp_refusal(model, release: str | None, cp: int, field: str = "--layout cp") -> str | None:

@@ -467,11 +467,12 @@ def check_layout(model: ModelSpec, layout: Layout, num_gpus: int, seq_len: int |
     if not bits:
         return
     name = first_broken_rule(bits)
-    if name == "pipeline" and model.is_hybrid and layout.vp > 1 and layout.pp > 1:
+    if name == "pipeline" and model.is_hybrid and layout.vp > 1 and layout.pp > 1 and not model.hybrid_pipe_segments:
         raise CommbenchError(f"vp={layout.vp} is invalid for {model.name}: a hybrid model is built by megatron-core's "
                              "MambaStack, which refuses virtual pipeline stages (0.16.1 ssm/mamba_block.py asserts "
                              "virtual_pipeline_model_parallel_size is None: 'does not currently support "
-                             "virtual/interleaved pipeline parallelism'); pin vp=1")
+                             "virtual/interleaved pipeline parallelism'); pin vp=1, or plan with --software 26.04 or "
+                             "newer (megatron-core 0.17 builds them from a '|'-segmented pattern)")
     rule = dict(RULES)[name]
     detail = rule_detail(name, model, layout, num_gpus, seq_len, framework)
     if name == "expert_fold" and given is not None and "etp" not in given:

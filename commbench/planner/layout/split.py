@@ -18,7 +18,8 @@ Stages are in Megatron's order: virtual stage s is model chunk s // pp of pipeli
 Hybrid models (Mamba/attention/MLP/MoE pattern) split as megatron-core 0.16.1's MambaStack builds
 them: even or first/last-stage counts, vp = 1; each layer costs its own kind (StageWeights.layer_costs). At a release
 whose MambaStack ignores the first/last counts (ModelSpec.hybrid_uneven_split False: release_flags.release_model),
-even only.
+even only. From 26.04 (ModelSpec.hybrid_pipe_segments) the pattern cut by '|' into pp x vp segments builds virtual
+stages too, any split of at least one layer per segment (PipelineSplit.segmented_pattern writes it).
 The first/last-stage counts searched are every pair TransformerConfig accepts (uneven_pairs), weighed at once
 (_uneven: one prefix sum over the layers' costs, vectorised over the pairs).
 
@@ -96,6 +97,15 @@ class PipelineSplit:
             i = j + 1
         return "".join(parts)
 
+    def segmented_pattern(self, layer_pattern: str) -> str:
+        """A hybrid layer pattern cut by '|' into this split's virtual stages, in stage order (Megatron-LM 26.04 on:
+        release_flags.HYBRID_PIPE_SEGMENTS_CORE), e.g. "M-M*-M-|M-M*-M-" for pp=2 vp=1."""
+        cuts, first = [], 0
+        for n in self.decoder_layers():
+            cuts.append(layer_pattern[first:first + n])
+            first += n
+        return "|".join(cuts)
+
     def megatron_args(self) -> list[str]:
         """The Megatron-LM flags that build exactly this split (with --pipeline-model-parallel-size)."""
         if self.method == "layout":
@@ -115,12 +125,22 @@ class PipelineSplit:
         costs = weights.stage_costs(self.stages)
         return [sum(costs[v * self.pp + r] for v in range(self.vp)) for r in range(self.pp)]
 
-    def summary(self, weights: "StageWeights") -> dict:
+    def summary(self, weights: "StageWeights", hybrid_pattern: str | None = None) -> dict:
+        """`hybrid_pattern`: the '|'-segmented pattern the launch writes instead of split flags (pipe_pattern)."""
         costs = self.rank_costs(weights)
+        flags = ["--hybrid-override-pattern", hybrid_pattern] if hybrid_pattern else self.megatron_args()
         return {"method": self.method, "pp": self.pp, "vp": self.vp, "layout": self.layout,
-                "decoder_layers_per_stage": self.decoder_layers(), "megatron_args": self.megatron_args(),
+                "decoder_layers_per_stage": self.decoder_layers(), "megatron_args": flags,
                 "rank_cost_layers": [round(c, 3) for c in costs],
                 "imbalance": round(max(costs) * self.pp / sum(costs), 4)}
+
+
+def pipe_pattern(model: ModelSpec, split: PipelineSplit) -> str | None:
+    """The hybrid pattern cut by '|' into `split`'s virtual stages, which a Megatron-LM launch of a release that takes
+    it (ModelSpec.hybrid_pipe_segments) writes instead of split flags when pp > 1; None where it writes the flags."""
+    if model.is_hybrid and model.hybrid_pipe_segments and split.pp > 1:
+        return split.segmented_pattern(model.layer_pattern)
+    return None
 
 
 def _stage_text(stage: str) -> str:
@@ -374,11 +394,17 @@ def split_options(model: ModelSpec, pp: int, vp: int, vocab: float | None = None
         # MambaStack (megatron-core 0.16 ssm/mamba_block.py) slices its pattern num_layers // pp per
         # rank, or first/last-stage counts with even middle ranks; no interleaving, no layout string.
         # A release whose MambaStack takes num_layers // pp per rank whatever the flags say (hybrid_uneven_split
-        # False: release_flags.release_model) builds the even split only.
-        if vp > 1:
+        # False: release_flags.release_model) builds the even split only. From megatron-core 0.17 on
+        # (hybrid_pipe_segments) the pattern cut by '|' builds any split into pp x vp segments of at least one layer
+        # (segment s is virtual stage s: hybrid_layer_allocation.select_pipeline_segment), so virtual stages too,
+        # with the balanced split (_custom_layouts, its MTP on the last stage, where the hybrid model builds it).
+        if vp > 1 and not model.hybrid_pipe_segments:
             return []
         found = [s for s in _even_like(model, pp, vp) if s.method == "even"] + \
             (_uneven(model, pp, vp, vocab) if model.hybrid_uneven_split else [])
+        if model.hybrid_pipe_segments and vp > 1:
+            found += [s for s in _custom_layouts(model, pp, vp, vocab) if "m" not in "".join(s.stages[:-1])]
+        return [s for s in found if all("t" in x for x in s.stages)]
     else:
         found = _even_like(model, pp, vp) + _uneven(model, pp, vp, vocab) + _custom_layouts(model, pp, vp, vocab)
     return [s for s in found if all(s.stages)]
@@ -418,7 +444,11 @@ def choose_split(model: ModelSpec, pp: int, vp: int, vocab: float | None = None)
     if split is None:
         mtp = f" + {model.num_mtp_layers} MTP" if model.num_mtp_layers else ""
         why = "vp>1 needs pp>1" if pp == 1 and vp > 1 else \
-            "hybrid models: Megatron's MambaStack has no virtual pipeline stages, vp must be 1" \
+            ("hybrid models: this release's Megatron-LM builds no virtual pipeline stages for a hybrid stack "
+             "(its MambaStack asserts none; megatron-core 0.17 on, release 26.04 and newer, builds them from a "
+             "'|'-segmented pattern), vp must be 1") \
+            if model.is_hybrid and vp > 1 and not model.hybrid_pipe_segments else \
+            (f"a hybrid stack's {pp * vp} '|' segments each need a layer of the {model.num_layers}") \
             if model.is_hybrid and vp > 1 else \
             (f"this release's Megatron-LM builds a hybrid stack only evenly, num_layers // pp layers per rank, and "
              f"{model.num_layers} layers do not divide by {pp}: release_flags.HYBRID_EVEN_SPLIT_ONLY") \

@@ -644,6 +644,49 @@ def _nemotron_h_pattern(c: _Config, key: str, pattern_key: str, default: str | N
     return listed
 
 
+NO_DT_LIMIT = (0.0, math.inf)   # mamba_ssm ssd_combined.py mamba_split_conv1d_scan_combined's dt_limit default
+
+
+def _tagged_float(value: Any) -> Any:
+    """A non-finite float as transformers 5.25.0 writes it in a config.json ({"__float__": "Infinity"}: the
+    Nemotron-H files it resaves, tests/data/hf-resaved) as that float; any other value as it is."""
+    if isinstance(value, dict) and set(value) == {"__float__"} and value["__float__"] in ("Infinity", "-Infinity"):
+        return float(value["__float__"])
+    return value
+
+
+def _nemotron_h_mamba_numerics(c: _Config) -> None:
+    """Nemotron-H keys that change the network the checkpoints' code runs but that the emitted pretrain_mamba.py
+    launch does not build, refused by name (the model would be another one), and the one such key that nothing
+    reads, accepted:
+    - time_step_limit (transformers 5.25.0's __post_init__ also takes the older mamba_dt_limit): transformers'
+      NemotronHMamba2Mixer (modeling_nemotron_h.py cuda_kernels_forward) and the checkpoints' remote code pass it as
+      dt_limit to mamba_ssm's mamba_split_conv1d_scan_combined, which clamps every time step into it; megatron-core's
+      MambaMixer passes none to it in training (ssm/mamba_mixer.py: 25.09's core_v0.14.0 :426, 26.02.01's 55ac7082
+      :659, 26.08's cd4afffa :755; cd4afffa's inference path passes the kernel default, :1019), so only (0, inf),
+      the default, is the model the launch builds.
+    - residual_in_fp32: the checkpoints' remote code (NemotronHBlock.forward: residual.to(torch.float32)) keeps the
+      residual stream in fp32 and Megatron-Bridge maps it to fp32_residual_connection (nemotron_h_bridge.py
+      CONFIG_MAPPING, v0.3.1 to v0.6.0), while transformers 5.25.0's NemotronHBlock ignores it; the launch builds a
+      bf16 stream and the step model prices one, so true is refused (every released Nemotron-H config says false).
+    - mamba_proj_bias: declared by NemotronHConfig but read by neither transformers' NemotronHMamba2Mixer nor the
+      remote code (both build in_proj / out_proj with bias=config.use_bias, checked above) nor Megatron-Bridge's
+      NemotronHBridge (maps use_bias to add_bias_linear): any value builds the same model, so it is accepted."""
+    key = "mamba_dt_limit" if "mamba_dt_limit" in c.raw and "time_step_limit" not in c.raw else "time_step_limit"
+    limit = c.raw.get(key, list(NO_DT_LIMIT))
+    bounds = tuple(map(_tagged_float, limit)) if isinstance(limit, list) and len(limit) == 2 else None
+    if bounds is None or not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds):
+        raise c.fail(f"{key}={limit!r} is invalid: a list of two numbers [low, high]")
+    if tuple(float(b) for b in bounds) != NO_DT_LIMIT:
+        raise c.fail(f"{key}={limit!r} is not modelled: [0.0, Infinity] (megatron-core's MambaMixer clamps no time "
+                     "step, while transformers and the checkpoints' code clamp every time step into the given range, "
+                     "mamba_split_conv1d_scan_combined's dt_limit)")
+    if c.flag("residual_in_fp32", False):
+        raise c.fail("residual_in_fp32=true is not modelled: the launch keeps the residual stream in bf16 and the step "
+                     "model prices that, while the checkpoints' code and Megatron-Bridge (fp32_residual_connection) "
+                     "build an fp32 one; set it to false, as every released Nemotron-H config has")
+
+
 def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
     mtp = c.int("num_nextn_predict_layers", 0)
     mtp_pattern = _nemotron_h_pattern(c, "mtp_layers_block_type", "mtp_hybrid_override_pattern", "*E")
@@ -669,6 +712,7 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
             raise c.fail(f"{key}={c.get(key)!r} is not modelled: Nemotron-H as megatron-core 0.16.1 builds it has "
                          f"{key}={str(built).lower()} (ssm/mamba_mixer.py MambaMixer conv_bias=True, bias=False; "
                          "MLPs without bias)")
+    _nemotron_h_mamba_numerics(c)
     # NemotronHAttention (the checkpoints' remote code) passes sliding_window=config.sliding_window to its attention:
     # a window shorter than max_position_embeddings is one the step model does not price and the emitted
     # pretrain_mamba.py arguments would not set

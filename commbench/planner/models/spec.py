@@ -101,6 +101,10 @@ class ModelSpec:
     # stack (False where its MambaStack slices num_layers // pp per rank: release_flags.release_model sets it per
     # release; layout/split.py then offers even splits only). Not written into plan.json's model_spec.
     hybrid_uneven_split: bool = field(default=True, repr=False)
+    # Not the network: whether that Megatron-LM takes a hybrid pattern cut into pipeline segments by '|' (one per
+    # virtual stage, megatron-core 0.17 on: release_flags.HYBRID_PIPE_SEGMENTS_CORE), which builds virtual pipeline
+    # stages for a hybrid stack; release_model sets it per release. Not in plan.json.
+    hybrid_pipe_segments: bool = field(default=False, repr=False)
     # Not the network either: whether that Megatron-LM splits Gated DeltaNet layers over context parallelism
     # (megatron-core 0.18.0 on: release_flags.GDN_CP_CORE; release_model sets it per release). Not in plan.json.
     gdn_context_parallel: bool = field(default=False, repr=False)

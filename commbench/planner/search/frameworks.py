@@ -166,7 +166,8 @@ TORCHTITAN_MLA_RECOMPUTE = "selective"
 
 SIZE_FIELDS_IGNORED = ("name", "seq_len", "published_params_total_b", "published_params_active_b",
                       "published_flops_per_token_gflop", "architecture", "extra",
-                      "hybrid_uneven_split", "gdn_context_parallel", "pinned_split")
+                      "hybrid_uneven_split", "gdn_context_parallel", "pinned_split",
+                      "hybrid_pipe_segments")
 
 
 def titan_zoo_name(model) -> str | None:
