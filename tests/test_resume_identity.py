@@ -131,6 +131,15 @@ def test_a_file_an_earlier_commbench_wrote_resumes_where_its_trace_is_unchanged(
     assert earlier == sweep_identity(spec, 2, "gloo", before_traces=True)   # the form resume_identities accepts
 
 
+def _swept_here(tmp_path, monkeypatch) -> list[dict]:
+    """The sweep measured into tmp_path/out.jsonl (the working folder from now on) on its trace: its records."""
+    monkeypatch.chdir(tmp_path)
+    Path("t.toml").write_text(SWEEP)
+    _trace(Path("trace.npy"), skew=False)
+    assert invoke("sweep", "t.toml", "-O", "out.jsonl").exit_code == 0
+    return records(Path("out.jsonl"))
+
+
 @pytest.mark.timeout(240)
 def test_a_resume_continues_the_identity_its_file_carries(tmp_path, monkeypatch):
     # the resumed launch's header carries the file's (earlier) identity: compare, report and the cut-short count join
@@ -138,12 +147,8 @@ def test_a_resume_continues_the_identity_its_file_carries(tmp_path, monkeypatch)
     from commbench.sweep import load_sweep
     from commbench.sweep.resume import holds_every_planned_point
 
-    monkeypatch.chdir(tmp_path)
-    Path("t.toml").write_text(SWEEP)
-    _trace(Path("trace.npy"), skew=False)
-    assert invoke("sweep", "t.toml", "-O", "out.jsonl").exit_code == 0
+    whole = _swept_here(tmp_path, monkeypatch)
     earlier = _earlier_identity(load_sweep("t.toml"))
-    whole = records(Path("out.jsonl"))
     write(Path("out.jsonl"), [{**{k: v for k, v in whole[0].items() if k != "sweep_entries"}, "sweep_identity": earlier},
                               whole[1]])
     assert invoke("sweep", "t.toml", "-O", "out.jsonl", "--resume").exit_code == 0
@@ -196,11 +201,7 @@ def test_a_timeout_change_resumes(tmp_path, monkeypatch):
     # on it: runner.check_same_config); an earlier file's identity hashed it, and stays refused on a change
     from commbench.sweep import load_sweep
 
-    monkeypatch.chdir(tmp_path)
-    Path("t.toml").write_text(SWEEP)
-    _trace(Path("trace.npy"), skew=False)
-    assert invoke("sweep", "t.toml", "-O", "out.jsonl").exit_code == 0
-    whole = records(Path("out.jsonl"))
+    whole = _swept_here(tmp_path, monkeypatch)
     write(Path("out.jsonl"), whole[:2])
     Path("long.toml").write_text(SWEEP.replace("timeout_s = 30", "timeout_s = 90"))
     result = invoke("sweep", "long.toml", "-O", "out.jsonl", "--resume")
