@@ -71,3 +71,15 @@ def v211_log(errors=("2e-07", "2e-07", "2e-07"), *, footer: str | None = "# Out 
     if footer is not None:
         lines += [footer, "# Avg bus bandwidth    : 85.3 ", "#"]
     return "\n".join(lines) + "\n"
+
+
+def bench_view_text(capsys, config, header, records) -> str:
+    """The --format nccl-tests text rank 0's BenchView prints for `records` under `config` (capsys cleared first)."""
+    from commbench.measure.view import BenchView
+
+    capsys.readouterr()
+    view = BenchView(config, header, len(records))
+    for record in records:
+        view.add(record)
+    view.close()
+    return capsys.readouterr().out

@@ -20,6 +20,7 @@ from commbench.results.importers.nccl_tests import parse_text
 from commbench.results.provenance import collect_header
 from commbench.results.records import NCCL_TESTS_AVERAGE_MODES, headers, measurements
 from tests.distributed import run_ranks
+from tests.nccl_tests_inputs import bench_view_text
 
 SIZES = (1024, 4096, 16384)
 
@@ -38,12 +39,7 @@ def test_own_nccl_tests_text_round_trips(capsys, collective, average):
     header, mine = run_ranks(_measure, 3, args=(collective,))[0]
     config = BenchConfig(collective=collective, sizes_bytes=SIZES, output_format="nccl-tests", average=average,
                          loop=LoopOptions(iters=5, warmup_iters=1))
-    capsys.readouterr()
-    view = BenchView(config, header, len(mine))
-    for record in mine:
-        view.add(record)
-    view.close()
-    text = capsys.readouterr().out
+    text = bench_view_text(capsys, config, header, mine)
     imported = parse_text(text, "log.txt")
     assert imported.problems == []
     (imported_header,) = headers(imported.records)

@@ -12,11 +12,11 @@ from collectives.base import PointSpec
 from commbench.dtypes import get_dtype
 from commbench.measure.bench import BenchConfig
 from commbench.measure.harness import LoopOptions, measure_point
-from commbench.measure.view import BenchView
 from commbench.results.importers.nccl_tests import parse_text
 from commbench.results.provenance import collect_header
 from commbench.results.records import headers, measurements
 from tests.distributed import run_ranks
+from tests.nccl_tests_inputs import bench_view_text
 
 SIZES = (1024, 4096, 16384)
 
@@ -33,12 +33,7 @@ def _measure(backend):
 def _text(capsys, header, records) -> str:
     config = BenchConfig(collective="all_gather", sizes_bytes=SIZES, output_format="nccl-tests",
                          loop=LoopOptions(iters=2, warmup_iters=0))
-    capsys.readouterr()
-    view = BenchView(config, header, len(records))
-    for record in records:
-        view.add(record)
-    view.close()
-    return capsys.readouterr().out
+    return bench_view_text(capsys, config, header, records)
 
 
 def test_a_row_missing_from_our_own_text_is_a_point_lost(capsys):
