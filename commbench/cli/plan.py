@@ -12,7 +12,7 @@ from commbench.results.render import styled
 from commbench.limits import DEFAULT_MEM_HEADROOM, MAX_GPUS, MAX_MOE_IMBALANCE  # noqa: F401 (tune and tests read them here)
 from commbench.errors import CommbenchError, invalid
 from commbench.planner import check_layout, load_model, parse_layout
-from commbench.planner.emit.torchtitan import TORCHTITAN_VERSIONS
+from commbench.planner.emit.torchtitan import torchtitan_version_key
 from commbench.planner.layout.precision import DEFAULT_HELP, check_precision, default_precision
 from commbench.planner.search.pinned_gap import (defaults_line, defaults_taken, input_defaults, versus_best,
                                                  versus_best_lines)
@@ -180,7 +180,8 @@ def plan(
     out: Annotated[Optional[str], typer.Option("-O", "--out", help="folder for plan.json, megatron_args.txt, launch.env "
                                               "and the TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2)")] = None,
     torchtitan_version: Annotated[str, typer.Option(help="TorchTitan release the TorchTitan emitter targets: 0.3 "
-                                                    "(--module/--config + --section.option overrides) or 0.2 (TOML)")] = "0.3",
+                                                    "or 0.3.0 (--module/--config + --section.option overrides), 0.2 or "
+                                                    "0.2.2 (TOML)")] = "0.3",
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search); the total holds the model's reserve of 4 GB + 5% of HBM; the default leaves every published layout the memory model prices searchable")] = DEFAULT_MEM_HEADROOM,
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -O` "
                                                        "(default: the shipped calibration); on a GPU the file's runs "
@@ -219,8 +220,7 @@ def plan(
 
         check_output_dir(out, "--out")
         check_plan_folder(out, force=force)
-    if torchtitan_version not in TORCHTITAN_VERSIONS:
-        raise invalid("--torchtitan-version", torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
+    torchtitan_version = torchtitan_version_key(torchtitan_version)   # 0.3.0 / 0.2.2 too, as plan.json names them
     spec = load_model(model, model_file)
     from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import CALIBRATED

@@ -26,7 +26,7 @@ from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_ar
                                                torchtitan_toml)
 from commbench.typed_json import check_fields, non_finite_path
 from commbench.planner.layout.precision import checkpoint_note
-from commbench.planner.layout.spec import Layout
+from commbench.planner.layout.spec import Layout, check_layout
 from commbench.planner.models.architecture import architecture_from_json
 from commbench.planner.models.counts import (FLOPS_COUNTS, framework_flops_per_token, megatron_vocab_padding_note,
                                              step_vocab)
@@ -91,6 +91,14 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
     env = launch_env(layout, gpu_name)
     _, connections_why = launch_connections(layout, gpu_name)
     try:
+        # a layout searched or pinned for --framework torchtitan keeps TorchTitan's rules, which differ from Megatron's
+        # (the interleaved schedule's micro-batches, the sequence split, MoE HSDP): no Megatron-LM arguments for a
+        # layout Megatron refuses (found from outside: 4 micro-batches under PP 8 VP 4, probe P7)
+        try:
+            check_layout(model, layout, layout.world, seq_len, framework="megatron")
+        except CommbenchError as exc:
+            raise CommbenchError(f"no Megatron-LM arguments (megatron_args.txt, launch.env): Megatron-LM "
+                                 f"{MEGATRON_LM_RELEASE} refuses this layout: {exc}") from exc
         args: dict[str, Any] = {"args": megatron_args(layout, model, seq_len=seq_len, flex_backend=flex_backend,
                                                       release=release)}
     except CommbenchError as exc:  # a pinned flag combination Megatron refuses: the plan says why

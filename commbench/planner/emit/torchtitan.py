@@ -51,9 +51,21 @@ from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, 
                                                       converter_refusal, mxfp8_experts_refusal)
 from commbench.planner.emit.torchtitan_v02 import (TITAN_COMPILE_02, TITAN_COMPILE_NOTE_02, compile_refusal_02,
                                                    data_note_02, fp8_recipe_note_02, linear_filter_note_02,
-                                                   linear_quantize_02)
+                                                   linear_quantize_02, parallel_limits_02)
 
 TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
+
+
+def torchtitan_version_key(version: str) -> str:
+    """The TORCHTITAN_VERSIONS key for --torchtitan-version: the short name (0.3) or the release it stands for (0.3.0),
+    as plan.json and the notes name it; any other value is refused in one line."""
+    for key, full in TORCHTITAN_VERSIONS.items():
+        if version in (key, full):
+            return key
+    raise invalid("--torchtitan-version", version,
+                  "one of " + ", ".join(f"{key} (or {full})" for key, full in TORCHTITAN_VERSIONS.items()))
+
+
 # TorchTitan 0.3.0 components/quantization/float8.py: Float8LinearConverter.Config.recipe_name is
 # Literal["rowwise", "rowwise_with_gw_hp"] = "rowwise" (no tensorwise recipe), and every shipped float8 config
 # (llama3_405b, deepseek_v3_671b_float8) and the plan's generated function leave it at the default.
@@ -216,14 +228,10 @@ def _flavor_misfits(titan: TitanModel, model: ModelSpec) -> list[tuple[str, Any,
     return [(name, a, b) for name, a, b in pairs if a != b]
 
 
-ROPE_MISFITS = ("rotary base", "RoPE scaling", "RoPE scaling factor")
-
-
-def _rope_misfits(titan: TitanModel, model: ModelSpec) -> list[str]:
-    """Where the flavor's RoPE (base, scaling, factor) is not the model's, as `what flavor's (the model: model's)`: a
-    0.2 TOML names the flavor and sets none of them, so such a launch trains another positional encoding."""
+def _misfit_phrases(titan: TitanModel, model: ModelSpec) -> list[str]:
+    """_flavor_misfits as `what flavor's (the model: model's)`."""
     return [f"{name} {b:g} (the model: {a:g})" if isinstance(a, float) else f"{name} {b} (the model: {a})"
-            for name, a, b in _flavor_misfits(titan, model) if name in ROPE_MISFITS]
+            for name, a, b in _flavor_misfits(titan, model)]
 
 
 # TorchTitan 0.3.0 models/common/rope.py: RoPE.Config.scaling is "none", "llama" (Llama 3.1's, factor scaling_factor)
@@ -351,21 +359,13 @@ def titan_balancing_notes(titan: TitanModel, model: ModelSpec) -> list[str]:
              "auxiliary loss): " + "; ".join(said))] if said else []
 
 
-def titan_architecture_notes(titan: TitanModel, model: ModelSpec, version: str = "0.3") -> list[str]:
-    """Where TorchTitan's flavor builds another RoPE, norm epsilon or MoE router than the model asked for: with 0.3 the
-    plan's config function sets the model's (flavor_fix_lines), or, where no line can, the launch trains the flavor's;
-    a 0.2 TOML names the flavor and sets none of them. torchtitan 0.2.2's flavors build what rope_03 /
-    norm_epsilon_03 / router_03 record for 0.3.0 (v0.2.2 models/llama3/model/model.py precompute_freqs_cis scales by
-    RoPEScalingArgs' factor 8 always; qwen3/__init__.py rope_theta, 235B-A22B 5000000, args.py norm_eps 1e-6;
-    deepseek_v3/model/args.py rope_theta 10000, rope_factor 40, norm_eps 1e-5; gpt_oss 150000, 32, 1e-5)."""
-    off = [f"{name} {b:g} (the model: {a:g})" if isinstance(a, float) else f"{name} {b} (the model: {a})"
-           for name, a, b in _flavor_misfits(titan, model)]
+def titan_architecture_notes(titan: TitanModel, model: ModelSpec) -> list[str]:
+    """Where TorchTitan 0.3.0's flavor builds another RoPE, norm epsilon or MoE router than the model asked for: the
+    plan's config function sets the model's (flavor_fix_lines), or, where no line can, the launch trains the flavor's.
+    A 0.2 TOML names the flavor and sets none of them: such a model is refused at 0.2 (_model_refusal_02)."""
+    off = _misfit_phrases(titan, model)
     if not off:
         return []
-    if version == "0.2":
-        return [f"TorchTitan 0.2.2's {titan.module} {titan.flavor} builds {', '.join(off)}: the launch trains that, not "
-                f"{model.name}'s (a 0.2 TOML names the flavor and sets none of these); plan with --torchtitan-version "
-                f"0.3 to train {model.name}"]
     if flavor_fix_lines(titan, model) is not None:
         return [f"TorchTitan 0.3.0's {titan.module} {titan.flavor} builds {', '.join(off)}: the plan's config function "
                 f"({MODULE_FILE}) sets {model.name}'s values on it"]
@@ -429,20 +429,26 @@ def _model_refusal_02(titan: TitanModel, model: ModelSpec) -> str | None:
     if titan.mla:
         return (f"TorchTitan {full} has no {model.name} flavor (its TOML names a shipped one): plan it with "
                 "--torchtitan-version 0.3")
-    rope = _rope_misfits(titan, model)
-    if rope:
-        fix = ("plan it with --torchtitan-version 0.3 (its config function sets the model's RoPE)"
+    # A 0.2 TOML names the flavor and sets none of its RoPE, norm epsilons or router, so any difference trains another
+    # model. torchtitan 0.2.2's flavors build what rope_03 / norm_epsilon_03 / router_03 record for 0.3.0 (v0.2.2
+    # models/llama3/model/model.py precompute_freqs_cis scales by RoPEScalingArgs' factor 8 always; qwen3/__init__.py
+    # rope_theta, 235B-A22B 5000000, args.py norm_eps 1e-6; deepseek_v3/model/args.py:62 norm_eps 1e-5, rope_theta
+    # 10000, rope_factor 40; gpt_oss 150000, 32, 1e-5)
+    off = _misfit_phrases(titan, model)
+    if off:
+        fix = ("plan it with --torchtitan-version 0.3 (its config function sets the model's values)"
                if flavor_fix_lines(titan, model) is not None else "no TorchTitan launch trains it")
-        return (f"TorchTitan {full}'s {titan.module} {titan.flavor} builds {', '.join(rope)}, and its TOML "
-                f"names the flavor and sets no RoPE, so it would train another model than {model.name}: {fix}")
+        return (f"TorchTitan {full}'s {titan.module} {titan.flavor} builds {', '.join(off)}, and its TOML names the "
+                f"flavor and sets none of these, so it would train another model than {model.name}: {fix}")
     return None
 
 
 def titan_02_pins(model: ModelSpec, pins: dict[str, object], precision: str) -> dict[str, object]:
     """`pins` plus what a TorchTitan 0.2.2 launch fixes, so a --framework torchtitan --torchtitan-version 0.2 search
     proposes only layouts its TOML can write (what _refusal refuses of a layout at 0.2): no HSDP for a MoE model,
-    tp=1 under mxfp8 (compile_refusal_02), pp=1 where the 0.2 model has no pipelining function. A model 0.2 cannot
-    train at all (no flavor, MLA, another RoPE), nvfp4, or a pin against these: a CommbenchError, one line, before
+    tp=1 under mxfp8 (compile_refusal_02), pp=1 where the 0.2 model has no pipelining function, pp=1 and cp=1 for a
+    MoE model in fp8 and cp=1 for gpt_oss (parallel_limits_02). A model 0.2 cannot
+    train at all (no flavor, MLA, another RoPE, norm epsilon or router), nvfp4, or a pin against these: a CommbenchError, one line, before
     the search."""
     titan = titan_model_of(model)
     reason = _no_model(model, "0.2") if titan is None else _model_refusal_02(titan, model)
@@ -455,19 +461,22 @@ def titan_02_pins(model: ModelSpec, pins: dict[str, object], precision: str) -> 
     if reason:
         raise CommbenchError(reason)
     full = TORCHTITAN_VERSIONS["0.2"]
-    fixed: dict[str, tuple[int, str]] = {}
+    fixed: dict[str, tuple[int, str, bool]] = {}   # key -> (the value 0.2 runs, why, whether 0.3 runs others)
     if precision == "mxfp8":
-        fixed["tp"] = (1, compile_refusal_02("mxfp8", 2).split(", and the prediction")[0])
+        fixed["tp"] = (1, compile_refusal_02("mxfp8", 2).split(", and the prediction")[0], True)
     if not titan.pipeline_02:
-        fixed["pp"] = (1, f"TorchTitan {full} cannot pipeline {model.name} (its model spec has no pipelining function)")
+        fixed["pp"] = (1, f"TorchTitan {full} cannot pipeline {model.name} (its model spec has no pipelining function)",
+                       True)
+    for key, (why, in_03) in parallel_limits_02(titan.module, model.is_moe, precision).items():
+        fixed.setdefault(key, (1, why, in_03))
     if model.is_moe:
         fixed["fsdp_replicas"] = (1, f"TorchTitan {full}'s MoE HSDP (EP with data_parallel_replicate_degree > 1) is "
-                                     "not checked against its ParallelDims here")
+                                     "not checked against its ParallelDims here", True)
     out = dict(pins)
-    for key, (value, why) in fixed.items():
+    for key, (value, why, in_03) in fixed.items():
         if int(out.get(key, value) or value) != value:
             raise CommbenchError(f"{key}={out[key]} is invalid with --torchtitan-version 0.2 for {model.name}: {why}; "
-                                 f"pin {key}={value} or plan with --torchtitan-version 0.3")
+                                 f"pin {key}={value}" + (" or plan with --torchtitan-version 0.3" if in_03 else ""))
         out[key] = value
     return out
 
@@ -490,6 +499,11 @@ def _refusal(layout: Layout, model: ModelSpec, version: str,
                        "Pipeline Parallel'): plan with pp=1")
     if layout.pp > 1 and not (titan.pipeline_03 if version == "0.3" else titan.pipeline_02):
         return titan, f"TorchTitan {full} cannot pipeline {model.name} (its model spec has no pipelining function): plan with pp=1"
+    if version == "0.2":
+        for key, (why, in_03) in parallel_limits_02(titan.module, model.is_moe, layout.precision).items():
+            if getattr(layout, key) > 1:
+                return titan, (f"{why}: plan with {key}=1" + (" or --torchtitan-version 0.3" if in_03 else "")
+                               + f" ({key}={getattr(layout, key)})")
     if version == "0.3" and layout.precision not in titan.configs_03:
         problem = converter_refusal(layout.precision, model.is_moe)
         if problem:
@@ -582,8 +596,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
     0.2 TOML sections, the stage split, notes) or a one-line refusal. `framework`: what the prediction was
     charged for (--framework torchtitan leaves out the MTP layers the launch does not train); `gpu`: the plan's
     (a GpuSpec), for the MFU TorchTitan's log prints (logged_mfu.py)."""
-    if version not in TORCHTITAN_VERSIONS:
-        raise invalid("--torchtitan-version", version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
+    version = torchtitan_version_key(version)
     doc: dict[str, Any] = {"version": TORCHTITAN_VERSIONS[version]}
     titan, refused = _refusal(layout, model, version, seq_len)
     if refused:
@@ -654,7 +667,6 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         filtered = linear_filter_note_02(layout.precision, model.is_moe)
         notes += [filtered] if filtered else []
         notes += [fp8_recipe_note_02(model.is_moe)] if layout.precision == "fp8" else []
-        notes += titan_architecture_notes(titan, model, version)
         # an hf: model's folder holding its tokenizer is the launch's hf_assets_path, as with 0.3 (torchtitan_assets.py)
         folder = tokenizer_folder(model)
         if folder:

@@ -20,6 +20,13 @@ Sources: torchtitan v0.2.2 (github:pytorch/torchtitan, tag v0.2.2 = 73a0e69).
   Float8GroupedMMConverter quantizes the experts "to use dynamic float8 rowwise quantization" whatever it says. Its
   float8 TP (enable_float8_tensorwise_tp) never engages: models/*/infra/parallelize.py tests "float8" in
   job_config.model.converters, which holds "quantize.linear.float8" (step/tp_comm.py prices bf16 gathers).
+- Float8GroupedMMConverter.__init__ (the fp8 experts' converter, quantize.grouped_mm.float8) asserts
+  pipeline_parallel_degree == 1 and context_parallel_degree == 1: "Float8 MoE training prototype does not yet support
+  pipeline parallelism" / "... context parallelism" (components/quantization/float8.py:193-198). MXGroupedMMConverter
+  (components/quantization/mx.py:99-136) asserts neither, nor do 0.3.0's Float8GroupedExpertsConverter and
+  MXFP8GroupedExpertsConverter (components/quantization/float8.py, mx.py). gpt_oss's model args refuse any CP:
+  GptOssModelArgs.update_from_config raises NotImplementedError("CP support for gpt-oss model is still in progress.")
+  (models/gpt_oss/model/args.py:89-92).
 - With no [model] hf_assets_path and no [training] dataset TorchTitan 0.2.2 reads its test tokenizer
   "./tests/assets/tokenizer" and trains on "c4_test" (config/job_config.py:107, :244).
 """
@@ -80,6 +87,22 @@ def compile_refusal_02(precision: str, tp: int) -> str | None:
                 f"(components/quantization/mx.py: 'TP not yet supported with torch.compile for mxfp8'), and the "
                 f"prediction charges compiled kernels: plan with tp=1 or --torchtitan-version 0.3 (tp={tp})")
     return None
+
+
+def parallel_limits_02(module: str, is_moe: bool, precision: str) -> dict[str, tuple[str, bool]]:
+    """Layout fields (pp, cp) a 0.2 launch of this model and precision runs only at 1 -> (why, one clause; whether a
+    0.3 launch runs it above 1) (module docstring: gpt_oss's CP, which 0.3.0 refuses too, search/frameworks.py
+    titan_cp_refusal; the fp8 experts' converter's PP and CP, which 0.3.0's converter takes)."""
+    out = {}
+    if module == "gpt_oss":
+        out["cp"] = ("TorchTitan 0.2.2's gpt_oss refuses context parallelism (models/gpt_oss/model/args.py "
+                     "update_from_config: 'CP support for gpt-oss model is still in progress.')", False)
+    if is_moe and precision == "fp8":
+        for key, what in (("pp", "pipeline parallelism"), ("cp", "context parallelism")):
+            out.setdefault(key, ("TorchTitan 0.2.2's fp8 MoE experts converter refuses it (components/quantization/"
+                                 f"float8.py Float8GroupedMMConverter: 'Float8 MoE training prototype does not yet "
+                                 f"support {what}')", True))
+    return out
 
 
 def data_note_02(model_name: str, hf_assets_set: bool) -> str:
