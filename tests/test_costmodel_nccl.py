@@ -209,13 +209,14 @@ def test_ring_across_domains_uses_the_nics_of_its_ranks_in_each_domain():
 # NICs (search.cc: nChannels x bwInter is the NICs in use), and on 2 nodes the search raises bwIntra up to
 # 2 x bwInter ("increase bwIntra for trees (2 nodes or collnet)", search.cc lines 1014-1016), bounded by the
 # in-node links. So: busBw = min(.92 x min(in-domain ring, k x NICs in use x NIC rate), channels x cap), k = 2
-# on 2 nodes, 1 beyond; NICs in use = min(ranks per domain, channels).
+# on 2 nodes, 1 beyond; NICs in use = min(ranks per domain, channels). The cap commbench times with is what the tree
+# achieves (nccl_tables.TREE_ACHIEVED_PER_CHANNEL_GBPS: NVIDIA's Blackwell tuning data from v2.28.3-1).
 def _tree_busbw_nccl(fabric, m: int, d: int) -> float:
     s = fabric.nccl
     up_ring = s.ring_efficiency * fabric.tiers["scale_up"].link_gbps_per_gpu
     net = s.net_efficiency * fabric.tiers["scale_out"].link_gbps_per_gpu
     from commbench.costmodel import nccl_tables as T
-    cap = T.TREE_MAX_PER_CHANNEL_GBPS[s.arch][min(d, 3) - 1]
+    cap = T.TREE_ACHIEVED_PER_CHANNEL_GBPS[s.arch][min(d, 3) - 1]
     nics = min(m, s.channels)
     return min(0.92 * min(up_ring, (2 if d <= 2 else 1) * nics * net), s.channels * cap)
 
@@ -248,6 +249,32 @@ def test_two_node_tree_goes_beyond_one_nic():
         t = float(collective_time_s(fabric, "all_reduce", size, n, d, algorithm="tree"))
         busbw = size / t * 2 * (n - 1) / n / 1e9
         assert busbw > 4 * 47, (n, d, busbw)
+
+
+def test_tree_across_many_gb200_racks_is_timed_at_blackwells_retuned_cap_and_picked_by_nccls_own():
+    """coreweave/nccl-tests README "Expected Performance / GB200 / 20 Racks" (NCCL 2.26.2, NVLS and CollNet off): 16 GiB
+    all_reduce 404.77 GB/s busbw on 1,440 GPUs. NCCL's tree across 3+ nodes is nChannels x bwInter x .92, capped at
+    nChannels x perChMaxTreeBw (v2.27.7-1 src/graph/tuning.cc:266, 281): 16 channels on 16 NICs give ~690, which
+    v2.26.2/v2.27.7's Blackwell cap (2 x 36 = 72 per channel) leaves alone (the model said 671, +66%). NVIDIA
+    retuned GB200-NVL72 from v2.28.3-1 to 24 per channel on 3+ nodes (tuning.cc:191; 20 for LL128, :185): 384. NCCL's
+    own pick (at NCCL_RELEASE, the older caps) still names the tree there, as the run's release did."""
+    from commbench.costmodel import nccl_tables as T
+    from commbench.costmodel.nccl_own import own_times_us
+
+    fabric = load_preset("gb200-nvl72", num_gpus=1440)
+    size = 16 * 2**30
+    times = algorithm_protocol_times_s(fabric, "all_reduce", np.array([size / 2, size]), 1440, 20)
+    t = times["tree", "Simple"]
+    asymptote = (size / 2) / (t[1] - t[0]) / 1e9 * 2    # NCCL's busBw: a tree's algbw is half of it
+    assert asymptote == pytest.approx(16 * 24.0, rel=1e-9)
+    busbw = size / t[1] * 2 * 1439 / 1440 / 1e9
+    assert busbw == pytest.approx(404.77, rel=0.10)     # was 671
+    assert T.TREE_MAX_PER_CHANNEL_GBPS["blackwell"] == (2 * 38.7, 2 * 41.4, 2 * 36.0)   # NCCL's own, unchanged
+    own = own_times_us(fabric, "all_reduce", np.array([float(size)]), 1440, 20)
+    # NVLS off (the run's NCCL_NVLS_ENABLE=0); Simple: v2.26.2 ran no LL128 over GB200's C2C-attached NICs
+    offered = {k: v for k, v in own.items() if k[0] in ("ring", "tree") and k[1] == "Simple"}
+    assert min(offered, key=lambda k: offered[k][0]) == ("tree", "Simple")
+    assert T.TREE_ACHIEVED_PER_CHANNEL_GBPS["hopper"] == T.TREE_MAX_PER_CHANNEL_GBPS["hopper"]   # Hopper unchanged
 
 
 def _undominated_by_pairs(terms):

@@ -126,8 +126,12 @@ class GroupTerms:
     protocols' caps, those per channel counting the same channels (:279-283); latency does not depend on it."""
 
     def __init__(self, fabric, system: NcclSystem, collective: str, n: np.ndarray, d: np.ndarray,
-                 channels: int | None = None):
+                 channels: int | None = None, *, nccl_own: bool = False):
         self.system, self.collective, self.n, self.d = system, collective, n, d
+        # NCCL's own rating (nccl_own: the tree caps of NCCL_RELEASE, by which NCCL picks) or what the tree achieves
+        # (nccl_tables.TREE_ACHIEVED_*: NVIDIA's later Blackwell tuning data), which commbench times with
+        self.tree_caps = (T.TREE_MAX_PER_CHANNEL_GBPS, T.TREE_LL128_MAX_PER_CHANNEL_GBPS) if nccl_own else \
+            (T.TREE_ACHIEVED_PER_CHANNEL_GBPS, T.TREE_ACHIEVED_LL128_PER_CHANNEL_GBPS)
         self.channels = call_channels(system, channels)
         self.channel_share = self.channels / system.channels   # of the bandwidth the preset's efficiencies give
         self.m = np.ceil(n / d)
@@ -203,12 +207,13 @@ class GroupTerms:
             return base
         if algorithm == "tree":
             tree_base = self.tree_base * share if share != 1 else self.tree_base
-            tree = np.minimum(tree_base * T.TREE_SHARE, channels * self.cap(T.TREE_MAX_PER_CHANNEL_GBPS))
+            tree_cap, tree_ll128_cap = self.tree_caps
+            tree = np.minimum(tree_base * T.TREE_SHARE, channels * self.cap(tree_cap))
             if protocol == "LL":
                 return np.minimum(tree * T.TREE_LL_SHARE, self.cap(T.LL_MAX_BW_GBPS))
             if protocol == "LL128":
                 ll128_share = np.where(self.cross, T.TREE_LL128_SHARE[1], T.TREE_LL128_SHARE[0])
-                return np.minimum(tree * ll128_share, channels * self.cap(T.TREE_LL128_MAX_PER_CHANNEL_GBPS))
+                return np.minimum(tree * ll128_share, channels * self.cap(tree_ll128_cap))
             return tree
         if algorithm == "nvls":  # across domains (with SHARP) over the heads' NICs together, as NVLS-tree
             return np.where(self.cross, np.minimum(self.nvls, self.nvls_net), self.nvls) if self.any_cross else self.nvls

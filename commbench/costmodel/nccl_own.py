@@ -44,7 +44,7 @@ def own_times_us(fabric, collective: str, size_bytes, ranks: int, domains: int, 
     n, d = np.array([float(ranks)]), np.array([float(domains)])
     check_group(fabric.num_gpus, fabric.num_domains, fabric.domain_size, fabric.name, n, d)
     size = np.asarray(size_bytes, dtype=np.float64)   # a rule's sizes may reach 2^64 - 1
-    group = GroupTerms(fabric, system, collective, n, d, channels=channels)
+    group = GroupTerms(fabric, system, collective, n, d, channels=channels, nccl_own=True)
     out: dict[Combo, np.ndarray] = {}
     for algorithm, protocol in combos(collective):
         if not np.broadcast_to(group.allowed(algorithm), n.shape)[0]:

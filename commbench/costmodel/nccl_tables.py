@@ -3,7 +3,8 @@
 Facts from ONE NCCL release: NVIDIA/nccl v2.27.7-1 src/graph/tuning.cc (`git show v2.27.7-1:src/graph/tuning.cc`;
 line numbers below are that file's), latencies in microseconds, bandwidths in GB/s. v2.27.7-1 is the last release
 whose NVLS model is the one nccl_model.py implements (algBw = 5/6 of busBw, tuning.cc:324); v2.28 changed NVLS
-bandwidth (nRanks/nsteps, nvlsEfficiency) and the Blackwell tree caps, which are not modelled. Values NCCL changed
+bandwidth (nRanks/nsteps, nvlsEfficiency), not modelled, and the Blackwell tree caps, which commbench's timing takes
+as what the tree achieves (TREE_ACHIEVED_*) while NCCL's own pick keeps this tag's. Values NCCL changed
 between releases, at this tag: tree/Simple base 8.4 and NVLink hop 4.0 (<= 2.22: base 0 and hop 28), NVLS NVLink
 hop 25 (<= 2.22: 23), ring LL at half the bus bandwidth (<= 2.21: 1/4 or 1/3). Our own code in nccl_model.py combines
 them (nccl_own.py adds ncclTopoGetAlgoTime's size corrections); nothing here is fitted.
@@ -72,6 +73,14 @@ LL_MAX_BW_GBPS = {"hopper": (141.0, 39.0, 20.4), "blackwell": (2 * 141.0, 39.0, 
 RING_LL128_MAX_PER_CHANNEL_GBPS = {"hopper": (36.7, 36.7, 36.7), "blackwell": (2 * 36.7, 2 * 36.7, 2 * 36.7)}
 TREE_LL128_MAX_PER_CHANNEL_GBPS = {"hopper": (36.7, 36.7, 29.0), "blackwell": (2 * 36.7, 2 * 36.7, 2 * 29.0)}
 TREE_MAX_PER_CHANNEL_GBPS = {"hopper": (38.7, 41.4, 36.0), "blackwell": (2 * 38.7, 2 * 41.4, 2 * 36.0)}
+# What a tree achieves on Blackwell, as NVIDIA retuned it from v2.28.3-1 ("NVLSTree Tuning Fixes. Update tuning data
+# for H100, GB200-NV72", its release notes; perChMaxTreeLL128Bws / perChMaxTreeBws at v2.28.3-1 src/graph/tuning.cc:185,
+# 191, unchanged at v2.30.7-1 :196, 203; Hopper's rows unchanged). commbench's timing uses these; NCCL's own pick at
+# NCCL_RELEASE (nccl_own) still rates the tree by the caps above (v2.26.2-1 :168, 174 has the same), as the releases
+# that ran the published GB200 curves did. On 3+ GB200 NVL72 racks the tree's 16 channels x 24 GB/s give 384 GB/s
+# busBw where the NICs in use would give ~690: CoreWeave's 20-rack curve (NCCL 2.26.2, NVLS off) reaches ~405.
+TREE_ACHIEVED_LL128_PER_CHANNEL_GBPS = {**TREE_LL128_MAX_PER_CHANNEL_GBPS, "blackwell": (55.6, 31.67, 20.0)}
+TREE_ACHIEVED_PER_CHANNEL_GBPS = {**TREE_MAX_PER_CHANNEL_GBPS, "blackwell": (70.0, 42.8, 24.0)}
 ARCHITECTURES = tuple(LL_MAX_BW_GBPS)
 
 # Protocol efficiencies (tuning.cc:278-285, "Various model refinements")
