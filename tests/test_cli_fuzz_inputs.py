@@ -148,3 +148,49 @@ def test_plan_keeps_a_dense_etp_pin_that_is_tp(layout):
 def test_predict_rank_counts_are_bounded(extra, option):
     one_line_error(["predict", "-c", "all_reduce", "--system", "h100-hgx", *extra],
                    f"{option}={2 ** 70} is invalid: an integer from 1 to 131,072")
+
+
+# --- bad-input gaps a new user hit (probe P5) ---
+
+def test_verify_plan_checks_memory_before_its_ranks_start(small_plan, monkeypatch):
+    """bench refused -e 8G before any rank started; verify-plan sized its buffers up to -e (1T passed) unchecked and
+    started its ranks. Now the same check (measure.bench.check_memory) runs on the largest point it measures."""
+    import commbench.comm.job as job
+    import commbench.measure.bench as bench
+
+    monkeypatch.setattr(bench, "memory_limit_bytes", lambda backend: (1 << 20, "this machine's physical memory"))
+    monkeypatch.setattr(job, "run_job", lambda *a, **k: pytest.fail("ranks started"))
+    line = one_line_error(["verify-plan", str(small_plan), "-e", "1T"], "is too large here: 4 rank(s) x 3 buffers")
+    assert "the plan's " in line and "lower -e/--max-bytes" in line
+
+
+def test_every_size_unit_the_parser_takes_is_named():
+    """'1T' is read as 1 TiB everywhere, but the unknown-unit line and the size options' help named only K/M/G."""
+    line = one_line_error(["bench", "all_reduce", "-b", "9E"], "unknown unit 'E'")
+    assert "K/M/G/T" in line
+    for args in (["verify-plan", "--help"], ["bench", "--help"], ["predict", "--help"]):
+        out = runner.invoke(app, args, env={"COLUMNS": "400"}).output
+        assert "K/M/G/T" in out and "K/M/G;" not in out and "K/M/G " not in out, args
+
+
+def test_sweep_nproc_zero_is_refused_before_any_note(tmp_path):
+    """--nproc 0 printed two notes that contradicted each other (0 ranks; one rack of 2) before its refusal."""
+    one_line_error(["sweep", "ci-small", "--nproc", "0", "-O", str(tmp_path / "s.jsonl")], "--nproc=0 is invalid: allowed 1..")
+
+
+def test_bench_racks_neither_count_nor_list_names_racks():
+    """--racks abc: a note on --rack-ranks, then an error naming --rack-ranks, an option the user never typed."""
+    one_line_error(["bench", "all_reduce", "--racks", "abc"], "--racks='abc' is invalid: a number of racks")
+
+
+def test_compare_empty_path_and_history_folder_problems(tmp_path):
+    """compare '' said 'cannot be read: Is a directory' (the empty path is the current folder); a --history folder
+    whose results sit in a sub-folder said it held none, a missing one 'not a folder'."""
+    good = tmp_path / "a.jsonl"
+    good.write_text("")
+    one_line_error(["compare", "", str(good)], "BASE='' is empty: give a results file (an unset shell variable?)")
+    one_line_error(["compare", str(good), ""], "NEW='' is empty")
+    one_line_error(["compare", str(good), str(good), "--history", str(tmp_path / "nodir")], "no such folder")
+    (tmp_path / "h" / "sub").mkdir(parents=True)
+    (tmp_path / "h" / "sub" / "x.jsonl").write_text("")
+    one_line_error(["compare", str(good), str(good), "--history", str(tmp_path / "h")], "only in its sub-folders")

@@ -19,7 +19,7 @@ from commbench.costmodel.choice import uses_nccl_model
 from commbench.costmodel.formulas import MOE_PHASES
 from commbench.errors import CommbenchError, as_option, invalid
 from commbench.results.tables import Col, print_table
-from commbench.units import format_size, parse_size_bytes, size_range
+from commbench.units import SIZE_SUFFIXES, format_size, parse_size_bytes, size_range
 
 LAYOUTS = ("contiguous", "strided")
 MOE_MEAN = "mean(dispatch,combine)"   # what a moe_all_to_all row is, with both phases and no --algorithm
@@ -232,7 +232,7 @@ def predict(
     racks: Annotated[Optional[int], typer.Option("--racks", "--nodes", help="Scale-up domains (racks or nodes) in the system.")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="GPUs in the system (instead of --racks).")] = None,
     layout: Annotated[str, typer.Option("--layout", help="contiguous (fill a domain first) or strided (one rank per domain).")] = "contiguous",
-    min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Smallest size (nccl-tests' size; K/M/G = 1024^n).")] = "8",
+    min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help=f"Smallest size (nccl-tests' size; {SIZE_SUFFIXES}).")] = "8",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size (predicted: 8G by default, as every command that predicts).")] = "8G",
     step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2; 1: add -i each step, 1 MiB unless given, as nccl-tests).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f; given both, -f wins when it is > 1, as in nccl-tests).")] = None,
