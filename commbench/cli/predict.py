@@ -244,14 +244,16 @@ def predict(
     """Sizes from -b to -e; time, algbw and busbw as nccl-tests would print them, all predicted. Sizes beyond what a
     fitted profile measured, or beyond a preset's published figures, are marked extrapolated."""
     from commbench.limits import check_world_size
-    for option, value in (("--group", group), ("--gpus", gpus), ("--racks", racks)):  # 2**70 ranks were predicted
+    from commbench.limits import MAX_WORLD_SIZE
+    if not 2 <= group <= MAX_WORLD_SIZE:   # one range, stated alike for 1 and for 2**70 (which was predicted)
+        raise invalid("--group", group, f"an integer from 2 (a group of one communicates nothing) to "
+                                        f"{MAX_WORLD_SIZE:,} (commbench's bound on ranks in one job)")
+    for option, value in (("--gpus", gpus), ("--racks", racks)):  # 2**70 ranks were predicted
         if value is not None and value >= 1:
             check_world_size(value, option)
     fabric = resolve_fabric(fabric_path, system, racks, gpus)
     if collective not in COLLECTIVES:
         raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
-    if group < 2:   # one rank sends nothing: the cost model's 0 s (and 0 GB/s) would read as a prediction
-        raise invalid("--group", group, "at least 2 ranks (a group of one communicates nothing)")
     if collective != "moe_all_to_all" and imbalance != 1.0:   # no other curve reads it: the sweep would not change
         raise invalid("--imbalance", imbalance, "only for moe_all_to_all (max/mean bytes received per rank)")
     if not 1 <= imbalance <= group:   # the busiest rank receives at most every byte: group x the mean
