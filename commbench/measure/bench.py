@@ -21,7 +21,7 @@ from collectives.base import ChunkedCollective, Collective, PointSpec
 from commbench.comm.launch import RankEnv
 from commbench.comm.progress import NO_PROGRESS
 from commbench.dtypes import get_dtype
-from commbench.limits import check_iters
+from commbench.limits import WARMUP_ITERS_WHY, check_iters
 from commbench.errors import CommbenchError, StartupFailed, first_line
 from commbench.measure.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
 from commbench.results.nccl_tests_text import TextCycle
@@ -99,7 +99,7 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     if not 0 <= config.root < world_size:
         raise CommbenchError(f"--root={config.root} is invalid: allowed 0..{world_size - 1}")
     check_iters(config.loop.iters, "--iters")
-    check_iters(config.loop.warmup_iters, "--warmup-iters", minimum=0)
+    check_iters(config.loop.warmup_iters, "--warmup-iters", minimum=0, why=WARMUP_ITERS_WHY)
     if timeout_problem(config.timeout_s):
         raise CommbenchError(f"--timeout={config.timeout_s} is invalid: {timeout_problem(config.timeout_s)}")
     check_bench_options(config, collective, world_size)
