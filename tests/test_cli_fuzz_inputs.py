@@ -146,8 +146,9 @@ def test_plan_keeps_a_dense_etp_pin_that_is_tp(layout):
     (["-g", "8", "--racks", str(2 ** 70)], "--racks"),
 ])
 def test_predict_rank_counts_are_bounded(extra, option):
+    least = 2 if option == "--group" else 1   # a group of one communicates nothing
     one_line_error(["predict", "-c", "all_reduce", "--system", "h100-hgx", *extra],
-                   f"{option}={2 ** 70} is invalid: an integer from 1 to 131,072")
+                   f"{option}={2 ** 70} is invalid: an integer from {least} ")
 
 
 # --- bad-input gaps a new user hit (probe P5) ---
@@ -194,3 +195,57 @@ def test_compare_empty_path_and_history_folder_problems(tmp_path):
     (tmp_path / "h" / "sub").mkdir(parents=True)
     (tmp_path / "h" / "sub" / "x.jsonl").write_text("")
     one_line_error(["compare", str(good), str(good), "--history", str(tmp_path / "h")], "only in its sub-folders")
+
+
+@pytest.mark.parametrize("value", ["1", "999999999"])
+def test_predict_group_states_one_range(value):
+    """-g 1 was refused 'at least 2 ranks' while -g 999999999 said 'from 1 to 131,072': one range for both."""
+    one_line_error(["predict", "-c", "all_reduce", "-g", value, "--system", "h100-hgx"],
+                   f"--group={value} is invalid: an integer from 2 (a group of one communicates nothing) to 131,072")
+
+
+@pytest.mark.parametrize("value", ["0", "99"])
+def test_tune_nproc_states_one_range(tmp_path, value):
+    """tune --nproc 0 said '2 or more' and --nproc 99 'allowed 1..8' (1 is refused too: a fit needs a group)."""
+    from commbench.comm.backends import max_local_ranks
+
+    limit = max_local_ranks("gloo")[0]
+    line = one_line_error(["tune", "--nproc", value, "-O", str(tmp_path / "t")], f"--nproc={value} is invalid")
+    assert f"allowed 2..{limit} on gloo" in line and "2 or more" not in line
+
+
+def test_warmup_bound_gives_its_own_reason():
+    """-w 2000000 was refused because 'every timed iteration is kept in the record': -n's reason, not -w's."""
+    line = one_line_error(["bench", "all_reduce", "-w", "2000000"], "--warmup-iters=2000000 is invalid")
+    assert "timed iteration" not in line
+
+
+def test_nccl_axes_echo_what_was_typed():
+    one_line_error(["bench", "all_reduce", "--nccl-proto", "LL9"], "--nccl-proto='LL9' is invalid")
+    one_line_error(["sweep", "ci-small", "--dry-run", "--nccl-algo", "Ring9"], "--nccl-algo='Ring9' is invalid")
+
+
+def test_a_repeated_option_reports_the_value_click_refused(monkeypatch, capsys):
+    """`--gpus 256 --gpus abc` is refused for 'abc' (click reads the last) but said '(got '256')'."""
+    import sys
+
+    from commbench.cli.app import main
+
+    monkeypatch.setattr(sys, "argv", ["commbench"] + PLAN[:-1] + ["256", "--gpus", "abc"])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "(got 'abc')" in err and "'256'" not in err, err
+
+
+@pytest.mark.parametrize("args,option", [
+    (PLAN + ["--layout", ""], "--layout='' is empty"),
+    (PLAN + ["--layout", " , "], "--layout=' , ' is invalid"),
+    (["tune", "--layout", ""], "--layout='' is empty"),
+    (["fit", "x.jsonl", "--name", ""], "--name='' is empty"),
+])
+def test_empty_text_is_refused_not_read_as_left_out(args, option):
+    """--layout '' ran a full search and fit --name '' wrote a profile named 'fitted': an unset shell variable
+    passed unseen, where -O '' is refused."""
+    line = one_line_error(args, option)
+    assert "unset shell variable" in line or "holds none" in line
