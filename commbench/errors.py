@@ -55,6 +55,13 @@ def invalid(field: str, value: object, allowed: str) -> CommbenchError:
     return error
 
 
+def refuse_empty(value: object, option: str, what: str) -> None:
+    """A value given as empty (or blank) text is refused in one line, never read as if the option were left out: an
+    unset shell variable (`--name "$NAME"`) would otherwise pass unseen (files.refuse_empty_path: the same for paths)."""
+    if not str(value).strip():
+        raise CommbenchError(f"{option}={str(value)!r} is empty: give {what} (an unset shell variable?)")
+
+
 def as_option(error: CommbenchError, field: str, option: str) -> CommbenchError:
     """`error` naming the command-line `option` where it names the library argument `field`; else as it is."""
     if getattr(error, "field", None) != field:

@@ -180,10 +180,9 @@ def refuse_empty_path(path: str | os.PathLike[str], option: str, what: str = "a 
     """An output path given as empty (or blank) text is refused in one line, never replaced by a default name: the
     one rule of every writer (an unset shell variable in `-O "$OUT"`; a default-named file would hide the mistake,
     and a --resume would start a new file over)."""
-    from commbench.errors import CommbenchError
+    from commbench.errors import refuse_empty
 
-    if not str(path).strip():
-        raise CommbenchError(f"{option}={str(path)!r} is empty: give {what} (an unset shell variable?)")
+    refuse_empty(path, option, what)
 
 
 def path_from(absolute: str, folder: str | os.PathLike[str]) -> str | None:

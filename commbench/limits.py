@@ -41,9 +41,13 @@ def check_point_count(count: int, what: str) -> None:
                              "use fewer sizes, dtypes, group sizes or layouts, or split it into several runs")
 
 
-def check_iters(value: int, field: str, minimum: int = 1) -> int:
-    """`value` if it is an iteration count in minimum..MAX_ITERS, else the one-line error naming `field`."""
+TIMED_ITERS_WHY = "every timed iteration is kept in the record"
+WARMUP_ITERS_WHY = "commbench's bound on the iterations run for each point"   # untimed: none is recorded
+
+
+def check_iters(value: int, field: str, minimum: int = 1, why: str = TIMED_ITERS_WHY) -> int:
+    """`value` if it is an iteration count in minimum..MAX_ITERS, else the one-line error naming `field` and `why`
+    the bound holds for it."""
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_ITERS:
-        raise invalid(field, value, f"an integer from {minimum} to {MAX_ITERS:,} (every timed iteration is kept "
-                                    "in the record)")
+        raise invalid(field, value, f"an integer from {minimum} to {MAX_ITERS:,} ({why})")
     return value

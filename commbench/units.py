@@ -1,4 +1,4 @@
-"""Sizes with K/M/G suffixes (powers of 1024, as nccl-tests' -b/-e) and rates (GB = 1e9 B)."""
+"""Sizes with K/M/G/T suffixes (powers of 1024, as nccl-tests' -b/-e) and rates (GB = 1e9 B)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from commbench.errors import invalid
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 _SIZE_MULT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-SIZE_FORMS = "a positive whole byte count such as 8, 64K, 16M, 2G or 1536KiB (K = KiB = 1024, as nccl-tests)"
+SIZE_SUFFIXES = "K/M/G/T = 1024^n, or KiB/MiB/GiB/TiB"   # every unit _size_multiplier takes, named alike everywhere
+SIZE_FORMS = f"a positive whole byte count such as 8, 64K, 16M, 2G, 1T or 1536KiB ({SIZE_SUFFIXES}, as nccl-tests)"
 
 
 def _size_multiplier(suffix: str) -> int:

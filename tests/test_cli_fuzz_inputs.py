@@ -146,5 +146,106 @@ def test_plan_keeps_a_dense_etp_pin_that_is_tp(layout):
     (["-g", "8", "--racks", str(2 ** 70)], "--racks"),
 ])
 def test_predict_rank_counts_are_bounded(extra, option):
+    least = 2 if option == "--group" else 1   # a group of one communicates nothing
     one_line_error(["predict", "-c", "all_reduce", "--system", "h100-hgx", *extra],
-                   f"{option}={2 ** 70} is invalid: an integer from 1 to 131,072")
+                   f"{option}={2 ** 70} is invalid: an integer from {least} ")
+
+
+# --- bad-input gaps a new user hit (probe P5) ---
+
+def test_verify_plan_checks_memory_before_its_ranks_start(small_plan, monkeypatch):
+    """bench refused -e 8G before any rank started; verify-plan sized its buffers up to -e (1T passed) unchecked and
+    started its ranks. Now the same check (measure.bench.check_memory) runs on the largest point it measures."""
+    import commbench.comm.job as job
+    import commbench.measure.bench as bench
+
+    monkeypatch.setattr(bench, "memory_limit_bytes", lambda backend: (1 << 20, "this machine's physical memory"))
+    monkeypatch.setattr(job, "run_job", lambda *a, **k: pytest.fail("ranks started"))
+    line = one_line_error(["verify-plan", str(small_plan), "-e", "1T"], "is too large here: 4 rank(s) x 3 buffers")
+    assert "the plan's " in line and "lower -e/--max-bytes" in line
+
+
+def test_every_size_unit_the_parser_takes_is_named():
+    """'1T' is read as 1 TiB everywhere, but the unknown-unit line and the size options' help named only K/M/G."""
+    line = one_line_error(["bench", "all_reduce", "-b", "9E"], "unknown unit 'E'")
+    assert "K/M/G/T" in line
+    for args in (["verify-plan", "--help"], ["bench", "--help"], ["predict", "--help"]):
+        out = runner.invoke(app, args, env={"COLUMNS": "400"}).output
+        assert "K/M/G/T" in out and "K/M/G;" not in out and "K/M/G " not in out, args
+
+
+def test_sweep_nproc_zero_is_refused_before_any_note(tmp_path):
+    """--nproc 0 printed two notes that contradicted each other (0 ranks; one rack of 2) before its refusal."""
+    one_line_error(["sweep", "ci-small", "--nproc", "0", "-O", str(tmp_path / "s.jsonl")], "--nproc=0 is invalid: allowed 1..")
+
+
+def test_bench_racks_neither_count_nor_list_names_racks():
+    """--racks abc: a note on --rack-ranks, then an error naming --rack-ranks, an option the user never typed."""
+    one_line_error(["bench", "all_reduce", "--racks", "abc"], "--racks='abc' is invalid: a number of racks")
+
+
+def test_compare_empty_path_and_history_folder_problems(tmp_path):
+    """compare '' said 'cannot be read: Is a directory' (the empty path is the current folder); a --history folder
+    whose results sit in a sub-folder said it held none, a missing one 'not a folder'."""
+    good = tmp_path / "a.jsonl"
+    good.write_text("")
+    one_line_error(["compare", "", str(good)], "BASE='' is empty: give a results file (an unset shell variable?)")
+    one_line_error(["compare", str(good), ""], "NEW='' is empty")
+    one_line_error(["compare", str(good), str(good), "--history", str(tmp_path / "nodir")], "no such folder")
+    (tmp_path / "h" / "sub").mkdir(parents=True)
+    (tmp_path / "h" / "sub" / "x.jsonl").write_text("")
+    one_line_error(["compare", str(good), str(good), "--history", str(tmp_path / "h")], "only in its sub-folders")
+
+
+@pytest.mark.parametrize("value", ["1", "999999999"])
+def test_predict_group_states_one_range(value):
+    """-g 1 was refused 'at least 2 ranks' while -g 999999999 said 'from 1 to 131,072': one range for both."""
+    one_line_error(["predict", "-c", "all_reduce", "-g", value, "--system", "h100-hgx"],
+                   f"--group={value} is invalid: an integer from 2 (a group of one communicates nothing) to 131,072")
+
+
+@pytest.mark.parametrize("value", ["0", "99"])
+def test_tune_nproc_states_one_range(tmp_path, value):
+    """tune --nproc 0 said '2 or more' and --nproc 99 'allowed 1..8' (1 is refused too: a fit needs a group)."""
+    from commbench.comm.backends import max_local_ranks
+
+    limit = max_local_ranks("gloo")[0]
+    line = one_line_error(["tune", "--nproc", value, "-O", str(tmp_path / "t")], f"--nproc={value} is invalid")
+    assert f"allowed 2..{limit} on gloo" in line and "2 or more" not in line
+
+
+def test_warmup_bound_gives_its_own_reason():
+    """-w 2000000 was refused because 'every timed iteration is kept in the record': -n's reason, not -w's."""
+    line = one_line_error(["bench", "all_reduce", "-w", "2000000"], "--warmup-iters=2000000 is invalid")
+    assert "timed iteration" not in line
+
+
+def test_nccl_axes_echo_what_was_typed():
+    one_line_error(["bench", "all_reduce", "--nccl-proto", "LL9"], "--nccl-proto='LL9' is invalid")
+    one_line_error(["sweep", "ci-small", "--dry-run", "--nccl-algo", "Ring9"], "--nccl-algo='Ring9' is invalid")
+
+
+def test_a_repeated_option_reports_the_value_click_refused(monkeypatch, capsys):
+    """`--gpus 256 --gpus abc` is refused for 'abc' (click reads the last) but said '(got '256')'."""
+    import sys
+
+    from commbench.cli.app import main
+
+    monkeypatch.setattr(sys, "argv", ["commbench"] + PLAN[:-1] + ["256", "--gpus", "abc"])
+    with pytest.raises(SystemExit) as stopped:
+        main()
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "(got 'abc')" in err and "'256'" not in err, err
+
+
+@pytest.mark.parametrize("args,option", [
+    (PLAN + ["--layout", ""], "--layout='' is empty"),
+    (PLAN + ["--layout", " , "], "--layout=' , ' is invalid"),
+    (["tune", "--layout", ""], "--layout='' is empty"),
+    (["fit", "x.jsonl", "--name", ""], "--name='' is empty"),
+])
+def test_empty_text_is_refused_not_read_as_left_out(args, option):
+    """--layout '' ran a full search and fit --name '' wrote a profile named 'fitted': an unset shell variable
+    passed unseen, where -O '' is refused."""
+    line = one_line_error(args, option)
+    assert "unset shell variable" in line or "holds none" in line

@@ -55,7 +55,7 @@ def test_parse_axes_grid_with_baseline_first():
 
 
 @pytest.mark.parametrize("algo, proto, channels, message", [
-    ("Ring2", None, None, "--nccl-algo='ring2' is invalid"),
+    ("Ring2", None, None, "--nccl-algo='Ring2' is invalid"),  # echoed as typed (it was lower-cased)
     (None, "ll64", None, "--nccl-proto='ll64' is invalid"),
     (None, None, "0", "--nccl-channels='0' is invalid"),
     (None, None, "4,65", "--nccl-channels='65' is invalid: allowed channel counts from 1 to 64"),

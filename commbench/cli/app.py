@@ -21,8 +21,9 @@ from commbench.cli import nccl_tuner as _nccl_tuner  # noqa: F401,E402
 
 
 def _given_value(opts, argv: list[str]) -> str | None:
-    """What the user typed for an option (`--x v` or `--x=v`), to show it in the error."""
-    for i, token in enumerate(argv):
+    """What the user typed for an option (`--x v` or `--x=v`), to show it in the error: its last occurrence, the one
+    click reads (`--gpus 256 --gpus abc` is refused for 'abc')."""
+    for i, token in reversed(list(enumerate(argv))):
         for opt in opts:
             if token == opt and i + 1 < len(argv):
                 return argv[i + 1]

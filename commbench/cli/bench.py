@@ -28,7 +28,7 @@ from commbench.measure.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
 from commbench.measure.subgroups import with_rack_options
 from commbench.comm.nccl_tuning import parse_axes, refuse_on_backend
-from commbench.units import MEASURED_MAX_BYTES, parse_size_bytes, size_range, size_step
+from commbench.units import MEASURED_MAX_BYTES, SIZE_SUFFIXES, parse_size_bytes, size_range, size_step
 
 
 def run_bench_axes(config: BenchConfig, combos: list, nproc: int | None) -> None:
@@ -84,7 +84,7 @@ def refuse_size_options(collective: str, given: dict) -> None:
 def bench(
     collective: Annotated[str, typer.Argument(help=", ".join(REGISTRY))],
     nproc: Annotated[Optional[int], typer.Option("--nproc", help="Local ranks to start (default 2). Omit under torchrun/srun/mpirun.")] = None,
-    min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help="Smallest size (K/M/G suffixes, 1K = 1024; default 8).")] = None,
+    min_bytes: Annotated[Optional[str], typer.Option("-b", "--min-bytes", help=f"Smallest size ({SIZE_SUFFIXES}; default 8).")] = None,
     max_bytes: Annotated[Optional[str], typer.Option("-e", "--max-bytes", help="Largest size (default 16M, as every command that measures; grad_reduce_scatter: 16 MiB..2 GiB buckets).")] = None,
     step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2; 1: add -i each step, 1 MiB unless given, as nccl-tests).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f; given both, -f wins when it is > 1, as in nccl-tests).")] = None,
@@ -149,6 +149,10 @@ def bench(
     if output is not None:   # -O '' / -J '': refused, never the default name (files.refuse_empty_path)
         refuse_empty_path(output, "--out")
     if racks is not None and not racks.strip().isdecimal():  # the old meaning: a rank list
+        from commbench.comm.topology import RANK_LIST_FORM, is_rank_list
+        if not is_rank_list(racks):   # neither: refused naming the option typed, before the renaming note
+            raise CommbenchError(f"--racks={racks!r} is invalid: a number of racks (e.g. 2), or, as the old spelling "
+                                 f"of --rack-ranks, {RANK_LIST_FORM}")
         rack_ranks, racks = renamed(rack_ranks, racks, old="--racks with a rank list", new="--rack-ranks"), None
     elif racks is not None and rack_ranks is not None:
         raise CommbenchError("--racks and --rack-ranks conflict: give one way to describe racks")

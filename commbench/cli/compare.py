@@ -147,10 +147,15 @@ def read_history(folder: str, headers: list | None = None, headerless: list | No
     own runs: the history file is NEW, or a copy of it) are left out, each named in `left_out` as "FILE: run ID"."""
     path = Path(folder)
     if not folder.strip() or not path.is_dir():
-        raise CommbenchError(f"--history={folder!r} is invalid: not a folder (a folder of earlier baseline results, *.jsonl)")
+        problem = "no such folder" if folder.strip() and not path.exists() else "not a folder"
+        raise CommbenchError(f"--history={folder!r} is invalid: {problem} (a folder of earlier baseline results, "
+                             "*.jsonl)")
     files = sorted(path.glob("*.jsonl"))
     if not files:
-        raise CommbenchError(f"--history={folder!r} is invalid: the folder holds no *.jsonl results file")
+        below = next(path.glob("*/**/*.jsonl"), None)   # only the folder's own files are read: say so
+        where = f" (only in its sub-folders, e.g. {str(below.relative_to(path))!r}: --history reads the folder's own " \
+                "files, not its sub-folders)" if below is not None else ""
+        raise CommbenchError(f"--history={folder!r} is invalid: the folder holds no *.jsonl results file{where}")
     records = []
     for index, file in enumerate(files):
         # run ids are unique per run; a copied file must not merge with another's runs
@@ -527,6 +532,11 @@ def compare_cmd(
     """Ratios are new / base of one named statistic (both measured); > 1 is slower. Every run appended to
     NEW is judged on its own and all together: NEW's newest run (by start time) must hold a point of BASE (else
     exit 2, as a NEW holding none), and an earlier run holding none fails the gate unless --allow-missing."""
+    from commbench.files import refuse_empty_path
+    for option, path, what in (("BASE", base, "a results file"), ("NEW", new, "a results file"),
+                               ("--history", history, "a folder of earlier baseline results")):
+        if path is not None:   # '' read as the current folder ("Is a directory"): an unset shell variable?
+            refuse_empty_path(path, option, what)
     threshold = parse_threshold(max_regression)
     check_not_being_written(("BASE", base), ("NEW", new), *((("--history", history),) if history else ()))
     unreadable: list[str] = []  # NEW's lines that could not be read: a point of unknown outcome, never a pass

@@ -48,6 +48,9 @@ def fit(
 ) -> None:
     """Each curve gets a robust piecewise alpha-beta fit; quality is leave-one-out error."""
     out = renamed(out, old_out, old="-o/--output", new="-O/--out")
+    if name is not None:   # '' wrote a profile named 'fitted', the name used when --name is left out
+        from commbench.errors import refuse_empty
+        refuse_empty(name, "--name", "a name for the fitted fabric, or leave --name out")
     if out is not None:
         claim_output(out, "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force).release()
     if racks is not None and system is None:

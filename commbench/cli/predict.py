@@ -19,7 +19,7 @@ from commbench.costmodel.choice import uses_nccl_model
 from commbench.costmodel.formulas import MOE_PHASES
 from commbench.errors import CommbenchError, as_option, invalid
 from commbench.results.tables import Col, print_table
-from commbench.units import format_size, parse_size_bytes, size_range
+from commbench.units import SIZE_SUFFIXES, format_size, parse_size_bytes, size_range
 
 LAYOUTS = ("contiguous", "strided")
 MOE_MEAN = "mean(dispatch,combine)"   # what a moe_all_to_all row is, with both phases and no --algorithm
@@ -232,7 +232,7 @@ def predict(
     racks: Annotated[Optional[int], typer.Option("--racks", "--nodes", help="Scale-up domains (racks or nodes) in the system.")] = None,
     gpus: Annotated[Optional[int], typer.Option("--gpus", help="GPUs in the system (instead of --racks).")] = None,
     layout: Annotated[str, typer.Option("--layout", help="contiguous (fill a domain first) or strided (one rank per domain).")] = "contiguous",
-    min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help="Smallest size (nccl-tests' size; K/M/G = 1024^n).")] = "8",
+    min_bytes: Annotated[str, typer.Option("-b", "--min-bytes", help=f"Smallest size (nccl-tests' size; {SIZE_SUFFIXES}).")] = "8",
     max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="Largest size (predicted: 8G by default, as every command that predicts).")] = "8G",
     step_factor: Annotated[Optional[float], typer.Option("-f", "--step-factor", help="Multiply the size by this each step (default 2; 1: add -i each step, 1 MiB unless given, as nccl-tests).")] = None,
     step_bytes: Annotated[Optional[str], typer.Option("-i", "--step-bytes", help="Add this to the size each step (instead of -f; given both, -f wins when it is > 1, as in nccl-tests).")] = None,
@@ -244,14 +244,16 @@ def predict(
     """Sizes from -b to -e; time, algbw and busbw as nccl-tests would print them, all predicted. Sizes beyond what a
     fitted profile measured, or beyond a preset's published figures, are marked extrapolated."""
     from commbench.limits import check_world_size
-    for option, value in (("--group", group), ("--gpus", gpus), ("--racks", racks)):  # 2**70 ranks were predicted
+    from commbench.limits import MAX_WORLD_SIZE
+    if not 2 <= group <= MAX_WORLD_SIZE:   # one range, stated alike for 1 and for 2**70 (which was predicted)
+        raise invalid("--group", group, f"an integer from 2 (a group of one communicates nothing) to "
+                                        f"{MAX_WORLD_SIZE:,} (commbench's bound on ranks in one job)")
+    for option, value in (("--gpus", gpus), ("--racks", racks)):  # 2**70 ranks were predicted
         if value is not None and value >= 1:
             check_world_size(value, option)
     fabric = resolve_fabric(fabric_path, system, racks, gpus)
     if collective not in COLLECTIVES:
         raise invalid("--collective", collective, f"one of {', '.join(COLLECTIVES)}")
-    if group < 2:   # one rank sends nothing: the cost model's 0 s (and 0 GB/s) would read as a prediction
-        raise invalid("--group", group, "at least 2 ranks (a group of one communicates nothing)")
     if collective != "moe_all_to_all" and imbalance != 1.0:   # no other curve reads it: the sweep would not change
         raise invalid("--imbalance", imbalance, "only for moe_all_to_all (max/mean bytes received per rank)")
     if not 1 <= imbalance <= group:   # the busiest rank receives at most every byte: group x the mean

@@ -389,9 +389,9 @@ def sweep(
                               f"launch of {launched.world_size} ranks: measuring {launched.world_size} ranks",
                               highlight=False, markup=False, soft_wrap=True)
     local_nproc = None if launched is not None and launched.launcher != "local" else (nproc if nproc is not None else spec.nproc)
-    if local_nproc is not None and nproc is None:   # the file's nproc, named as such (not as a --nproc never given)
+    if local_nproc is not None:   # refused before any note (the file's nproc named as such, not as a --nproc)
         from commbench.comm.job import check_local_ranks
-        check_local_ranks(local_nproc, resolved, option=file_nproc(spec))
+        check_local_ranks(local_nproc, resolved, option="--nproc" if nproc is not None else file_nproc(spec))
     writer = launched is None or launched.rank == 0
     with OutputLock(output, "--out") if writer else nullcontext():
         if has_records(output) and not resume and writer:

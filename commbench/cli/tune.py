@@ -448,13 +448,13 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
             raise CommbenchError(f"--nproc={nproc} conflicts with the {launched.launcher} launch of "
                                  f"{launched.world_size} ranks: omit --nproc under a launcher")
         ranks = _sweep_ranks(spec, nproc, launched)
-        if ranks < 2:   # fit_all's rule: a curve is fitted from groups of >= 2 ranks; one rank ran the whole sweep
-            _refuse_one_rank(ranks, spec, sweep_file, nproc, launched, plan_instead)
         backend = _sweep_backend(spec, sweep_file, nproc)[0]
+        if ranks < 2:   # fit_all's rule: a curve is fitted from groups of >= 2 ranks; one rank ran the whole sweep
+            _refuse_one_rank(ranks, spec, sweep_file, nproc, launched, plan_instead, backend)
         from commbench.comm.job import check_local_ranks
         if launched is None:  # run_job's check, before _claim empties the folder's earlier sweep and deletes its plan
             check_local_ranks(ranks, backend, option="--nproc" if nproc is not None else
-                              f"{sweep_file or 'the built-in sweep'}: nproc")
+                              f"{sweep_file or 'the built-in sweep'}: nproc", minimum=2)
         from commbench.workflows.tune import check_fit_choice
         check_fit_choice(plan_sweep(spec, ranks, backend=backend), f"sweep {sweep_file}" if sweep_file
                          else "the built-in sweep", fit_dtype, fit_op)
@@ -466,7 +466,8 @@ def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int |
     search(dataclasses.replace(req, fabric=load_preset(system, num_gpus=req.num_gpus), keep=1))
 
 
-def _refuse_one_rank(ranks: int, spec, sweep_file: str | None, nproc: int | None, launched, plan_instead: str):
+def _refuse_one_rank(ranks: int, spec, sweep_file: str | None, nproc: int | None, launched, plan_instead: str,
+                     backend: str):
     """A sweep of fewer than 2 ranks fits no curve (a fit needs groups of >= 2 ranks): refused in one line naming
     where the count came from, with what to do instead (on one GPU: the built-in sweep on 2 gloo ranks, or a plan on
     the preset's numbers without a sweep, `plan_instead`)."""
@@ -480,7 +481,10 @@ def _refuse_one_rank(ranks: int, spec, sweep_file: str | None, nproc: int | None
     one_gpu = " (on a machine with one GPU leave --nproc out: the built-in sweep runs its 2 ranks on gloo)" \
         if sweep_file is None else ""
     option = "--nproc" if nproc is not None else file_nproc(spec)
-    raise invalid(option, ranks, f"{why}: 2 or more{one_gpu}{', ' + instead if instead else ''}")
+    from commbench.comm.backends import max_local_ranks
+    limit, limit_why = max_local_ranks(backend)   # the one range check_local_ranks states for too many
+    allowed = f"allowed 2..{limit} on {backend} ({limit_why})" if limit >= 2 else "2 or more"
+    raise invalid(option, ranks, f"{why}: {allowed}{one_gpu}{', ' + instead if instead else ''}")
 
 
 def _sweep_ranks(spec, nproc: int | None, launched) -> int:

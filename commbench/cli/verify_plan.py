@@ -13,7 +13,7 @@ from commbench.results.render import styled
 from commbench.results.emulated import fabric_text
 from commbench.errors import CommbenchError, invalid
 from commbench.results.tables import Col, print_table
-from commbench.units import format_size
+from commbench.units import SIZE_SUFFIXES, format_size
 
 
 DOES_NOT_FIT = "DOES NOT FIT"   # verify-plan's flag for a plan whose layout is predicted not to fit
@@ -83,7 +83,7 @@ def verify_plan(
     plan_file: Annotated[str, typer.Argument(help="plan.json written by `commbench plan --out` or `commbench tune`, or the folder holding it")],
     nproc: Annotated[Optional[int], typer.Option(help="local ranks (default: the plan's GPU count, at most 4 on gloo)")] = None,
     backend: Annotated[str, typer.Option(help="auto (NCCL if CUDA is available, else gloo), nccl, cupy-nccl (NCCL through CuPy) or gloo")] = "auto",
-    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help="largest buffer to measure (K/M/G; 16M, as every command that measures); the plan's larger sizes are cut and flagged")] = "16M",
+    max_bytes: Annotated[str, typer.Option("-e", "--max-bytes", help=f"largest buffer to measure ({SIZE_SUFFIXES}; 16M, as every command that measures); the plan's larger sizes are cut and flagged")] = "16M",
     iters: Annotated[int, typer.Option(help="timed iterations per collective")] = 5,
     timeout_s: Annotated[float, typer.Option("--timeout", "-T", help="Seconds before a hung collective aborts the run; under torchrun/srun/mpirun, also how long joining the launch waits for its ranks (plus 5 s).")] = 120.0,
     as_json: Annotated[bool, typer.Option("--json", help="print measured vs predicted per collective as JSON (schema: docs/json-output.md)")] = False,
@@ -99,7 +99,8 @@ def verify_plan(
     from commbench.limits import check_iters
     from commbench.planner.emit.plan import load_plan
     from commbench.units import parse_size_bytes, timeout_problem
-    from commbench.workflows.verify import VerifyJob, plan_context, plan_items, prediction_flags
+    from commbench.workflows.verify import (VerifyJob, check_items_memory, plan_context, plan_items,
+                                           prediction_flags)
 
     if timeout_problem(timeout_s):
         raise invalid("--timeout", timeout_s, timeout_problem(timeout_s))
@@ -130,6 +131,7 @@ def verify_plan(
     planned_on = resolve_before_launch(None, ranks)
     items, item_flags = plan_items(doc, ranks, most_bytes, ctx, planned_on)
     assert items, "plan_items refuses a plan none of whose collectives fits the ranks; one GPU returned above"
+    check_items_memory(items, ranks, resolved)   # before ranks start, as bench and sweep check theirs
     flags: list[str] = []
     system = doc["inputs"]["system"]
     if system not in preset_names():

@@ -61,13 +61,13 @@ def max_local_ranks(backend: str) -> tuple[int, str]:
     return max(8, 4 * cores), f"gloo ranks are processes sharing {cores} CPU core(s)"
 
 
-def ranks_allowed(option: str, nproc: int, backend: str, limit: int, why: str) -> str:
+def ranks_allowed(option: str, nproc: int, backend: str, limit: int, why: str, minimum: int = 1) -> str:
     """The one line refusing `nproc` local ranks against max_local_ranks' `limit`: with no device ('allowed
     1..0 on nccl' was printed where no GPU is visible) it says the backend cannot launch here."""
     if limit <= 0:
         return (f"{option}={nproc} cannot launch here: {backend} runs {why}, and this machine has none "
                 "(--world-size plans for another machine)")
-    return f"{option}={nproc} is invalid: allowed 1..{limit} on {backend} ({why})"
+    return f"{option}={nproc} is invalid: allowed {minimum}..{limit} on {backend} ({why})"
 
 
 # the variable each launcher gives a rank's place on its host (RankEnv.local_rank)

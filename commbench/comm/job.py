@@ -38,13 +38,14 @@ def check_gloo_interface() -> None:
                              f"(this machine has {', '.join(have)})")
 
 
-def check_local_ranks(nproc: int, backend: str, *, option: str = "--nproc") -> None:
-    """Refuse more (or fewer than 1) local ranks than this machine runs for `backend` (backends.max_local_ranks), in
-    one line naming `option`: run_job's check before it starts ranks; tune's before it empties its folder."""
+def check_local_ranks(nproc: int, backend: str, *, option: str = "--nproc", minimum: int = 1) -> None:
+    """Refuse more (or fewer than `minimum`) local ranks than this machine runs for `backend`
+    (backends.max_local_ranks), in one line naming `option`: run_job's check before it starts ranks; tune's (at least
+    2: a fit needs a group) before it empties its folder."""
     limit, why = max_local_ranks(backend)
-    if not 1 <= nproc <= limit:
+    if not minimum <= nproc <= limit:
         from commbench.comm.backends import ranks_allowed
-        raise CommbenchError(ranks_allowed(option, nproc, backend, limit, why))
+        raise CommbenchError(ranks_allowed(option, nproc, backend, limit, why, minimum))
 
 
 def check_job(*, nproc: int | None, backend: str, validate_world: Callable[[int], None]) -> int:

@@ -168,7 +168,7 @@ def _items(option: str, value: str | list | None) -> list[str]:
     else:
         from commbench.repeats import comma_entries
         items = comma_entries(option, str(value), "ring,tree or default,ll")
-    out = [str(v).strip().lower() for v in items if str(v).strip()]
+    out = [str(v).strip() for v in items if str(v).strip()]   # as typed: a refusal echoes it; compared lower-case
     if not out:
         raise CommbenchError(f"{option}={value!r} is invalid: give a comma list")
     return out
@@ -186,14 +186,14 @@ def parse_axes(algos: str | list | None, protos: str | list | None, channels: st
     def check(option: str, items: list[str], allowed: Iterable[str]) -> list[str | None]:
         allowed = list(allowed)
         for item in items:
-            if item != DEFAULT and item not in allowed:
+            if item.lower() != DEFAULT and item.lower() not in allowed:
                 raise CommbenchError(f"{option}={item!r} is invalid: allowed {', '.join(allowed)} or {DEFAULT}")
-        return [None if i == DEFAULT else i for i in dict.fromkeys(items)] or [None]
+        return [None if i == DEFAULT else i for i in dict.fromkeys(i.lower() for i in items)] or [None]
 
     def counts(option: str, items: list[str]) -> list[int | None]:
         out: list[int | None] = []
         for item in items:
-            if item == DEFAULT:
+            if item.lower() == DEFAULT:
                 out.append(None)
             elif not item.isdecimal() or not 1 <= int(item) <= NCCL_MAX_CHANNELS:
                 raise CommbenchError(f"{option}={item!r} is invalid: allowed channel counts from 1 to {NCCL_MAX_CHANNELS} "

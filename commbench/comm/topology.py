@@ -136,6 +136,17 @@ def _parse_ranks(text: str, world_size: int, budget: list[int], seen: set[int]) 
     return ranks
 
 
+RANK_LIST_FORM = "racks separated by ';' of ranks like 0-3 or 0,2,5"
+_RANKS_RE = re.compile(r"\s*\d{1,9}\s*(?:-\s*\d{1,9}\s*)?")
+
+
+def is_rank_list(text: str) -> bool:
+    """Whether `text` has the form of a rack list (parse_rack_list's), whatever the world: a check before the
+    world is known, so an option that takes either a count or a list can name itself when it is neither."""
+    parts = [part for part in re.split(r"[;/]", text) if part.strip()]
+    return bool(parts) and all(_RANKS_RE.fullmatch(ranks) for part in parts for ranks in part.split(","))
+
+
 def parse_rack_list(text: str, world_size: int, option: str = "--rack-ranks") -> Topology:
     """'0-3;4-7' or '0,2/1,3': racks separated by ';' or '/', ranks by ',' with a-b ranges (`bench --rack-ranks`,
     a sweep file's racks)."""
@@ -150,7 +161,7 @@ def parse_rack_list(text: str, world_size: int, option: str = "--rack-ranks") ->
         raise invalid(option, text, f"{str(exc).strip()!r} goes past the {world_size} ranks: must list every rank "
                                        f"0..{world_size - 1} exactly once") from None
     except ValueError:
-        raise invalid(option, text, "racks separated by ';' of ranks like 0-3 or 0,2,5") from None
+        raise invalid(option, text, RANK_LIST_FORM) from None
     if len(seen) != world_size:   # no repeats and none past the world: some rank is missing
         missing = next(r for r in range(world_size) if r not in seen)
         raise invalid(option, text, f"rank {missing} is in no rack: must list every rank 0..{world_size - 1} "

@@ -21,7 +21,7 @@ from collectives.base import ChunkedCollective, Collective, PointSpec
 from commbench.comm.launch import RankEnv
 from commbench.comm.progress import NO_PROGRESS
 from commbench.dtypes import get_dtype
-from commbench.limits import check_iters
+from commbench.limits import WARMUP_ITERS_WHY, check_iters
 from commbench.errors import CommbenchError, StartupFailed, first_line
 from commbench.measure.harness import GroupInfo, LoopOptions, failed_measurement, measure_point
 from commbench.results.nccl_tests_text import TextCycle
@@ -99,7 +99,7 @@ def validate(config: BenchConfig, world_size: int) -> Collective:
     if not 0 <= config.root < world_size:
         raise CommbenchError(f"--root={config.root} is invalid: allowed 0..{world_size - 1}")
     check_iters(config.loop.iters, "--iters")
-    check_iters(config.loop.warmup_iters, "--warmup-iters", minimum=0)
+    check_iters(config.loop.warmup_iters, "--warmup-iters", minimum=0, why=WARMUP_ITERS_WHY)
     if timeout_problem(config.timeout_s):
         raise CommbenchError(f"--timeout={config.timeout_s} is invalid: {timeout_problem(config.timeout_s)}")
     check_bench_options(config, collective, world_size)
@@ -148,9 +148,11 @@ def memory_limit_bytes(backend: str) -> tuple[int | None, str]:
     return torch.cuda.get_device_properties(0).total_memory, "one GPU's memory (per rank)"
 
 
-def check_memory(max_size_bytes: int, world_size: int, backend: str, point: str | None = None) -> None:
+def check_memory(max_size_bytes: int, world_size: int, backend: str, point: str | None = None,
+                 advice: str = "use a smaller size or fewer ranks per machine") -> None:
     """Refuse, before launch, a largest size whose buffers cannot fit (they would crash the ranks); `point` names
-    a workload's largest point when it is not swept by size (its size is then its nominal bytes per rank)."""
+    a workload's largest point when it is not swept by size (its size is then its nominal bytes per rank).
+    Every command that measures calls it before its ranks start (bench and sweep through validate, verify-plan)."""
     limit, what = memory_limit_bytes(backend)
     if limit is None:
         return
@@ -161,7 +163,7 @@ def check_memory(max_size_bytes: int, world_size: int, backend: str, point: str 
                    else f"the largest size, {format_size(max_size_bytes)},")
         raise CommbenchError(f"{largest} is too large here: {ranks_sharing} "
                              f"rank(s) x {BUFFERS_PER_RANK} buffers need {needed / 1e9:.1f} GB, more than {what} "
-                             f"({limit / 1e9:.1f} GB); use a smaller size or fewer ranks per machine")
+                             f"({limit / 1e9:.1f} GB); {advice}")
 
 
 def measured_group_sizes(config: BenchConfig, world_size: int) -> list[int]:

@@ -645,7 +645,7 @@ def _fitted_span(fit: dict) -> str:
 
 
 def _size_option(size_bytes: int) -> str:
-    """A size as bench's -b/-e take it (K/M/G = 1024^n), whole."""
+    """A size as bench's -b/-e take it (K/M/G/T = 1024^n), whole."""
     for suffix, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if size_bytes >= mult and size_bytes % mult == 0:
             return f"{size_bytes // mult}{suffix}"
@@ -671,15 +671,37 @@ def resweep_text(fit: dict) -> str:
             f"{command}, fit it with the profile's other results and plan again")
 
 
+def item_spec(item: CommItem):
+    """The point verify_rank measures for `item` (the EP all-to-all's: its workload's plan at the item's tokens)."""
+    from collectives import get_collective
+    from collectives.base import PointSpec
+    from commbench.dtypes import get_dtype
+
+    if item.collective == "moe_all_to_all":
+        return get_collective(item.collective).plan_specs(
+            dict(item.params) | {"tokens_per_rank": [item.params["tokens_per_rank"]]}, len(item.groups[0]))[0][0]
+    return PointSpec(size_bytes=item.size_bytes, dtype=get_dtype("float32"), params=dict(item.params))
+
+
+def check_items_memory(items: list[CommItem], ranks: int, backend: str) -> None:
+    """bench's check before launch (measure.bench.check_memory), on the largest point verify-plan measures: sizes up
+    to --max-bytes, on `ranks` ranks sharing this machine on gloo."""
+    from commbench.measure.bench import check_memory
+
+    if backend == "cupy-nccl":   # as bench: CuPy allocates on the GPU it is given, checked there
+        return
+    item, spec = max(((i, item_spec(i)) for i in items), key=lambda pair: pair[1].size_bytes)
+    check_memory(spec.size_bytes, ranks, backend, point=f"the plan's {item.label}",
+                 advice="lower -e/--max-bytes (the plan's larger sizes are cut and flagged) or --nproc")
+
+
 def verify_rank(rank_env, job: VerifyJob) -> VerifyOutcome:
     """Every rank: resolve the run's racks (resolve_on_ranks: NVML fabric, else host names, as bench), cut the plan's
     groups on them, measure each item on its groups; returns the outcome (rank 0's is reported)."""
     from commbench.comm.topology import resolve_on_ranks
     from collectives import get_collective
-    from collectives.base import PointSpec
     from commbench.measure.bench import GroupCache
     from commbench.comm.backends import create_backend
-    from commbench.dtypes import get_dtype
     from commbench.measure.harness import GroupInfo, LoopOptions, measure_point
     from commbench.results.records import new_run_id
 
@@ -694,11 +716,7 @@ def verify_rank(rank_env, job: VerifyJob) -> VerifyOutcome:
             items, flags = tuple(kept), tuple(cut)
         topology = here
         for item in items:
-            collective = get_collective(item.collective)
-            spec = PointSpec(size_bytes=item.size_bytes, dtype=get_dtype("float32"), params=dict(item.params))
-            if item.collective == "moe_all_to_all":
-                spec = collective.plan_specs(dict(item.params) | {"tokens_per_rank": [item.params["tokens_per_rank"]]},
-                                             len(item.groups[0]))[0][0]
+            collective, spec = get_collective(item.collective), item_spec(item)
             comm = comms.get(item.groups)
             rec = measure_point(backend, comm, collective, spec, loop, run_id=run_id,
                                 group=GroupInfo(layout=item.kind, num_groups=len(item.groups)))

@@ -396,6 +396,9 @@ def parse_pins(text: str | None) -> dict[str, object]:
     """--layout 'ep=32,pp=2' -> {'ep': 32, 'pp': 2}; keys and values as parse_layout takes them. A bad value is
     refused naming --layout and its key ('--layout tp='x' is invalid: ...')."""
     names = set(INT_FIELDS) | set(BOOL_FIELDS) | set(CODE_FIELDS) | set(COUNT_FIELDS) | {"cuda_graph_scope"}
+    if text is not None:   # --layout '' searched every layout, as if no pin were given
+        from commbench.errors import refuse_empty
+        refuse_empty(text, "--layout", "key=value pins such as ep=32,pp=2, or leave --layout out")
     out: dict[str, object] = {}
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
         key, sep, raw = part.partition("=")
@@ -427,6 +430,8 @@ def parse_pins(text: str | None) -> dict[str, object]:
         if out.setdefault("cuda_graph", "layer") != "layer":
             raise invalid("--layout cuda_graph_scope", scope, f"no scope with cuda_graph={out['cuda_graph']} (a capture "
                           "scope is the per-layer graph's: pin cuda_graph=layer, or leave the scope out)")
+    if text is not None and not out:   # "," or " , ": no pin, searched as if --layout were left out
+        raise invalid("--layout", text, "key=value pins such as ep=32,pp=2 (this holds none), or leave --layout out")
     return out
 
 
