@@ -26,7 +26,7 @@ flags each unmet assumption.
 from __future__ import annotations
 
 import json
-
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +41,7 @@ from commbench.planner.models.spec import ModelSpec
 from commbench.planner.step import moe_comm, tp_comm
 from commbench.planner.step.dp_sync import GRAD_BYTES, grad_sync_s, megatron_bucket_params
 from commbench.planner.step.terms import CALIBRATED, Calibration
+from commbench.units import format_size
 
 ACT_BYTES = 2
 # measured / predicted beyond this either way is flagged as a mismatch where the plan's fabric describes the backend
@@ -634,8 +635,6 @@ EXTRAPOLATED_MISMATCH = "MISMATCH ON AN EXTRAPOLATION"
 
 
 def _fitted_span(fit: dict) -> str:
-    from commbench.units import format_size
-
     if "phases" in fit:   # moe_all_to_all's dispatch and combine curves, each with its own range (probe PE)
         spans = "; ".join(f"{phase} {format_size(one['min_size_bytes'])} to {format_size(one['max_size_bytes'])}"
                           for phase, one in fit["phases"].items())
@@ -656,8 +655,6 @@ def resweep_text(fit: dict) -> str:
     """The re-sweep that would measure what a verdict read beyond the fit: the curve's collective from the smaller of
     the fitted and the read sizes to the larger (the largest rounded up to a power of two, as -f 2 steps), on the
     group sizes read (`groups`)."""
-    from commbench.units import format_size
-
     ranges = list(fit.get("phases", {}).values()) or [fit]   # each phase's curve its own range
     lo = min(*(int(r["min_size_bytes"]) for r in ranges), int(fit["lo_bytes"]))
     hi = max(*(int(r["max_size_bytes"]) for r in ranges), int(fit["hi_bytes"]))
@@ -715,7 +712,11 @@ def verify_rank(rank_env, job: VerifyJob) -> VerifyOutcome:
             kept, cut = plan_items(job.doc, backend.world_size, job.max_bytes, job.ctx, here)
             items, flags = tuple(kept), tuple(cut)
         topology = here
-        for item in items:
+        for number, item in enumerate(items, 1):
+            if backend.rank == 0:   # a plan-sized point can take minutes on gloo: say which one is being measured
+                print(f"verify-plan: measuring {number}/{len(items)}: {item.label}, {format_size(item.size_bytes)} "
+                      f"on {len(item.groups)} group(s) of {len(item.groups[0]) if item.groups else 0} rank(s)",
+                      file=sys.stderr, flush=True)
             collective, spec = get_collective(item.collective), item_spec(item)
             comm = comms.get(item.groups)
             rec = measure_point(backend, comm, collective, spec, loop, run_id=run_id,
