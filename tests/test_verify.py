@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -30,6 +32,17 @@ def test_verify_plan_runs_on_gloo(small_plan):
     out = result.output
     assert "measured" in out and "predicted" in out and "EP all-to-all" in out and "DP grad bucket" in out
     assert "unmet assumption" in out and "gloo" in out
+
+
+@pytest.mark.timeout(120)
+def test_verify_plan_says_which_collective_it_is_measuring(small_plan):
+    # a plan-sized point can take minutes on gloo; verify-plan printed nothing until its table (probe P5: 100 s).
+    # A process of its own: the ranks are forked and write to the real stderr, which CliRunner does not hold
+    done = subprocess.run([sys.executable, "-m", "commbench", "verify-plan", str(small_plan), "--max-bytes", "64K",
+                           "--iters", "2"], capture_output=True, text=True, timeout=110)
+    assert done.returncode == 0, done.stderr
+    assert "verify-plan: measuring 1/" in done.stderr and "EP all-to-all" in done.stderr, done.stderr
+    assert "verify-plan: measuring" not in done.stdout   # the table and --json stay on stdout alone
 
 
 def test_a_rank_count_no_group_of_the_plan_divides_is_said_so_naming_its_groups(small_plan):
