@@ -493,9 +493,16 @@ def launch_env(layout: Layout, gpu_name: str) -> dict[str, str]:
 MNNVL_SOURCE = "https://docs.nvidia.com/multi-node-nvlink-systems/multi-node-tuning-guide/nccl.html"
 
 
+# the perf recipes' launch environment the step model's fitted terms come from (Megatron-Bridge v0.6.0)
+RECIPE_ENV_SOURCE = ("Megatron-Bridge v0.6.0 src/megatron/bridge/perf_recipes/deepseek/gb200/deepseek_v3.py:162-188 "
+                     "(NCCL_NVLS_ENABLE=0 unless --use-nccl-ub: scripts/performance/utils/overrides.py:299-301)")
+
+
 def launch_env_text(env: dict[str, str], *, gpu_name: str, fabric_name: str, domain_size: int = 8,
-                    script: str | None = None, connections_why: str | None = None) -> str:
-    """launch.env: comments (the script, why CUDA_DEVICE_MAX_CONNECTIONS is what it is, NCCL) and the variables."""
+                    script: str | None = None, connections_why: str | None = None,
+                    placement_lines: tuple[str, ...] | list[str] = ()) -> str:
+    """launch.env: comments (the script, why CUDA_DEVICE_MAX_CONNECTIONS is what it is, NCCL, the rack placement
+    priced and the groups that leave a rack: `placement_lines`, emit/rack_placement.py) and the variables."""
     lines = ["# commbench plan: environment for the Megatron-LM launch (source it: set -a; . ./launch.env)"]
     if script == HYBRID_SCRIPT:   # pretrain_gpt.py parses these flags too and builds a GPTModel without the Mamba layers
         lines.append(f"# Megatron-LM script: {script} (megatron_args.txt holds its flags; pretrain_gpt.py would build "
@@ -504,11 +511,18 @@ def launch_env_text(env: dict[str, str], *, gpu_name: str, fabric_name: str, dom
         lines.append(f"# Megatron-LM script: {script} (megatron_args.txt holds its flags)")
     if connections_why:
         lines.append(f"# CUDA_DEVICE_MAX_CONNECTIONS: {connections_why}")
-    lines.append(f"# NCCL: the prediction used the {fabric_name} fabric curves with NCCL's defaults; "
-                 "no NCCL_* variable is assumed")
+    # the pricing lets NCCL pick NVLS where it would (costmodel/nccl_model.py allowed); the calibration's runs had
+    # it off, which moved none of their rows (step/terms.py, fix-BA): so NCCL's default is what is priced and kept
+    lines.append(f"# NCCL: the prediction prices the {fabric_name} fabric curves with NCCL's defaults (NVLS where "
+                 "NCCL picks it), so no NCCL_* variable is written. NCCL_NVLS_ENABLE=0 is not written because the "
+                 "pricing does not assume NVLS off; the Megatron-Bridge perf runs the step model's terms are fitted "
+                 "to set it, with NCCL_GRAPH_REGISTER=0, TORCH_NCCL_AVOID_RECORD_STREAMS=0 and the HybridEP and "
+                 f"Transformer Engine variables ({RECIPE_ENV_SOURCE}); pricing every collective with NVLS off moved "
+                 "none of those runs' predictions (commbench/planner/step/terms.py); add them to launch as they ran")
+    lines += [f"# {line}" for line in placement_lines]
     if domain_size > 8:
-        lines.append(f"# the placement puts groups across the {domain_size}-GPU NVLink domain (multi-node NVLink): "
-                     f"NCCL >= 2.25.2 on GB200-class racks ({MNNVL_SOURCE})")
+        lines.append(f"# groups inside one {domain_size}-GPU NVLink domain that span its trays run over multi-node "
+                     f"NVLink: NCCL >= 2.25.2 on GB200-class racks ({MNNVL_SOURCE})")
     lines += [f"{k}={v}" for k, v in env.items()]
     return "\n".join(lines) + "\n"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, calibration_step_model_line, efficiency_terms,
                                          fabric_lines, flops_count_line, framework_assumptions, framework_record, layout_dict, megatron_section,
-                                         plan_inputs, predicted_section)
+                                         plan_inputs, predicted_section, rack_lines)
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
 from commbench.planner.layout.precision import checkpoint_note
 from commbench.planner.layout.recipe_model import sequence_length
@@ -54,7 +54,8 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
     megatron = megatron_section(layout, model, gpu_name=fabric.gpu.name, fabric_name=fabric.name,
                                 domain_size=int(fabric.domain_size), seq_len=seq_len, flex_backend=flex_backend,
                                 release=req.software, release_asked=bool(req.software_asked),
-                                loss=req.loss, fits=bool(row["fits"]))
+                                loss=req.loss, fits=bool(row["fits"]),
+                                placement_lines=rack_lines(placement, int(fabric.domain_size)))
     unfit = unfit_line(row)
     if unfit:   # launch.env, the one launch file with comments, says it too (written only with UNFIT_OPTION)
         head, _, rest = megatron["launch_env_text"].partition("\n")
@@ -70,6 +71,7 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
                        + [f"routing: busiest EP rank receives {moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
+                        *rack_lines(placement, int(fabric.domain_size)),
                         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
                         *calibration_step_model_line(calibration_file),
                         software_line(req)]

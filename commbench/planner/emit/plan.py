@@ -77,9 +77,16 @@ def release_core_note(release: str | None, args: list[str] | None = None, *, ask
             "its arguments.py); its validate_args may still differ from core_v0.16.1's"]
 
 
+def rack_lines(placement, domain_size: int) -> list[str]:
+    """The rack placement priced and how a launch gets it, and the groups that leave a domain (rack_placement.py)."""
+    from commbench.planner.emit.rack_placement import groups_leaving_line, rack_fill_line
+    return [x for x in (rack_fill_line(placement, domain_size), groups_leaving_line(placement, domain_size)) if x]
+
+
 def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str, domain_size: int = 8,
                      seq_len: int | None = None, flex_backend: str = "deepep", release: str | None = None,
-                     release_asked: bool = True, loss: str | None = None, fits: bool = True) -> dict[str, Any]:
+                     release_asked: bool = True, loss: str | None = None, fits: bool = True,
+                     placement_lines: tuple[str, ...] | list[str] = ()) -> dict[str, Any]:
     """plan.json "megatron": target, arguments, the layer split the step model charged, launch.env; `release`: the
     plan's release (`release_asked`: given with --software, else the default), whose megatron-core and the flags its
     parse_args refuses are in "release" and, where its core is not the target's, in a note (release_core_note);
@@ -122,7 +129,8 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
             "launch_env": env, "launch_env_why": connections_why, "launch_env_file": "launch.env",
             "launch_env_text": launch_env_text(env, gpu_name=gpu_name, fabric_name=fabric_name,
                                                domain_size=domain_size, script=megatron_script(model),
-                                               connections_why=connections_why),
+                                               connections_why=connections_why,
+                                               placement_lines=placement_lines),
             "notes": precision_notes(layout, model, release) + connections_notes(layout, gpu_name) + architecture_notes(model)
             + megatron_vocab_padding_note(model, layout.tp)
             + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss, fits=fits,
@@ -720,7 +728,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     megatron = megatron_section(lay, req.model, gpu_name=req.fabric.gpu.name, fabric_name=req.fabric.name,
                                 domain_size=int(req.fabric.domain_size), seq_len=req.seq_len,
                                 flex_backend=flex_backend, release=req.software, release_asked=bool(req.software_asked),
-                                loss=req.loss)
+                                loss=req.loss, placement_lines=rack_lines(placement, int(req.fabric.domain_size)))
     torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version, framework=framework,
                                 gpu=req.fabric.gpu)
     assumptions = [
@@ -731,6 +739,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
            "micro-batches in flight hold the most" if lay.pp > 1 else ""),
         f"placement: {result.gpus_per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); "
         "ranks ordered tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
+        *rack_lines(placement, int(req.fabric.domain_size)),
         ("overlaps as TorchTitan 0.3.0 runs them: FSDP2's gathers and reduce-scatters overlapped, TP (async TP off) "
          "and the EP all-to-all not" if framework == "torchtitan" else
          "overlaps on where Megatron allows them") + " (they never lengthen a step in the model)",
@@ -740,7 +749,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"layer split ({megatron['layer_split']['method']}): {megatron['layer_split']['layout']}; the busiest "
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",
         "launch environment: launch.env " + (", ".join(f"{k}={v}" for k, v in megatron["launch_env"].items())
-                                             or "sets nothing; no NCCL_* variable is assumed"),
+                                             or "sets nothing") + "; NCCL's defaults are priced (launch.env says why no NCCL_* variable is written)",
     ] + ([seq_note] if seq_note else []) + fabric_lines(req.fabric) + list(megatron["notes"]) \
         + framework_assumptions(framework, req.model, lay) \
         + [flops_count_line(framework, req.model, lay, req.seq_len, req.fabric.gpu)] \
