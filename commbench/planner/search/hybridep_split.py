@@ -14,12 +14,18 @@ Core's etp-ep-edp-pp rank order); DeepEP's normal kernels (deepep) and Megatron'
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
 from commbench.errors import invalid
 
 SOURCE = "DeepEP hybrid-ep asserts group_size % ranks_per_domain == 0: deep_ep/hybrid_ep_buffer.py:76 at eb9cee7"
+
+
+def _members_below(offset: int, etp: int) -> int:
+    """Members of a block's EP group (every etp-th rank from the block's first) below `offset` into the block."""
+    return -(-offset // etp)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -32,9 +38,15 @@ def uneven_split(ep: int, etp: int, per_rack: int, num_gpus: int) -> tuple[int, 
     span = ep * etp
     if ep <= 1 or span <= 0:
         return None
-    for start in range(0, num_gpus - span + 1, span):
-        members = np.arange(start, start + span, etp)
-        counts = tuple(int(c) for c in np.unique(members // per_rack, return_counts=True)[1])
+    num_blocks = num_gpus // span
+    # the blocks' offsets into the racks repeat every per_rack / gcd(span, per_rack) blocks; the last rack may be short
+    period = per_rack // math.gcd(span, per_rack)
+    tail = range(max(period, num_blocks - (-(-span // per_rack) + 1)), num_blocks)
+    for k in [*range(min(period, num_blocks)), *tail]:
+        start, end = k * span, (k + 1) * span
+        counts = tuple(_members_below(min(end, (rack + 1) * per_rack) - start, etp)
+                       - _members_below(max(start, rack * per_rack) - start, etp)
+                       for rack in range(start // per_rack, (end - 1) // per_rack + 1))
         if len(set(counts)) > 1:
             return counts
     return None
