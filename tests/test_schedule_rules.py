@@ -148,7 +148,8 @@ def test_a_megatron_plan_whose_layout_torchtitan_cannot_schedule_refuses_its_tor
     from commbench.cli.app import app
     out = tmp_path / "plan"
     result = CliRunner().invoke(app, ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "1152",
-                                      "--gbs", "512", "--layout", "tp=1,pp=9,vp=1,ep=128,mbs=1", "-O", str(out)])
+                                      "--gbs", "512", "--layout", "tp=1,pp=9,vp=1,ep=128,mbs=1,dispatcher=alltoall",
+                                      "-O", str(out)])   # alltoall: HybridEP refuses EP128's 72 + 56 split (hybridep_split)
     assert result.exit_code == 0, result.output
     doc = json.loads((out / "plan.json").read_text())
     assert "megatron" in doc and "layout schedule rule broken" in doc["torchtitan"]["refused"]

@@ -14,7 +14,8 @@ from commbench.planner.layout.connections import before_blackwell, needs_more_th
 from commbench.planner.layout.placement import ep_domains, gpus_per_rack, placement_violations
 from commbench.planner.layout.graph_scope import BIT, WHOLE_LAYER, default_scope, resolved_masks, scope_mask
 from commbench.planner.layout.recipe_model import recipe_model
-from commbench.planner.layout.recipes import ep_overlap_measured_slower, release_features, tp_overlap_unrun
+from commbench.planner.layout.recipes import (ep_overlap_measured_slower, flex_backend, release_features,
+                                              tp_overlap_unrun)
 from commbench.planner.layout.spec import CODE_FIELDS, RULES, LayoutArrays, layout_violations
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.quant_dims import quant_tokens_ok, quant_tp_ok
@@ -23,6 +24,7 @@ from commbench.planner.search.frameworks import (graph_fallback, megatron_fsdp_r
                                                  runs_fused_grouped_mlp)
 from commbench.planner.search.quant_gap import quant_gap_message
 from commbench.planner.search.graph_recompute import graph_recompute_refused
+from commbench.planner.search.hybridep_split import refusal as hybridep_refusal, uneven_rows
 from commbench.planner.search.wgrad_graph import wgrad_graph_refused, wgrad_graph_te_short
 
 if TYPE_CHECKING:
@@ -103,6 +105,23 @@ def _only_where(cols: dict[str, np.ndarray], ok: np.ndarray, key: str, needs: st
     return {k: v[ok] for k, v in cols.items()}
 
 
+def _hybridep_even(cols: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
+    """Without the flex rows whose HybridEP EP groups split unevenly over NVLink domains (hybridep_split: DeepEP
+    asserts on them); a pin that leaves none: one line. The plan priced EP32 on 288 GB200 as 8 + 24 (probe P9)."""
+    domain = int(req.fabric.domain_size)
+    if flex_backend(domain, req.software, req.gpu_name) != "hybridep":
+        return cols
+    per_rack = gpus_per_rack(req.num_gpus, domain)
+    flex = cols["dispatcher"] == CODE_FIELDS["dispatcher"].index("flex")
+    bad = flex & uneven_rows(cols["ep"], cols["etp"], per_rack, req.num_gpus)
+    if not bad.any():
+        return cols
+    if bad.all():
+        first = int(np.flatnonzero(bad)[0])
+        raise hybridep_refusal(int(cols["ep"][first]), int(cols["etp"][first]), per_rack, req.num_gpus, req.pins)
+    return {k: v[~bad] for k, v in cols.items()}
+
+
 def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.ndarray]:
     """Cross each structure with the flag choices that matter for it (pins override):
     recompute x distributed optimizer x sequence parallel (tp > 1; forced on for MoE, as Megatron
@@ -146,6 +165,7 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     if "dispatcher" not in pins:  # no EP: no dispatcher to choose; keep Megatron's default
         cols["dispatcher"] = np.where(cols["ep"] == 1, np.int8(CODE_FIELDS["dispatcher"].index("alltoall")),
                                       cols["dispatcher"]).astype(np.int8)
+    cols = _hybridep_even(cols, req)
     tp, sp_on = cols["tp"], cols["sequence_parallel"]
     # TP comm overlap wherever Megatron allows it, except at a precision no recipe runs it at (NVFP4: recipes.py)
     tp_overlap = pins.get("tp_comm_overlap", not tp_overlap_unrun(req.precision))
