@@ -44,3 +44,24 @@ def test_plan_files_and_terminal_say_the_placement(tmp_path):
     assert "--segment=16" in " ".join(res.output.split())
     env = (tmp_path / "launch.env").read_text()
     assert "# placement (priced): 64 of each 72-GPU" in env and "inside one domain: EP64" in env
+
+
+def test_hybridep_groups_across_racks_say_what_the_launch_needs(tmp_path):
+    # DeepEP asserts 'Inter-node communication is not supported' unless built with HYBRID_EP_MULTINODE=1 (Megatron-LM
+    # core_v0.16.1's image is not), and Megatron-Bridge's perf scripts set NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN to
+    # the EP size (and refuse EP > 72): an EP128 HybridEP plan on 256 GB300 said none of it (fix-F16's finding)
+    from typer.testing import CliRunner
+    from commbench.cli.app import app
+    from commbench.planner.emit.rack_placement import hybridep_domains_line
+
+    across = place(Layout(tp=1, pp=2, ep=128, etp=1, dp=128, mbs=1, gbs=4096, dispatcher="flex"), 256, 72)
+    line = hybridep_domains_line(across, "flex", "hybridep")
+    assert "2 of 2 EP groups" in line and "HYBRID_EP_MULTINODE=1" in line and "overrides.py:265-283" in line
+    assert hybridep_domains_line(across, "alltoall", None) is None
+    inside = place(Layout(tp=1, pp=4, ep=64, etp=1, dp=64, mbs=1, gbs=4096, dispatcher="flex"), 256, 72)
+    assert hybridep_domains_line(inside, "flex", "hybridep") is None
+    res = CliRunner().invoke(app, ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256",
+                                   "--layout", "tp=1,pp=2,ep=128,dispatcher=flex", "-O", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    assert "HybridEP across NVLink domains" in " ".join(res.output.split())
+    assert "# HybridEP across NVLink domains (2 of 2 EP groups)" in (tmp_path / "launch.env").read_text()

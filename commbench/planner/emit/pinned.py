@@ -55,7 +55,7 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
                                 domain_size=int(fabric.domain_size), seq_len=seq_len, flex_backend=flex_backend,
                                 release=req.software, release_asked=bool(req.software_asked),
                                 loss=req.loss, fits=bool(row["fits"]),
-                                placement_lines=rack_lines(placement, int(fabric.domain_size)))
+                                placement_lines=rack_lines(placement, int(fabric.domain_size), layout, flex_backend))
     unfit = unfit_line(row)
     if unfit:   # launch.env, the one launch file with comments, says it too (written only with UNFIT_OPTION)
         head, _, rest = megatron["launch_env_text"].partition("\n")
@@ -71,7 +71,7 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
                        + [f"routing: busiest EP rank receives {moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
                         f"placement: {per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); ranks ordered "
                         "tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
-                        *rack_lines(placement, int(fabric.domain_size)),
+                        *rack_lines(placement, int(fabric.domain_size), layout, flex_backend),
                         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
                         *calibration_step_model_line(calibration_file),
                         software_line(req)]

@@ -77,10 +77,13 @@ def release_core_note(release: str | None, args: list[str] | None = None, *, ask
             "its arguments.py); its validate_args may still differ from core_v0.16.1's"]
 
 
-def rack_lines(placement, domain_size: int) -> list[str]:
-    """The rack placement priced and how a launch gets it, and the groups that leave a domain (rack_placement.py)."""
-    from commbench.planner.emit.rack_placement import groups_leaving_line, rack_fill_line
-    return [x for x in (rack_fill_line(placement, domain_size), groups_leaving_line(placement, domain_size)) if x]
+def rack_lines(placement, domain_size: int, layout: Layout | None = None, flex_backend: str | None = None) -> list[str]:
+    """The rack placement priced and how a launch gets it, the groups that leave a domain, and what HybridEP groups
+    across domains need (rack_placement.py)."""
+    from commbench.planner.emit.rack_placement import groups_leaving_line, hybridep_domains_line, rack_fill_line
+    hybridep = None if layout is None else hybridep_domains_line(placement, layout.dispatcher, flex_backend)
+    return [x for x in (rack_fill_line(placement, domain_size), groups_leaving_line(placement, domain_size), hybridep)
+            if x]
 
 
 def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_name: str, domain_size: int = 8,
@@ -728,7 +731,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
     megatron = megatron_section(lay, req.model, gpu_name=req.fabric.gpu.name, fabric_name=req.fabric.name,
                                 domain_size=int(req.fabric.domain_size), seq_len=req.seq_len,
                                 flex_backend=flex_backend, release=req.software, release_asked=bool(req.software_asked),
-                                loss=req.loss, placement_lines=rack_lines(placement, int(req.fabric.domain_size)))
+                                loss=req.loss,
+                                placement_lines=rack_lines(placement, int(req.fabric.domain_size), lay, flex_backend))
     torchtitan = torchtitan_plan(lay, req.model, seq_len=req.seq_len, version=torchtitan_version, framework=framework,
                                 gpu=req.fabric.gpu)
     assumptions = [
@@ -739,7 +743,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
            "micro-batches in flight hold the most" if lay.pp > 1 else ""),
         f"placement: {result.gpus_per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); "
         "ranks ordered tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
-        *rack_lines(placement, int(req.fabric.domain_size)),
+        *rack_lines(placement, int(req.fabric.domain_size), lay, flex_backend),
         ("overlaps as TorchTitan 0.3.0 runs them: FSDP2's gathers and reduce-scatters overlapped, TP (async TP off) "
          "and the EP all-to-all not" if framework == "torchtitan" else
          "overlaps on where Megatron allows them") + " (they never lengthen a step in the model)",

@@ -16,6 +16,13 @@ from commbench.planner.layout.placement import Placement
 TRAY_GPUS = 4
 MAX_SEGMENT_NODES = 18   # a segment is at most one rack's 18 trays (SEGMENT_SOURCE)
 SEGMENT_SOURCE = "Megatron-Bridge v0.6.0 scripts/performance/utils/executors.py:168-176,209"
+# what a HybridEP group across NVLink domains needs (search/hybridep_split.py: evenly split, which the search keeps)
+HYBRIDEP_ACROSS_DOMAINS = (
+    "DeepEP built with HYBRID_EP_MULTINODE=1 (Megatron-Bridge v0.6.0 docker/Dockerfile.ci:55 builds it so; Megatron-LM "
+    "core_v0.16.1 docker/Dockerfile.ci.dev:62-77 does not, and hybrid_ep.cu:71-77 at eb9cee7 then asserts 'Inter-node "
+    "communication is not supported'), and NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN left to DeepEP's detection, not "
+    "set to the EP size as Megatron-Bridge's perf scripts set it (scripts/performance/utils/overrides.py:265-283 at "
+    "v0.6.0, which also refuse HybridEP with EP > 72 on GB200/GB300)")
 KINDS = ("tp", "cp", "dp", "pp", "etp", "ep", "edp")   # Megatron-Core's group kinds (dp_cp repeats dp and cp)
 
 
@@ -82,3 +89,16 @@ def groups_leaving_line(placement: Placement, domain_size: int) -> str:
     inside = [f"{k.upper()}{len(placement.groups[k][0])}" for k in kinds if not _crossing(placement, k)]
     return (f"groups leaving the {domain_size}-GPU NVLink domain (scale-out network): {', '.join(out) or 'none'}; "
             f"inside one domain: {', '.join(inside) or 'none'}")
+
+
+HYBRIDEP_ACROSS_HEAD = "HybridEP across NVLink domains"
+
+
+def hybridep_domains_line(placement: Placement, dispatcher: str, flex_backend: str | None) -> str | None:
+    """Where the plan's HybridEP groups cross NVLink domains: what the launch needs for them (HYBRIDEP_ACROSS_DOMAINS);
+    None elsewhere (no such group, another dispatcher or backend)."""
+    if dispatcher != "flex" or flex_backend != "hybridep" or not placement.groups.get("ep") or \
+            not _crossing(placement, "ep"):
+        return None
+    return (f"{HYBRIDEP_ACROSS_HEAD} ({_crossing(placement, 'ep')} of {len(placement.groups['ep'])} EP groups): "
+            f"the launch needs {HYBRIDEP_ACROSS_DOMAINS}")
