@@ -86,3 +86,12 @@ def test_a_valid_row_breaks_no_rule_and_the_shipped_rows_name_their_place():
     runs = published_runs((ROW, dict(ROW, gbs=500)))
     assert [r.where for r in runs] == ["row 1", "row 2"] and runs[1].layout is None
     assert "gbs = 500" in runs[1].skip_reason
+
+
+def test_the_offload_rule_names_the_megatron_cores_it_holds_for():
+    # it quoted "CUDA graphs not supported with CPU offloading" as a rule of every release, while megatron-core
+    # 0.18.0 on (Megatron-Bridge 26.06, 26.08) allows offload under the full-iteration graph (probe P10)
+    from commbench.planner.layout.spec import RULES
+
+    offload = dict(RULES)["offload"]
+    assert "0.16.1 to 0.17.1" in offload and "0.18.0 on" in offload and "full-iteration graph" in offload

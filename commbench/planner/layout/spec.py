@@ -326,7 +326,10 @@ RULES: tuple[tuple[str, str], ...] = (
              "needs HSDP (megatron-core --outer-dp-sharding-strategy optim: only with optim_grads_params and an outer "
              "DP group)"),
     ("offload", "cpu_offload_layers needs pp=1, recompute=none, cuda_graph=none and fewer offloaded layers than the "
-                "model has (megatron-core TransformerConfig.__post_init__: \"CUDA graphs not supported with CPU offloading\")"),
+                "model has (megatron-core 0.16.1 to 0.17.1 TransformerConfig.__post_init__: \"CUDA graphs not supported with "
+                "CPU offloading\", transformer_config.py:1952 at d7288711; 0.18.0 on, Megatron-Bridge 26.06's and "
+                "26.08's, allow it under the full-iteration graph, transformer_config.py:2243 at d0b3b775, which the "
+                "plans here, written in 0.16.1's arguments, do not offer)"),
     ("recompute_layers", "recompute_layers > 0 (layers of each model chunk recomputed) needs recompute=full and at "
                          "most the layers of the layout's largest model chunk (megatron-core 0.16.1 TransformerConfig: "
                          "recompute_num_layers 'between 1 and num_layers_per_pipeline_rank')"),
