@@ -95,3 +95,10 @@ def test_the_offload_rule_names_the_megatron_cores_it_holds_for():
 
     offload = dict(RULES)["offload"]
     assert "0.16.1 to 0.17.1" in offload and "0.18.0 on" in offload and "full-iteration graph" in offload
+
+
+def test_the_fused_moe_refusal_does_not_name_one_release_for_all():
+    # it said "Megatron-Bridge 26.06's recipes run a newer Megatron-Core" whatever release was asked (26.08 too: P10)
+    from commbench.planner.search.frameworks import MEGATRON_NO_FUSED_MLP
+
+    assert "from 26.06 on" in MEGATRON_NO_FUSED_MLP and "26.08: 0.19.0" in MEGATRON_NO_FUSED_MLP

@@ -388,7 +388,8 @@ def titan_runs_otherwise(layout, model: ModelSpec) -> list[tuple[str, object, ob
 
 MEGATRON_NO_FUSED_MLP = (f"fused_moe=true is invalid with --framework megatron: Megatron-LM {MEGATRON_LM_RELEASE} has no "
                          "fused grouped MLP (TransformerConfig.use_transformer_engine_op_fuser for MoE came after it, "
-                         "Megatron-LM 6815c0f); Megatron-Bridge 26.06's recipes run a newer Megatron-Core")
+                         "Megatron-LM 6815c0f); Megatron-Bridge's recipes run it from 26.06 on (megatron-core 0.18.0; 26.08: "
+                         "0.19.0), which the plans here, written in megatron-core 0.16.1's arguments, do not launch")
 
 # A full-iteration CUDA graph needs static shapes; dropless MoE's per-expert token counts change every step, and
 # megatron-core 0.16.1's dispatchers and grouped GEMMs read them on the host (token_dispatcher.py: the all-to-all
