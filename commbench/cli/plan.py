@@ -362,6 +362,7 @@ def plan(
     from commbench.cli.search_view import flex_backend_for
     from commbench.planner.emit.rack_placement import hybridep_domains_line, rack_fill_line
     from commbench.planner.layout.placement import place
+    placed = place(lay, gpus, int(fabric.domain_size))
     recipes_of = recipe_model_line(spec, req.software)   # hf:PATH reading a zoo model's recipes: whose, and why
     for line in (versus_best_lines(versus) if "gap_pct" in versus else [versus["unavailable"]]) + \
             [model_params_line(spec)] + \
@@ -369,9 +370,8 @@ def plan(
             ([seq_note] if seq_note else []) + \
             ([recipes_of] if recipes_of else []) + [software_line(req)] + \
             [n for n in [checkpoint_note(spec, req.precision)] if n] + fabric_lines(fabric) + \
-            [n for n in [rack_fill_line(place(lay, gpus, int(fabric.domain_size)), int(fabric.domain_size))] if n] + \
-            [n for n in [hybridep_domains_line(place(lay, gpus, int(fabric.domain_size)), lay.dispatcher,
-                                               flex_backend_for(fabric, req.software))] if n] + \
+            [n for n in [rack_fill_line(placed, int(fabric.domain_size)),
+                         hybridep_domains_line(placed, lay.dispatcher, flex_backend_for(fabric, req.software))] if n] + \
             ([efficiency_terms(calibration, shipped_terms, other_gpu_terms)] if calibration else []) + \
             ([note] if calibration and (note := framework_note(calibration, req.framework)) else []):
         console.print(line, highlight=False, markup=False)

@@ -201,14 +201,9 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
             env = meg["launch_env"]
             console.print("launch.env: " + (" ".join(f"{k}={v}" for k, v in env.items()) or "(nothing needed)"),
                           highlight=False, markup=False)
-        from commbench.planner.emit.rack_placement import HYBRIDEP_ACROSS_HEAD, rack_fill_line
-        from commbench.planner.layout.placement import place
-        rack = rack_fill_line(place(result.layouts.layout(0), req.num_gpus, int(req.fabric.domain_size)),
-                              int(req.fabric.domain_size))
-        if rack:   # the placement the prediction priced, which a plain launch may not build (probe P9)
-            console.print(rack, highlight=False, markup=False)
-        for line in doc["assumptions"]:   # what the launch needs where HybridEP groups cross NVLink domains
-            if line.startswith(HYBRIDEP_ACROSS_HEAD):
+        from commbench.planner.emit.rack_placement import HYBRIDEP_ACROSS_HEAD, RACK_FILL_HEAD
+        for line in doc["assumptions"]:   # the placement priced, which a plain launch may not build (probe P9), and
+            if line.startswith((RACK_FILL_HEAD, HYBRIDEP_ACROSS_HEAD)):   # what HybridEP across domains needs
                 console.print(line, highlight=False, markup=False)
         console.print(f"searched {result.num_enumerated:,} layouts ({result.num_valid:,} valid, {result.num_fit:,} fit "
                       f"with {req.headroom_fraction * 100:g}% HBM headroom) in {result.elapsed_s:.2f} s "

@@ -23,6 +23,7 @@ HYBRIDEP_ACROSS_DOMAINS = (
     "communication is not supported'), and NUM_OF_HYBRID_EP_RANKS_PER_NVLINK_DOMAIN left to DeepEP's detection, not "
     "set to the EP size as Megatron-Bridge's perf scripts set it (scripts/performance/utils/overrides.py:265-283 at "
     "v0.6.0, which also refuse HybridEP with EP > 72 on GB200/GB300)")
+RACK_FILL_HEAD = "placement (priced):"   # how rack_fill_line begins (the terminal prints the plan's line)
 KINDS = ("tp", "cp", "dp", "pp", "etp", "ep", "edp")   # Megatron-Core's group kinds (dp_cp repeats dp and cp)
 
 
@@ -49,14 +50,14 @@ def rack_fill_line(placement: Placement, domain_size: int) -> str | None:
     per_rack, n, racks = placement.gpus_per_rack, placement.num_gpus, placement.num_racks
     partial = n % per_rack
     if per_rack == domain_size and not partial and racks > 1:
-        return (f"placement (priced): {per_rack} GPUs per {domain_size}-GPU NVLink domain, {racks} domains, in rank "
+        return (f"{RACK_FILL_HEAD} {per_rack} GPUs per {domain_size}-GPU NVLink domain, {racks} domains, in rank "
                 "order: what a launch filling domains in order builds")
     if n <= domain_size and domain_size <= 8:
         return None   # one HGX node
-    head = (f"placement (priced): {per_rack} of each {domain_size}-GPU NVLink domain's GPUs, {racks} domain(s), "
+    head = (f"{RACK_FILL_HEAD} {per_rack} of each {domain_size}-GPU NVLink domain's GPUs, {racks} domain(s), "
             "ranks in domain order")
     if partial:
-        head = (f"placement (priced): {domain_size} GPUs per NVLink domain, {racks} domains, the last one partial "
+        head = (f"{RACK_FILL_HEAD} {domain_size} GPUs per NVLink domain, {racks} domains, the last one partial "
                 f"({partial} of its {domain_size} GPUs)")
     how = []
     if domain_size > 8 and per_rack % TRAY_GPUS == 0 and not partial:
