@@ -18,6 +18,7 @@ Two readings of "the published layout", both printed:
     python benchmarks/vendor_layouts.py --calibration-only
     python benchmarks/vendor_layouts.py --newer-table      # every newer-release row, not only the worst
     python benchmarks/vendor_layouts.py --why              # what each row's predicted gain is made of
+    python benchmarks/vendor_layouts.py --steps 8,17       # those rows' step terms: published, best, other published
 
 Ranks are printed two ways: among every fitting layout (flag variants such as no-dist-opt or fsdp of one
 structure each count), and among distinct tp/cp/pp/vp/ep/etp/mbs structures, each at its best flags (what
@@ -176,10 +177,12 @@ import numpy as np
 from cli_args import calibration_argument, calibration_of, parser_for
 from commbench.planner.calibrate import coverage
 from commbench.planner.calibrate.gain_error import layout_pair_errors, median_gain_error, run_key, run_structure
-from commbench.planner.calibrate.published import flags_assumed, predict_runs, published_runs, _preset
+from commbench.planner.calibrate.published import (flags_assumed, predict_runs, published_runs, run_megatron_core,
+                                                   step_framework, _preset)
 from commbench.planner.layout.graph_scope import resolved_masks, scope_mask
 from commbench.planner.layout.placement import ep_domains
 from commbench.planner.layout.recipes import releases
+from commbench.planner.search.explain import short
 from commbench.planner.search.space import STRUCTURE, SearchRequest, best_for_pins, rank_of, search, structure_rank_of
 from commbench.planner.layout.spec import LayoutArrays
 from commbench.planner.step.evaluate import evaluate_layouts
@@ -431,6 +434,81 @@ def show(rows: list[dict]) -> None:
           "MEASURED gain of a later release's different published layout of the same run")
 
 
+# The step terms --steps prints (StepBreakdown fields, seconds per step unless named otherwise): the compute terms,
+# then each communication's total and the share of it left exposed, then memory. "DP exposed" sums the four
+# data-parallel syncs (dense and expert gradient reduce-scatters and parameter all-gathers).
+DP_EXPOSED = ("dp_dense_rs_exposed_s", "dp_dense_ag_exposed_s", "dp_expert_rs_exposed_s", "dp_expert_ag_exposed_s")
+STEP_LINES = (("step s", "step_s"), ("  GEMM", "gemm_s"), ("  attention", "attention_s"),
+              ("  memory-bound", "memory_bound_s"), ("  host exposed", "overhead_s"), ("  recompute", "recompute_s"),
+              ("  pipeline bubble", "bubble_s"), ("  optimizer", "optimizer_s"), ("  EP all-to-all", "ep_total_s"),
+              ("    exposed", "ep_exposed_s"), ("  ETP exposed", "etp_exposed_s"), ("  TP exposed", "tp_exposed_s"),
+              ("  CP exposed", "cp_exposed_s"), ("  PP send/recv", "pp_total_s"), ("    exposed", "pp_exposed_s"),
+              ("  DP exposed", DP_EXPOSED), ("micro-batches", "num_microbatches"), ("memory GB", "mem_total_bytes"),
+              ("HBM GB", "mem_capacity_bytes"), ("tokens/s/GPU", "tokens_per_s_per_gpu"))
+
+
+def step_columns(row: dict, pool=(), cal=CALIBRATED) -> list[dict]:
+    """What --steps prints for one ranked row: the PREDICTED step breakdown (StepBreakdown.row) of its published
+    layout, of the planner's best, and of every other published layout of the same run (gain_error.run_key) in
+    `pool` whose structure differs (one per structure and release), each with its own row's flags, framework and
+    megatron-core; "measured" is the published tokens/s/GPU (None for the planner's best)."""
+    run = row["run"]
+    entries = [(f"published {run.row.get('release')}", run.layout, run, float(run.row["tokens_per_s_per_gpu"])),
+               ("planner's best", row["best"], run, None)]
+    seen = {(run_structure(run), run.row.get("release"))}
+    for other in sorted((q for q in pool if q.layout is not None and q is not run and run_key(q) == run_key(run)),
+                        key=lambda q: release_key(str(q.row.get("release") or ""))):
+        key = (run_structure(other), other.row.get("release"))
+        if run_structure(other) == run_structure(run) or key in seen:
+            continue
+        seen.add(key)
+        entries.append((f"published {other.row.get('release')}", other.layout, other,
+                        float(other.row["tokens_per_s_per_gpu"])))
+    out = []
+    for name, layout, source, measured in entries:
+        framework = step_framework(source.row)
+        bd = evaluate_layouts(source.model, _preset(source.preset, int(source.row["num_gpus"])),
+                              LayoutArrays.from_layouts([layout]), seq_len=int(source.row["seq_len"]),
+                              calibration=cal, framework=framework, megatron_core=run_megatron_core(source.row),
+                              loss=run_loss(framework))
+        out.append(dict(name=name, layout=layout, terms=bd.row(0), measured=measured))
+    return out
+
+
+def show_steps(row: dict, columns: list[dict]) -> None:
+    run = row["run"]
+    print(f"row {run.index} {run.label}: rank {row['rank']} of {row['of']}, predicted gain of the best "
+          f"{row['gain'] * 100:+.1f}% (all PREDICTED but the measured line)")
+    for n, col in enumerate(columns):
+        print(f"  [{n}] {col['name']}: {short(col['layout'])} cuda_graph={col['layout'].cuda_graph} "
+              f"ep_overlap={col['layout'].moe_a2a_overlap}")
+    print(f"  {'':20}" + "".join(f"{f'[{n}]':>11}" for n in range(len(columns))))
+    for label, field in STEP_LINES:
+        fields = field if isinstance(field, tuple) else (field,)
+        scale = 1e-9 if fields[0].endswith("_bytes") else 1.0
+        values = [sum(float(col["terms"][f]) for f in fields) * scale for col in columns]
+        print(f"  {label:20}" + "".join(f"{v:11.3f}" if field != "num_microbatches" else f"{v:11.0f}"
+                                        for v in values))
+    print(f"  {'measured tokens/s':20}" + "".join(f"{c['measured']:11.0f}" if c["measured"] is not None
+                                                  else f"{'-':>11}" for c in columns))
+
+
+def steps_argument(parser, text: str | None, runs) -> list[int]:
+    """--steps ROWS: calibration row numbers the step model covers, comma-separated (argparse's one-line error,
+    exit 2, for anything else)."""
+    if text is None:
+        return []
+    modelled = {r.index for r in runs if r.layout is not None}
+    try:
+        wanted = [int(part) for part in text.split(",")]
+    except ValueError:
+        wanted = None
+    if not wanted or any(i not in modelled for i in wanted):
+        parser.error(f"--steps {text}: allowed: comma-separated calibration row numbers the step model covers "
+                     f"({min(modelled)}-{max(modelled)}, as the table's # column prints them)")
+    return wanted
+
+
 def main(argv: list[str]) -> int:
     parser = parser_for(__doc__)
     parser.add_argument("--calibration-only", action="store_true",
@@ -440,14 +518,27 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--why", action="store_true",
                         help="per row, each flag the search would change on the published structure, switched "
                              "alone, with its predicted gain; and a table of those gains per flag")
+    parser.add_argument("--steps", metavar="ROWS",
+                        help="only these calibration rows (comma-separated, the table's # column): the predicted step "
+                             "terms of the published layout, the planner's best and every other published layout of "
+                             "the same run (any table), side by side")
     calibration_argument(parser)
     args = parser.parse_args(argv)   # a wrong option is one line and exit 2, before any work
     cal = calibration_of(parser, args.calibration)
     start = time.perf_counter()
     calibration_runs = published_runs()
+    steps = steps_argument(parser, args.steps, calibration_runs)
     held_runs = published_runs(tuple(json.loads(HELD_OUT.read_text())))
     newer_runs = published_runs(tuple(json.loads(NEWER.read_text())))
     every_run = calibration_runs + held_runs + newer_runs   # where a later release's layout may be published
+    if steps:
+        for row in rank_rows([calibration_runs[i] for i in steps], cal):
+            if row["rank"] is None:
+                print(f"row {row['run'].index} {row['run'].label}: not searched ({row['note']})")
+                continue
+            show_steps(row, step_columns(row, every_run, cal))
+        print(f"({time.perf_counter() - start:.0f} s)")
+        return 0
     pairs = layout_pair_errors(every_run, cal)
     band = median_gain_error(pairs)
     errors = np.array([q.error for q in pairs])

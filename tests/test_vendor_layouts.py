@@ -147,3 +147,37 @@ def test_tp_comm_overlap_differs_where_tp_runs_it():
     run = _run(lambda lay: lay.tp >= 2 and lay.sequence_parallel and lay.tp_comm_overlap)
     off = dataclasses.replace(run.layout, tp_comm_overlap=False)
     assert vendor_layouts.differing_flags(run.model, run.layout, off) == ["tp_comm_overlap"]
+
+
+def test_steps_prints_published_best_and_the_runs_other_published_layouts_with_their_own_step_model():
+    """--steps: the published layout (its measured figure beside), the planner's best (no measured figure), and the
+    other published layouts of the same run, one per structure and release, a same-structure row left out; each
+    column is evaluate_layouts of that layout, so its terms add up to its step and it is what predict_runs gives."""
+    run = _run(lambda lay: lay.mbs == 1 and lay.ep > 1 and lay.cuda_graph == "none")
+
+    def variant(tokens, rel, **change):
+        return dataclasses.replace(run, row=dict(run.row, tokens_per_s_per_gpu=tokens, release=rel),
+                                   layout=dataclasses.replace(run.layout, **change))
+
+    faster, twin = variant(1e4, "99.01", mbs=2), variant(2e4, "99.02")
+    best = dataclasses.replace(run.layout, mbs=2)
+    columns = vendor_layouts.step_columns(dict(run=run, best=best), [run, faster, faster, twin])
+    assert [c["name"] for c in columns] == [f"published {run.row['release']}", "planner's best", "published 99.01"]
+    assert [c["measured"] for c in columns] == [float(run.row["tokens_per_s_per_gpu"]), None, 1e4]
+    predicted = vendor_layouts.predict_runs([run, faster]).predicted_tokens
+    assert [c["terms"]["tokens_per_s_per_gpu"] for c in columns[::2]] == [pytest.approx(p) for p in predicted]
+    for c in columns:
+        terms = c["terms"]
+        exposed = sum(terms[k] for k in ("tp_exposed_s", "ep_exposed_s", "etp_exposed_s", "cp_exposed_s",
+                                         "pp_exposed_s") + vendor_layouts.DP_EXPOSED)
+        assert terms["step_s"] == pytest.approx(terms["compute_s"] + terms["bubble_s"] + terms["optimizer_s"]
+                                                + terms["offload_exposed_s"] + exposed, rel=1e-6)
+
+
+@pytest.mark.parametrize("text", ["x", "", "1,99999", "-5"])
+def test_steps_refuses_a_row_the_step_model_does_not_cover_in_one_line(text, capsys):
+    with pytest.raises(SystemExit) as exc:
+        vendor_layouts.main(["--steps", text])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"--steps {text}: allowed: comma-separated calibration row numbers" in err
