@@ -214,8 +214,8 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
         measured = latency_only_time_s(fabric, collective, size, n, d)
         if measured is not None:
             if any(groups):
-                raise invalid("algorithm", next(g for g in groups if g), f"none: fabric {fabric.name!r} measured "
-                              f"{collective}'s latency alone (latency-only curve), no algorithm's")
+                raise invalid("algorithm", next(g for g in groups if g), f"no algorithm: fabric {fabric.name!r} "
+                              f"measured {collective}'s latency alone (a latency-only curve), leave it out")
             return [measured for _ in groups]
         # a curve fitted but kept from prediction (its bandwidth undetermined: fit_records.fit_curve) says why
         kept = next((w for c in fabric.fit_report or () if c.get("collective") == collective and not
