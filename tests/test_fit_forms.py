@@ -110,9 +110,12 @@ def test_a_fabric_whose_only_curve_has_no_bandwidth_says_so_when_asked_to_predic
     rising = fit_curve(dataclasses.replace(key, collective="all_gather"),
                        [(s / 2, 50e-6 + s / 2 / 10e9, s) for s in sizes])
     fabric = fabric_from_fits([flat, rising], base=None, name="fitted", source="x")
-    with pytest.raises(CommbenchError, match=r"not covered by fabric 'fitted': its measured curve's bandwidth "
-                                             r"undetermined: time does not grow with size"):
-        collective_time_s(fabric, "all_reduce", np.array([1e6]), np.array([2]), np.array([1]))
+    # kept latency-only (tests/test_fit_latency_only.py): its measured latency inside its sizes, refused beyond
+    assert collective_time_s(fabric, "all_reduce", np.array([1e6]), np.array([2]), np.array([1]))[0] == \
+        pytest.approx(flat.latency_only_s)
+    with pytest.raises(CommbenchError, match=r"all_reduce n=2 \(1 domain\) curve of fabric 'fitted' is latency-only "
+                                             r".*bandwidth undetermined: time does not grow with size"):
+        collective_time_s(fabric, "all_reduce", np.array([4e6]), np.array([2]), np.array([1]))
 
 
 def test_fit_json_and_the_profile_say_null_where_the_bandwidth_is_undetermined(tmp_path):

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console, print_json, renamed
+from commbench.cli.base import command, console, err_console, print_json, renamed
 from commbench.results.render import styled
 from commbench.costmodel import load_preset
 from commbench.errors import CommbenchError
@@ -62,7 +62,12 @@ def fit(
     fabric, fits, notes = fit_result_files(results, base=base, backend=backend, name=name,
                                            min_heldout_bytes=min_heldout, leave_out_wrong=leave_out_wrong,
                                            dtype=dtype, op=op)
-    check_usable_curve(fits, results)   # a profile that predicts nothing is refused (exit 2), not written
+    # a profile that predicts nothing is refused (exit 2), not written; one whose curves only measured a latency is
+    # kept latency-only, said in one line
+    check_usable_curve(fits, results, fabric.latency_only)
+    from commbench.costmodel.latency_only import fit_note
+    if (note := fit_note(fabric.latency_only)) is not None:
+        err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
     if as_json:
         if out:
             _write_fabric(fabric, out, force)
@@ -83,7 +88,7 @@ def fit(
         per_regime = " / ".join(f"{regimes[r]:.1%}" if r in regimes else "-" for r in ("latency", "middle", "bandwidth"))
         rows.append([escape(f.key.label), *([escape(f.hosts_text)] if per_curve else []), str(f.num_points),
                      f"{format_size(f.min_size_bytes)}..{format_size(f.max_size_bytes)}",
-                     f"{f.fit.latency_s * 1e6:.2f}",
+                     f"{(f.fit.latency_s if f.latency_only_s is None else f.latency_only_s) * 1e6:.2f}",
                      "-" if bandwidth_undetermined(f.fit, f.growth)   # its warning says so
                      else " → ".join(f"{bw / 1e9:.3g}" for bw in f.fit.busbw_bytes_per_s),
                      err_text, per_regime, escape("; ".join(f.warnings)) or "-"])

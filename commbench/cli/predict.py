@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from typing import Annotated, Optional
@@ -17,6 +18,7 @@ from commbench.costmodel import (COLLECTIVES, Fabric, best_algorithm_protocol, b
 from commbench.costmodel.calibration import figures_summary, preset_calibration
 from commbench.costmodel.choice import uses_nccl_model
 from commbench.costmodel.formulas import MOE_PHASES
+from commbench.costmodel.latency_only import prediction_line, predicting_curves
 from commbench.errors import CommbenchError, as_option, invalid
 from commbench.results.tables import Col, print_table
 from commbench.units import SIZE_SUFFIXES, format_size, parse_size_bytes, size_range
@@ -278,7 +280,8 @@ def predict(
             raise invalid("--protocol", protocol, "only for NCCL collectives (all_reduce, reduce_scatter, all_gather, broadcast)")
         if algorithm not in (None, "dispatch", "combine"):
             raise invalid("--algorithm", algorithm, "for moe_all_to_all: dispatch or combine (default: both phases)")
-        if not {"moe_all_to_all", "all_to_all"} & set(fabric.collectives):   # the formula falls back on all_to_all
+        if not {"moe_all_to_all", "all_to_all"} & {*fabric.collectives, *(c.collective for c in fabric.latency_only)}:
+            # the formula falls back on all_to_all
             raise invalid("--collective", collective, f"fabric {fabric.name!r} has no moe_all_to_all curve nor the "
                           f"all_to_all one it falls back on (it covers: {', '.join(fabric.collectives) or 'nothing'}): "
                           "measure moe_all_to_all or all_to_all and fit them")
@@ -303,6 +306,10 @@ def predict(
         picked = ([algorithm_used] * len(sizes) if algorithm_used
                   else picked_algorithms(fabric, collective, sizes, group, num_domains))
         protocols = [protocol] * len(sizes)
+    # a latency-only curve (latency_only.py): every time its measured latency; sizes below it measured extrapolated
+    latency_only = predicting_curves(fabric, collective)
+    latency_below = [any(c.below(s) for c in latency_only if (c.group_size, c.num_domains) == (group, num_domains))
+                     for s in sizes] if latency_only else [False] * len(sizes)
     algbw = np.divide(sizes, time_s, out=np.zeros_like(sizes), where=time_s > 0) / 1e9
     busbw = algbw * bus_factor(collective, group)
     where = f"{num_domains} domain{'s' * (num_domains > 1)} of {fabric.domain_size}"
@@ -314,6 +321,8 @@ def predict(
     calibration = (preset_calibration(fabric.name, collective, group, num_domains, sizes,
                                       algorithm if algorithm_used != MOE_MEAN else None)
                    if fabric.source == "preset" else None)
+    if latency_only:
+        beyond, beyond_names = latency_below, [[c.label for c in latency_only] if x else [] for x in latency_below]
     if calibration is not None:
         beyond = [row["extrapolated"] for row in calibration["rows"]]
         beyond_names = [[calibration["curve"]] if x else [] for x in beyond]
@@ -324,6 +333,7 @@ def predict(
     if as_json:
         rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
                  "algorithm": name, "protocol": proto, "predicted": True, "extrapolated": x,
+                 **({"latency_only": True} if latency_only else {}),
                  **({"extrapolated_phases": names} if by_phase else {}),
                  **({"borrowed_from": others} if calibration is not None else {})}
                 for s, t, a, b, name, proto, x, names, others in zip(sizes, time_s, algbw, busbw, picked, protocols,
@@ -334,6 +344,7 @@ def predict(
                     "source": fabric.source, "collective": collective, "group_size": group,
                     "num_domains": num_domains, "fitted_range": measured, "calibration": calibration,
                     "preset_curves": borrowed, "small_sizes": small_sizes,
+                    **({"latency_only": [dataclasses.asdict(c) for c in latency_only]} if latency_only else {}),
                     "fit_warnings": fit_warnings(fabric, collective), "rows": rows})
         return
     cols = [Col(name="size"), Col(name="time (µs)"), Col(name="algbw (GB/s)", keep=1), Col(name="busbw (GB/s)")]
@@ -345,6 +356,9 @@ def predict(
         cols.append(Col(name="calibration", numeric=False, keep=2))
         rows = [row + ["extrapolated" if x else f"borrowed ({', '.join(others)})" if others else "in range"]
                 for row, x, others in zip(rows, beyond, lent)]
+    elif latency_only:
+        cols.append(Col(name="fit", numeric=False, keep=2))
+        rows = [row + ["extrapolated (latency only)" if x else "measured latency"] for row, x in zip(rows, beyond)]
     elif any(beyond):
         cols.append(Col(name="fit", numeric=False, keep=2))
         rows = [row + [(f"extrapolated ({', '.join(names)})" if by_phase else "extrapolated") if names else "in range"]
@@ -354,11 +368,16 @@ def predict(
         how = (f"algorithm {algorithm} (forced), " if algorithm else "") + "the pair NCCL's own model picks per size"
     if algorithm_used == MOE_MEAN:
         how = "the mean of one dispatch and one combine (--algorithm dispatch or combine for one)"
+    if latency_only:
+        how = "the MEASURED latency of a latency-only curve"
     # a profile fitted on `commbench emulate` runs (profile.fit_result_files' warning) predicts the emulator's links
     emulated = ", an EMULATED fabric" if fabric.emulated_warning else ""
     print_table(console, f"{collective} (predicted, {group} ranks, {where}, {fabric.name} from {fabric.source}"
                          f"{emulated}; {how})", cols, rows)
-    console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)
+    if latency_only:
+        console.print(styled("[yellow]latency-only[/]: {}", prediction_line(latency_only, fabric.name)), highlight=False)
+    else:
+        console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)
     if fabric.source == "preset":   # the sources `commbench systems` names for the same curves
         gpu = f" (GPU: {fabric.gpu.source})" if fabric.gpu is not None and fabric.gpu.source else ""
         console.print(f"sources: {fabric.name}: {fabric.notes[0] if fabric.notes else ''}{gpu}; link rates from "

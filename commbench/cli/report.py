@@ -12,17 +12,20 @@ from commbench.results.render import styled
 from commbench.errors import CommbenchError
 
 
-def fabric_predictor(path: str, unpredicted: dict[str, str], beyond: dict[str, str] | None = None):
+def fabric_predictor(path: str, unpredicted: dict[str, str], beyond: dict[str, str] | None = None,
+                     latency_only: dict[str, str] | None = None):
     """predict(collective, sizes, group size, row, header) -> seconds from a fitted fabric, on the scale-up domains
     the curve's group spanned; a curve the fabric cannot predict gets no dashed line (NaN) and its reason in
     `unpredicted`, never a failed report. `beyond` gets the curves whose dashed line reaches sizes or a group size the
-    profile never measured (predict's 'extrapolated'), with what it measured."""
+    profile never measured (predict's 'extrapolated'), with what it measured; `latency_only` the curves whose dashed
+    line is a latency-only curve's measured latency (latency_only.py), with what that curve is."""
     import numpy as np
 
     from commbench.cli.predict import beyond_text, extrapolated, fitted_range
 
     from commbench.costmodel import collective_time_s, load_fabric
     from commbench.costmodel.fit_records import num_domains_of
+    from commbench.costmodel.latency_only import prediction_line, predicting_curves
     from commbench.costmodel.profile import NCCL_BACKENDS
 
     fabric = load_fabric(path)
@@ -48,6 +51,8 @@ def fabric_predictor(path: str, unpredicted: dict[str, str], beyond: dict[str, s
             unpredicted.setdefault(f"{collective} on {group_size} ranks" + (f" across {domains} domains" if domains > 1
                                                                          else ""), str(exc))
             return np.full(np.shape(sizes), np.nan)
+        if latency_only is not None and (curves := predicting_curves(fabric, collective)):
+            latency_only.setdefault(f"{collective} on {group_size} ranks", prediction_line(curves, path))
         measured = fitted_range(fabric, collective, domains)
         out = extrapolated(measured, np.atleast_1d(sizes), int(group_size))
         if beyond is not None and any(out):
@@ -202,7 +207,8 @@ def report(
 
     unpredicted: dict[str, str] = {}
     beyond: dict[str, str] = {}   # dashed lines past what the profile measured (predict's 'extrapolated')
-    predict = fabric_predictor(fabric, unpredicted, beyond) if fabric else None  # a wrong --fabric: refused before any table
+    latency_only: dict[str, str] = {}   # dashed lines that are a latency-only curve's measured latency
+    predict = fabric_predictor(fabric, unpredicted, beyond, latency_only) if fabric else None  # a wrong --fabric: refused before any table
     predicted_from = fabric or ""
     if fabric:
         from commbench.costmodel import load_fabric
@@ -277,6 +283,8 @@ def report(
         console.print(styled("[yellow]note:[/] no predicted line for {}: {}", curve, why), highlight=False)
     for curve, why in beyond.items():
         console.print(styled("[yellow]extrapolated[/] predicted line for {}: {}", curve, why), highlight=False)
+    for curve, why in latency_only.items():
+        console.print(styled("[yellow]latency-only[/] predicted line for {}: {}", curve, why), highlight=False)
     if result.removed:
         console.print(styled("[yellow]note:[/] removed {} figure(s) of the earlier report in {} that this one does not "
                              "draw: {}", len(result.removed), out, ", ".join(result.removed)), highlight=False)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from commbench.costmodel.latency_only import LatencyOnlyCurve
 from commbench.costmodel.nccl_model import NcclSystem
 from commbench.errors import CommbenchError, invalid, read_user_file
 from commbench.typed_json import check_fields
@@ -66,6 +67,7 @@ class _FabricFile:
     warnings: list = ()
     fit_report: list = ()
     source_files: list = ()
+    latency_only: list = ()
 
 
 _UNSET_OMITTED = ("latency_per_intra_step_us", "intra_busbw_gbps")
@@ -133,6 +135,9 @@ class Fabric:
     source_files: tuple[dict[str, Any], ...] = ()
     # NCCL's algorithm x protocol structure (nccl_model.py); None: the alpha-beta curves alone
     nccl: NcclSystem | None = None
+    # measured curves whose time did not grow with size: their latency, no bandwidth (latency_only.py); predicted
+    # only inside the sizes and group size they were measured at (formulas._algorithm_times)
+    latency_only: tuple[LatencyOnlyCurve, ...] = ()
 
     def __post_init__(self) -> None:
         if self.domain_size < 1:
@@ -173,12 +178,14 @@ class Fabric:
         for a fitted profile's (its fit report's curves used for prediction)."""
         fitted: dict[str, set[str]] = {}
         for r in self.fit_report:
-            if r.get("for_prediction"):
+            if r.get("for_prediction") or r.get("latency_only_us") is not None:
                 fitted.setdefault(str(r.get("collective")), set()).add(str(r.get("backend")))
         out: dict[str, set[str]] = {}
         for curve in self.curves:
             measured = curve.source.startswith("fitted")
             out.setdefault(curve.collective, set()).update(fitted.get(curve.collective, set()) if measured else {"nccl"})
+        for held in self.latency_only:   # measured too: a gloo latency is no prediction of an NCCL run
+            out.setdefault(held.collective, set()).update(fitted.get(held.collective, set()))
         return out
 
     def scaled(self, *, num_gpus: int) -> "Fabric":
@@ -235,7 +242,8 @@ class Fabric:
             "warnings": list(self.warnings),
             "fit_report": list(self.fit_report),
             "nccl": dataclasses.asdict(self.nccl) if self.nccl is not None else None,
-        } | ({"source_files": [dict(f) for f in self.source_files]} if self.source_files else {})
+        } | ({"source_files": [dict(f) for f in self.source_files]} if self.source_files else {}) \
+          | ({"latency_only": [dataclasses.asdict(c) for c in self.latency_only]} if self.latency_only else {})
 
     def to_json(self, path: str | Path | None = None) -> str:
         text = json.dumps(self.to_dict(), indent=1)
@@ -268,6 +276,8 @@ class Fabric:
                                     if isinstance(v, str) or (k == "runs" and isinstance(v, dict))}
                                    for f in data.get("source_files", ()) if isinstance(f, dict)),
                 nccl=NcclSystem(**data["nccl"]) if data.get("nccl") else None,
+                latency_only=tuple(LatencyOnlyCurve(**check_fields(LatencyOnlyCurve, c, f"latency_only[{i}]"))
+                                   for i, c in enumerate(data.get("latency_only") or ())),
             ).checked_domain()
         except (KeyError, TypeError, ValueError) as exc:
             if isinstance(exc, CommbenchError):

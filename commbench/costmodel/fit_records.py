@@ -98,6 +98,9 @@ class CurveFit:
     # its smallest size's and the judged size's fitted and fastest times (None: no fastest iteration to judge by): the
     # noise bandwidth_undetermined judges its growth against
     growth: TimeGrowth | None = None
+    # a curve of a predicted collective whose bandwidth is undetermined: the median over its sizes of each size's
+    # median time, the latency its points measure (latency_only.py); None for every other curve
+    latency_only_s: float | None = None
 
     @property
     def tier(self) -> str:
@@ -129,7 +132,7 @@ class CurveFit:
             "heldout_num_points": self.heldout_num_points, "warnings": list(self.warnings),
             "heldout_by_regime": dict(self.heldout_by_regime), "runs": list(self.runs), "hosts": list(self.hosts),
             "dtypes": list(self.dtypes), "run_records": dict(self.run_records),
-        }
+        } | ({"latency_only_us": self.latency_only_s * 1e6} if self.latency_only_s is not None else {})
 
 
 def host_racks(header: RunHeader | None) -> list[list[int]]:
@@ -442,7 +445,10 @@ def fit_curve(key: CurveKey, points: list[CurvePoint] | list[tuple[float, float,
         warnings.append(f"poor fit: median held-out error {heldout:.0%} (> {POOR_FIT:.0%}); "
                         "predictions from this curve are unreliable")
     growth = time_growth(points)
+    latency_only_s = None
     if bandwidth_undetermined(fit, growth):
+        if key.for_prediction and key.collective in COLLECTIVES:   # its times measure its latency, no bandwidth
+            latency_only_s = float(np.median(t))
         key = dataclasses.replace(key, for_prediction=False)
         from commbench.units import format_size
         within = "" if growth is None or growth.resolved else (
@@ -452,20 +458,24 @@ def fit_curve(key: CurveKey, points: list[CurvePoint] | list[tuple[float, float,
             + f" {growth.noise_s * 1e6:,.1f} us"
             + (f" incl. {growth.inversion_s * 1e6:,.1f} us of a smaller size slower than a larger"
                if growth.inversion_s > 0 else "") + ")")
+        kept = (f"; kept latency-only ({latency_only_s * 1e6:,.1f} us, the median time): predicts these sizes "
+                "alone" if latency_only_s is not None else "; reported, not used to predict")
         warnings.append(f"bandwidth undetermined: time does not grow with size ({format_size(int(sizes[0]))}.."
-                        f"{format_size(int(sizes[-1]))}){within}; reported, not used to predict")
+                        f"{format_size(int(sizes[-1]))}){within}{kept}")
     bandwidth_s = float(x[-1]) / fit.busbw_bytes_per_s[-1]
-    if bandwidth_s < fit.latency_s:
+    if latency_only_s is not None:   # predicted inside its sizes alone, refused beyond: nothing is extrapolated
+        pass
+    elif bandwidth_s < fit.latency_s:
         warnings.append("largest size is latency-bound: bandwidth is poorly determined (measure larger sizes)")
     if float(x[0]) / fit.busbw_bytes_per_s[0] > fit.latency_s:
         warnings.append("smallest size is bandwidth-bound: latency is poorly determined (measure smaller sizes)")
-    warnings += _uncovered_regimes(sizes)
+    warnings += _uncovered_regimes(sizes) if latency_only_s is None else []
     if (spread := repeat_spread_warning(points)) is not None:
         warnings.append(spread)
     return CurveFit(key=key, fit=fit, num_points=len(x), min_size_bytes=int(sizes[0]),
                     max_size_bytes=int(sizes[-1]), heldout_median_rel_error=heldout,
                     heldout_num_points=int(np.sum(big)), warnings=tuple(warnings), heldout_by_regime=by_regime,
-                    growth=growth)
+                    growth=growth, latency_only_s=latency_only_s)
 
 
 def fit_all(records: Iterable[Measurement], headers: dict[str, RunHeader], *,

@@ -34,6 +34,7 @@ import numpy as np
 
 from commbench.costmodel.choice import nccl_time_s, uses_nccl_model
 from commbench.costmodel.fabric import AlgorithmCurve, Fabric
+from commbench.costmodel.latency_only import latency_only_curves, latency_only_time_s
 from commbench.costmodel.nccl_model import check_group
 from commbench.costmodel.nccl_tables import canonical_name
 from commbench.errors import CommbenchError, invalid
@@ -208,12 +209,23 @@ def _algorithm_times(fabric: Fabric, collective: str, size_bytes: ArrayLike, gro
     up = _by_algorithm(fabric.curves_for(collective, "scale_up"))
     out = _by_algorithm(fabric.curves_for(collective, "scale_out"))
     if not up and not out:
+        # a latency-only curve (time did not grow with size): its measured latency inside what it measured, else a
+        # one-line refusal (latency_only.py); never a bandwidth it did not measure
+        measured = latency_only_time_s(fabric, collective, size, n, d)
+        if measured is not None:
+            if any(groups):
+                raise invalid("algorithm", next(g for g in groups if g), f"no algorithm: fabric {fabric.name!r} "
+                              f"measured {collective}'s latency alone (a latency-only curve), leave it out")
+            return [measured for _ in groups]
         # a curve fitted but kept from prediction (its bandwidth undetermined: fit_records.fit_curve) says why
         kept = next((w for c in fabric.fit_report or () if c.get("collective") == collective and not
                      c.get("for_prediction", True) for w in c.get("warnings", ()) if "undetermined" in w), None)
         raise CommbenchError(f"collective={collective!r} is not covered by fabric {fabric.name!r}"
                              + (f": its measured curve's {kept}; measure larger sizes" if kept else "")
                              + f"; it covers: {', '.join(fabric.collectives) or 'nothing'}"
+                             + (f" (latency only, up to the sizes measured: "
+                                f"{', '.join(f'{c.label} at {c.range_text}' for c in fabric.latency_only)})"
+                                if fabric.latency_only else "")
                              + (f" (measure {collective} too, e.g. `commbench bench {collective} -e 16M -O FILE`, and "
                                 "fit every results file together; or `fit --system PRESET` on NCCL results, which "
                                 "takes the preset's curve for what was not measured)"
@@ -328,7 +340,8 @@ def moe_all_to_all_time_s(fabric: Fabric, bytes_per_rank: ArrayLike, ep_size: Ar
         raise invalid("imbalance", float(np.min(imbalance)), "max/mean bytes per rank, so >= 1")
     if phase is not None and phase not in MOE_PHASES:
         raise invalid("phase", phase, f"one of {', '.join(MOE_PHASES)} (or none for their mean)")
-    collective = "moe_all_to_all" if "moe_all_to_all" in fabric.collectives else "all_to_all"
+    collective = ("moe_all_to_all" if "moe_all_to_all" in fabric.collectives
+                  or latency_only_curves(fabric, "moe_all_to_all") else "all_to_all")
     algorithms = {c.algorithm for c in fabric.curves if c.collective == collective}
     args = (fabric, collective, bytes_per_rank, ep_size, num_domains, imbalance)
     if phase is not None and phase in algorithms:

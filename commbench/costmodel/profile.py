@@ -26,6 +26,7 @@ import math
 from commbench.costmodel.fabric import AlgorithmCurve, Fabric, Tier
 from commbench.costmodel.fit_nccl import learn_nccl_parameters
 from commbench.costmodel.fit_records import CurveFit
+from commbench.costmodel.latency_only import LatencyOnlyCurve
 from commbench.costmodel.formulas import COLLECTIVES, steps
 from commbench.data.reference import GpuSpec
 
@@ -134,8 +135,10 @@ def scale_out_curves(fit: CurveFit, up_curves: list[AlgorithmCurve]) -> tuple[li
 def fabric_from_fits(fits: list[CurveFit], *, base: Fabric | None, name: str, source: str,
                      gpu: GpuSpec | None = None, domain_size: int | None = None,
                      num_gpus: int | None = None, notes: list[str] = ()) -> Fabric:
-    """A profile whose fitted collectives replace `base`'s (if any) on the tiers they cover."""
+    """A profile whose fitted collectives replace `base`'s (if any) on the tiers they cover; curves whose time did
+    not grow with size are kept latency-only where nothing else covers their collective (latency_only_curves)."""
     usable = _one_fit_per_curve([f for f in fits if f.key.for_prediction and f.key.collective in COLLECTIVES])
+    latency_only = latency_only_curves(fits, usable, base)
     up = [c for f in usable if f.key.num_domains == 1 for c in scale_up_curves(f)]
     out, warnings = [], []
     for fit in (f for f in usable if f.key.num_domains > 1):
@@ -152,19 +155,44 @@ def fabric_from_fits(fits: list[CurveFit], *, base: Fabric | None, name: str, so
                  if len(sizes) == 1]
     if base is None:
         largest = max((f.key.group_size for f in usable), default=1)
+        if not usable:   # latency-only curves alone: their groups set the domain and scale
+            largest = max((c.group_size for c in latency_only), default=1)
+            group_sizes = sorted({c.group_size for c in latency_only if c.num_domains == 1})
         domain = domain_size or (max(group_sizes) if group_sizes else largest)
-        tiers = {"scale_up": Tier(name="measured scale-up", link_gbps_per_gpu=_peak(up) or 1.0)}
+        # a tier's link rate is its fastest measured curve's: none measured (latency-only curves alone), no tier
+        # rather than a made-up rate
+        tiers = {"scale_up": Tier(name="measured scale-up", link_gbps_per_gpu=_peak(up) or 1.0)} if up or out else {}
         if out:
             tiers["scale_out"] = Tier(name="measured scale-out", link_gbps_per_gpu=_peak(out) or 1.0)
         return Fabric(name=name, gpu=gpu, domain_size=domain, num_gpus=max(num_gpus or 0, largest),
                       tiers=tiers, curves=tuple(up + out), source=source, notes=tuple(notes),
-                      fit_report=tuple(f.to_report() for f in fits), warnings=tuple(warnings))
+                      fit_report=tuple(f.to_report() for f in fits), warnings=tuple(warnings),
+                      latency_only=latency_only)
     fabric = base.with_curves(up + out, name=name, source=source)
     nccl, learned = learn_nccl_parameters(fits, base) if base.nccl is not None else (None, [])
     return dataclasses.replace(fabric, gpu=gpu or base.gpu, domain_size=domain_size or base.domain_size,
                                num_gpus=max(num_gpus or base.num_gpus, base.num_gpus), nccl=nccl,
                                notes=tuple(base.notes) + tuple(notes) + tuple(learned),
-                               fit_report=tuple(f.to_report() for f in fits), warnings=tuple(warnings))
+                               fit_report=tuple(f.to_report() for f in fits), warnings=tuple(warnings),
+                               latency_only=latency_only)
+
+
+def latency_only_curves(fits: list[CurveFit], usable: list[CurveFit], base: Fabric | None
+                        ) -> tuple[LatencyOnlyCurve, ...]:
+    """The fits whose bandwidth is undetermined kept as latency-only curves (latency_only.py), one per (collective,
+    group size, domains), where no usable fit and no curve of `base` predicts their collective on their tier: those
+    would predict it instead (formulas reads a latency-only curve only where a collective has no curve)."""
+    covered = {(f.key.collective, f.tier) for f in usable}
+    if base is not None:
+        covered |= {(c.collective, c.tier) for c in base.curves}
+    kept = [f for f in _one_fit_per_curve([f for f in fits if f.latency_only_s is not None])
+            if (f.key.collective, f.tier) not in covered]
+    return tuple(LatencyOnlyCurve(collective=f.key.collective, tier=f.tier, group_size=f.key.group_size,
+                                  num_domains=f.key.num_domains, latency_us=f.latency_only_s * 1e6,
+                                  min_size_bytes=f.min_size_bytes, max_size_bytes=f.max_size_bytes,
+                                  why=next((w for w in f.warnings if w.startswith("bandwidth undetermined")), ""),
+                                  source=curve_source(f))
+                 for f in sorted(kept, key=lambda f: f.key.label))
 
 
 def _one_fit_per_curve(fits: list[CurveFit]) -> list[CurveFit]:
@@ -388,14 +416,14 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
 REPORTED_ONLY = "; reported, not used to predict"   # how fit_curve ends the warning of a curve it keeps from prediction
 
 
-def check_usable_curve(fits: list[CurveFit], paths: list[str]) -> None:
+def check_usable_curve(fits: list[CurveFit], paths: list[str], latency_only: tuple = ()) -> None:
     """Refuse, in one line naming each curve and why, results whose fitted curves are all reported only (bandwidth
     undetermined, a composite workload's total, an unknown stage): the profile would predict nothing (`fit` wrote one
     and exited 0; found from outside), as results with no usable points are refused."""
     from commbench.errors import CommbenchError
 
-    if any(f.key.for_prediction and f.key.collective in COLLECTIVES for f in fits):
-        return
+    if latency_only or any(f.key.for_prediction and f.key.collective in COLLECTIVES for f in fits):
+        return   # the profile's latency-only curves predict inside what they measured (latency_only.py)
     why = "; ".join(f"{f.key.label}: " + (next((w.removesuffix(REPORTED_ONLY) for w in f.warnings if "not used to predict" in w), None)
                                           or ("a composite workload's total or stage, reported only"
                                               if f.key.collective in COLLECTIVES or f.key.stage

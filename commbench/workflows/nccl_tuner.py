@@ -675,8 +675,13 @@ def from_fabric(fabric, *, ranks: int, nodes: int, sizes_bytes: list[int], chann
                              "count), or measure with --nccl-channels and write measured rules")
     points, sources = predicted_points(fabric, ranks=ranks, nodes=nodes, sizes_bytes=sizes_bytes, channels=channels)
     if not points:
+        held = [c for c in fabric.latency_only if c.collective in PLUGIN_COLLECTIVES]
         raise CommbenchError(f"fabric {fabric.name!r} predicts none of {', '.join(PLUGIN_COLLECTIVES)} "
-                             f"with algorithms {', '.join(COST_MODEL_COMBOS)}")
+                             f"with algorithms {', '.join(COST_MODEL_COMBOS)}"
+                             + (f" (its {'; '.join(c.label + ' at ' + c.range_text for c in held)} latency-only "
+                                "curves measured a latency alone, no algorithm nor bandwidth to choose between: "
+                                "measure larger sizes, e.g. bench -e 16M, with --nccl-algo/--nccl-proto for measured "
+                                "rules)" if held else ""))
     chosen = choose_cells(points, need_baseline=False, any_channels=True, predicted_margin=PREDICTED_MARGIN)
     checked_fabric, domains = node_domains(fabric, ranks=ranks, nodes=nodes)
     chosen, dropped_cells = drop_slower_than_nccl(chosen, checked_fabric, domains)

@@ -85,7 +85,11 @@ def coverage(results_paths: list[str], target: Fabric, fits) -> Coverage:
                f"{target.tiers['scale_out'].name if 'scale_out' in target.tiers else 'the scale-out network'}")
         why = {tier: off for tier in TIERS}
     elif not tiers:
+        # a latency-only curve (time did not grow with size) measured no bandwidth: the plan's sizes need one
+        latency_only = sorted({f.key.label for f in fits if f.latency_only_s is not None})
         why = {tier: "no curve fitted from the results is kept for prediction (fit's warnings say why)"
+               + (f"; {', '.join(latency_only)} measured a latency alone (time did not grow with size, kept "
+                  "latency-only in fabric-measured.json): no bandwidth to plan with" if latency_only else "")
                for tier in TIERS}
     else:
         where = _domains_text(hdrs)
