@@ -35,7 +35,7 @@ def test_a_flat_curve_is_noted_as_fit_refuses_it_and_a_growing_one_is_not(tmp_pa
     _run(growing, "g", GROWING_US)
     notes = undetermined_bandwidth_notes(str(flat), larger="-e 16M")
     assert notes == ["all_reduce gloo n=2 world (1 domain) 1 KiB..512 KiB: time does not grow with size, so `fit` "
-                     "cannot tell its bandwidth from these points; measure up to 16 MiB (-e 16M)"]
+                     "keeps it latency-only (no bandwidth from these points); for a bandwidth, measure up to 16 MiB (-e 16M)"]
     # the same verdict, from `fit`, which keeps the curve latency-only (tests/test_fit_latency_only.py)
     kept = CliRunner().invoke(app, ["fit", str(flat), "-O", str(tmp_path / "f.json")])
     assert kept.exit_code == 0 and "bandwidth undetermined" in kept.output and "kept latency-only" in kept.output
@@ -68,7 +68,7 @@ def test_bench_closing_lines_say_a_curve_fit_cannot_use(tmp_path, monkeypatch):
                                       "--backend", "gloo", "-O", str(out)])
     assert result.exit_code == 0, result.output
     assert ("note: all_reduce gloo n=2 world (1 domain) 1 KiB..512 KiB: time does not grow with size, so `fit` "
-            "cannot tell its bandwidth from these points; measure up to 16 MiB (-e 16M)") in " ".join(result.output.split())
+            "keeps it latency-only (no bandwidth from these points); for a bandwidth, measure up to 16 MiB (-e 16M)") in " ".join(result.output.split())
     monkeypatch.setattr(bench_cli, "_run", measuring(GROWING_US))   # appended: the earlier flat run is not this one's
     again = CliRunner().invoke(app, ["bench", "all_reduce", "--nproc", "2", "-b", "1K", "-e", "512K", "-f", "8",
                                      "--backend", "gloo", "-O", str(out)])
@@ -92,7 +92,7 @@ def test_sweep_closing_lines_say_a_curve_fit_cannot_use(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["sweep", str(file), "-O", str(tmp_path / "s.jsonl")])
     assert result.exit_code == 0, result.output
     assert ("note: all_reduce gloo n=2 world (1 domain) 1 KiB..512 KiB: time does not grow with size, so `fit` "
-            "cannot tell its bandwidth from these points; measure up to 16 MiB (sizes in the sweep file)"
+            "keeps it latency-only (no bandwidth from these points); for a bandwidth, measure up to 16 MiB (sizes in the sweep file)"
             ) in " ".join(result.output.split())
 
 

@@ -50,8 +50,8 @@ def undetermined_bandwidth_notes(path: str, *, larger: str, larger_moe: str = "-
             else:
                 what = (f"measure up to {most} ({larger})" if fit.max_size_bytes < parse_size_bytes(MEASURED_MAX_BYTES)
                         else "measure larger sizes, or on a host with no other load")
-            lines.append(f"{fit.key.label}{kind} {sizes}: time does not grow with size, so `fit` cannot tell its "
-                         f"bandwidth from these points; {what}")
+            lines.append(f"{fit.key.label}{kind} {sizes}: time does not grow with size, so `fit` keeps it "
+                         f"latency-only (no bandwidth from these points); for a bandwidth, {what}")
     if len(lines) > MAX_NOTES:
         lines = lines[:MAX_NOTES] + [f"and {len(lines) - MAX_NOTES} more curve(s) whose time does not grow with size"]
     return lines
