@@ -55,8 +55,8 @@ def test_medians_that_rise_by_noise_determine_no_bandwidth(tmp_path):
     path = tmp_path / "latency.jsonl"
     _write(path, "lat", LATENCY_ONLY)
     assert undetermined_bandwidth_notes(str(path), larger="-e 16M") == [
-        "all_reduce gloo n=2 world (1 domain) 1 KiB..64 KiB: time does not grow with size, so `fit` cannot tell its "
-        "bandwidth from these points; measure up to 16 MiB (-e 16M)"]
+        "all_reduce gloo n=2 world (1 domain) 1 KiB..64 KiB: time does not grow with size, so `fit` keeps it "
+        "latency-only (no bandwidth from these points); for a bandwidth, measure up to 16 MiB (-e 16M)"]
     assert "bandwidth undetermined: time does not grow with size (1 KiB..64 KiB) beyond its noise (fastest " \
            "iteration 109.6 -> 205.5 us at 64 KiB, a rise within 261.0 us" in _kept_latency_only(path, tmp_path / "f.json")
 
