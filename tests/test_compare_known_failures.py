@@ -1,6 +1,7 @@
-"""compare: a point that failed in BASE as often as in NEW (the same file twice, or the same runs appended) is
-no change: it passes, named as failed in the base too and not judged. A point NEW fails more often than BASE
-(a newly failed run, one more failed run) still fails, and a wrong point (#wrong > 0) fails always."""
+"""compare: a point that failed in NEW fails the gate, whether BASE failed it too (the same file twice, or the same runs
+appended: named "failed in the base too"; it passed as no change until a failed NEW run was seen to pass a gate, probe
+P2) or not ("newly failed"); a wrong point (#wrong > 0) fails always. A point NCCL refused (status skipped) as often in
+NEW as in BASE is no change: named skipped in the base too, not judged."""
 
 from __future__ import annotations
 
@@ -25,31 +26,34 @@ def _with_failed(path, index: int, run_id: str):
             for i, m in enumerate(dataclasses.replace(m, run_id=run_id) for m in measurements(read_records([path])))]
 
 
-def test_a_file_with_a_failed_point_against_itself_passes_and_names_it(tmp_path):
+def test_a_file_with_a_failed_point_against_itself_fails_and_says_the_base_failed_it_too(tmp_path):
     one = write(tmp_path / "one.jsonl", _with_failed(A, 1, "a"))
     out = CliRunner().invoke(app, ["compare", one, one, "--allow-same-run"])
-    assert out.exit_code == 0, out.output
-    assert "failed in the base too" in out.output and "1 point(s) failed in both files" in out.output
+    assert out.exit_code == 1, out.output
+    assert "1 point(s) failed in the new file" in out.output and "failed in the base too" in out.output
 
 
-def test_two_runs_one_with_a_failed_point_against_themselves_pass(tmp_path):
-    """It was 'newly failed' (the other run of BASE held it good): the same data failed the gate."""
+def test_two_runs_one_with_a_failed_point_against_themselves_fail():
     runs = _with_failed(A, 1, "a") + [dataclasses.replace(m, run_id="b") for m in measurements(read_records([B]))]
-    assert compare(runs, runs, max_regression=0.1).passed
-    path = write(tmp_path / "runs.jsonl", runs)
-    assert CliRunner().invoke(app, ["compare", path, path, "--allow-same-run"]).exit_code == 0
+    result = compare(runs, runs, max_regression=0.1)
+    assert [(p.verdict, p.detail.endswith("failed in the base too")) for p in result.regressions] == [("failed", True)]
 
 
-def test_a_point_new_fails_more_often_than_base_fails():
+def test_a_point_new_fails_is_newly_failed_where_base_never_failed_it():
     good_b = [dataclasses.replace(m, run_id="b") for m in measurements(read_records([B]))]
     base = _with_failed(A, 1, "a") + good_b  # failed in one run of two
-    new_one = _with_failed(A, 1, "a")  # failed in its only run: every run
-    result = compare(base, new_one, max_regression=0.1)
-    assert [p.verdict for p in result.regressions] == ["newly failed"]
-    both_failed = _with_failed(A, 1, "a") + [_failed(m) if i == 1 else m for i, m in enumerate(good_b)]
-    assert [p.verdict for p in compare(base, both_failed, max_regression=0.1).regressions] == ["newly failed"]
+    assert [p.verdict for p in compare(base, _with_failed(A, 1, "a"), max_regression=0.1).regressions] == ["failed"]
     single = measurements(read_records([A]))
-    assert not compare(single, _with_failed(A, 1, "a"), max_regression=0.1).passed
+    assert [p.verdict for p in compare(single, _with_failed(A, 1, "a"), max_regression=0.1).regressions] == [
+        "newly failed"]
+
+
+def test_a_point_skipped_in_both_files_passes_named():
+    """NCCL refused the tuning combination in both (status skipped): no change, not a failed run."""
+    skipped = [dataclasses.replace(m, status="skipped", error="NCCL refused ring/LL") if m.status == "failed" else m
+               for m in _with_failed(A, 1, "a")]
+    result = compare(skipped, skipped, max_regression=0.1)
+    assert result.passed and len(result.known_failed) == 1 and not result.base_not_ok
 
 
 def test_a_wrong_point_in_both_files_still_fails():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -180,6 +181,24 @@ def check_base_whole(base: str, cut_short: list[str], unreadable: list[str], *, 
                 f"{len(unreadable)} unreadable line(s) (first: {unreadable[0]})")
         raise CommbenchError(f"the base file {base} holds {what}: the new file's points beyond it would go unjudged; "
                              "measure BASE again, or --allow-cut-short to judge on the points BASE holds")
+    for line in said:
+        err_console.print(styled("allowed (--allow-cut-short): {}", line), highlight=False, soft_wrap=True)
+    return said
+
+
+def check_base_points_good(base: str, result, *, allow_cut_short: bool) -> list[str]:
+    """Points of BASE with no good record (failed, wrong or skipped in every run) that NEW holds good
+    (Comparison.base_not_ok) leave NEW's point judged on nothing, as NEW's points beyond a BASE cut short are: refused
+    in one line naming them (exit 2) unless --allow-cut-short; with it each is said on a line of its own and returned
+    ("base point not ok: ...") for the pass line and --json (base_incomplete). A 10x slowdown at a point BASE failed
+    passed as "not ok in base" (probe P2)."""
+    found = result.base_not_ok
+    if found and not allow_cut_short:
+        more = f"; {len(found) - 3} more" if len(found) > 3 else ""
+        raise CommbenchError(f"the base file {base} holds no good record of {len(found)} point(s) the new file "
+                             f"measured ({'; '.join(found[:3])}{more}): the new file's points there would go unjudged; "
+                             "measure BASE again, or --allow-cut-short to judge on the points BASE holds")
+    said = [f"base point not ok: {text}" for text in found]
     for line in said:
         err_console.print(styled("allowed (--allow-cut-short): {}", line), highlight=False, soft_wrap=True)
     return said
@@ -407,7 +426,8 @@ def detectable_line(result) -> str:
 
 
 def _quantiles(result) -> str:
-    return (f"q={result.quantile:.2f} per point, {result.quantile_collective:.2f} per collective (5% for the whole "
+    point = "no point test" if math.isnan(result.quantile) else f"q={result.quantile:.2f} per point"
+    return (f"{point}, {result.quantile_collective:.2f} per collective (5% for the whole "
             f"comparison over {result.num_tests} tests: half to the collective tests, half to the point tests)")
 
 
@@ -477,7 +497,7 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
     points measured without the data check in both files (results.compare.unchecked_on_both_sides); `age_unknown`: why
     NEW's age against the baseline could not be checked (check_when_measured)."""
     r2r = result.run_to_run
-    return {"format": "commbench-compare", "version": 2, "base": base, "new": new,
+    return finite_or_null({"format": "commbench-compare", "version": 2, "base": base, "new": new,
             "max_regression": result.max_regression,
             "passed": result.passed and not unreadable and not (cut_short and not allow_cut_short),
             "points": [{"collective": p.collective, **point_identity(p.key), "point": p.label, "statistic": p.statistic,
@@ -509,7 +529,20 @@ def comparison_document(result, base: str, new: str, *, unreadable: int = 0, set
             "new_age_unchecked": list(age_unknown),
             "unchecked_both_sides": list(unchecked_both), "cut_short_not_reached": result.cut_short_lost,
             "only_in_base": result.only_in_base, "only_in_new": result.only_in_new,
-            "detectable": {**result.detectable, "run_shift_measured": bool(r2r and r2r.shift_known)}}
+            "detectable": {**result.detectable, "run_shift_measured": bool(r2r and r2r.shift_known)}})
+
+
+def finite_or_null(value):
+    """`value` (a JSON document) with every float that is not finite written null: JSON has no NaN or infinity
+    (RFC 8259 section 6; json.dumps writes the bare NaN no parser reads), and compare.schema.json allows null where
+    a figure can be undefined (the point test's quantile where no point was judged)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_null(item) for item in value]
+    return value
 
 
 @command("compare", help="Compare two results files point by point; exit 1 when a point regresses or newly fails (CI gate).")
@@ -520,7 +553,7 @@ def compare_cmd(
     statistic: Annotated[str, typer.Option("--statistic", help=f"Time statistic to compare: {AUTO} ({AUTO_TAIL} when both files have >= {MIN_SAMPLES_FOR_TAIL} per-iteration samples per point, else the median, else nccl-tests' time as imported files hold; a run of NEW with 1-{MIN_SAMPLES_FOR_TAIL - 1} samples where BASE has >= {MIN_SAMPLES_FOR_TAIL} is refused: measure it with -n >= {MIN_SAMPLES_FOR_TAIL} or give --statistic median), " + ", ".join(GATE_STATISTICS) + " (p10 / min: the 10th percentile / fastest of the per-iteration times; on a busy host they move far less between runs than the median, which preemption dominates: see README).")] = AUTO,
     history: Annotated[str | None, typer.Option("--history", help="Folder of earlier baseline results (*.jsonl, repeated runs of the same points): with runs appended to BASE, they measure the run-to-run shift (never from NEW: a slow run there is the news). Without repeated baseline runs the shift is assumed (half the points' scatter, said in the noise line) and each point is judged against its own run's other points.")] = None,
     allow_missing: Annotated[bool, typer.Option("--allow-missing", help="Pass when a run of NEW lacks points of BASE (they are still named); without it a missing point fails. A run of NEW holding no point of BASE at all (another dtype, world size, backend or collective) misses every point of BASE: it fails too unless this option is given, except NEW's newest run (the one whose header started last, ties and runs without a start time by file order: what bench -O or sweep appended last), which is refused (exit 2) as a NEW holding no point is, with this option or without. Where NEW's run holds every point its header plans, the points it lacks are named 'not planned' (its plan differs from BASE's: another sweep, or tune's built-in sweep of another version): a narrower plan checks less than BASE did, so it fails too unless --allow-missing accepts it (or compare against a BASE measured with the new plan).")] = False,
-    allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds, the points it planned and never reached allowed; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan). A BASE cut short or with unreadable lines is refused (exit 2: NEW's points beyond its cut would go unjudged) unless this option is given: then NEW is judged on the points BASE holds, said in the pass line and in --json (base_incomplete).")] = False,
+    allow_cut_short: Annotated[bool, typer.Option("--allow-cut-short", help="Judge a run of NEW that was cut short (its header plans more points than the file holds: a crash, a kill, a time limit, not resumed) on the points it holds, the points it planned and never reached allowed; without it such a run fails, --allow-missing or not (that option is for points NEW did not plan). A BASE cut short, with unreadable lines or with no good record of a point NEW measured good (failed, wrong or skipped in every run of BASE) is refused (exit 2: NEW's points there would go unjudged) unless this option is given: then NEW is judged on the points BASE holds, said in the pass line and in --json (base_incomplete).")] = False,
     allow_unchecked: Annotated[bool, typer.Option("--allow-unchecked", help="Pass when a run of NEW measured points without the data check (bench/sweep -c 0, nccl-tests -c 0) that BASE checked (they are still named); without it such a point fails: unchecked data never counts as wrong.")] = False,
     allow_fewer_iters: Annotated[bool, typer.Option("--allow-fewer-iters", help="Judge a run of NEW that measured a point over fewer timed iterations (-n: the records' iters) than BASE's records there (named, also in --json: fewer_iters); without it that is refused (exit 2, both counts named): a time over fewer iterations is noisier than the base's, whose run-to-run noise the gate judges it by, so the gate would check less than BASE did. More iterations in NEW are fine.")] = False,
     allow_setup_change: Annotated[bool, typer.Option("--allow-setup-change", help="Judge NEW although its runs were measured with another NCCL version, on other devices, on an emulated instead of a real fabric (or the reverse), or on gloo with another torch version (gloo's collectives are torch's own code) than BASE's (an NCCL upgrade, say; what differs is still named); without it such files are refused. Another torch under NCCL runs, or another commbench version, is noted and judged. A run without a header record cannot be checked: warned in one line, then judged.")] = False,
@@ -586,6 +619,7 @@ def compare_cmd(
                                  and run not in new_continuations],
                      complete_runs=plans, cut_short_runs=cut_runs, new_started=new_started,
                      allow_fewer_iters=allow_fewer_iters)
+    base_short = base_short + check_base_points_good(base, result, allow_cut_short=allow_cut_short)
     plan_change = plan_change_text(base_headers, plans, base_records) if result.not_planned else ""
     if as_json:
         print_json(comparison_document(result, base, new, unreadable=len(unreadable),
@@ -662,8 +696,9 @@ def compare_cmd(
                                                                  if result.history_of_new else []))),
                           highlight=False)
         if result.known_failed:
-            console.print(styled("[yellow]known[/]: {} point(s) failed in both files, in the new no more often than "
-                                 "in the base (failed in the base too: no change, not judged where they failed): {}",
+            console.print(styled("[yellow]known[/]: {} point(s) skipped in both files (NCCL refused the combination), "
+                                 "in the new no more often than in the base (skipped in the base too: no change, not "
+                                 "judged where skipped): {}",
                                  len(result.known_failed), ", ".join(result.known_failed[:20])
                                  + (" ..." if len(result.known_failed) > 20 else "")), highlight=False)
         if result.only_in_new:
@@ -734,27 +769,32 @@ def compare_cmd(
                             "what they held (a failed or wrong point, say) is unknown; no option permits that")
         raise fail("; ".join(parts + [apart_note] * bool(apart_note)), exit_code=1)
     if not as_json:
-        apart = sum(p.verdict == "not comparable" for p in result.points)
+        apart = sum(p.verdict in ("not comparable", "not ok in base") for p in result.points)
+        base_bad = sum(p.verdict == "not ok in base" for p in result.points)
         unreached = sum(p.verdict == "not reached" for p in result.points)
         absent = result.only_in_base   # the base's points NEW lacks (allowed, or the gate failed above): not compared
         compared = result.num_new_compared if result.num_new_compared is not None else result.runs["new"]
-        console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}{}{}, none slower than {} beyond "
-                             "the noise, none {}failed{}{}{}{}{}", len(result.points) - apart - absent - unreached,
-                             compared, f" ({apart} not comparable: no statistic in both files)" if apart else "",
+        console.print(styled("[green]pass[/]: {} point(s) in {} run(s) compared{}{}{}{}, none slower than {} beyond "
+                             "the noise, none failed{}{}{}{}{}", len(result.points) - apart - absent - unreached,
+                             compared, f" ({apart - base_bad} not comparable: no statistic in both files)"
+                             if apart > base_bad else "",
+                             f" ({base_bad} not ok in base: not judged)" if base_bad else "",
                              f" ({unreached} not reached by a run cut short: --allow-cut-short)" if unreached else "",
                              f" ({absent} of the base's not in the new file: --allow-missing)" if absent else "",
-                             f"{threshold:.0%}", "newly " if result.known_failed else "",
+                             f"{threshold:.0%}",
                              (" (data unchecked on both sides: -c 0, a wrong result cannot be seen)"
                               if len(unchecked_both) >= len(result.points) - apart - absent - unreached else
                               f" or wrong ({len(unchecked_both)} point(s) with data unchecked on both sides: -c 0)")
                              if unchecked_both else " or wrong",
-                             f" ({len(result.known_failed)} failed in the base too)" if result.known_failed else "",
+                             f" ({len(result.known_failed)} skipped in both: NCCL refused the combination)"
+                             if result.known_failed else "",
                              f" ({len(result.unchecked)} point run(s) unchecked: allowed)"
                              if result.unchecked else "",
                              f"; {result.runs['new'] - compared} other run(s) of the new file hold no point of the "
                              "base: not judged (--allow-missing)" if compared < result.runs["new"] else "",
-                             f"; the base is cut short or has unreadable lines ({len(base_short)} said above, "
-                             f"--allow-cut-short): judged on the points it holds only, {result.only_in_new} point(s) "
-                             "of the new file not judged" if base_short else "")
+                             "; the base is cut short or has unreadable lines or points with no good record "
+                             f"({len(base_short)} said above, --allow-cut-short): judged on the points it holds only, "
+                             f"{result.only_in_new + len(result.base_not_ok)} point(s) of the new file not judged"
+                             if base_short else "")
                       + (f"; {escape(apart_note)}" if apart_note else ""), highlight=False)
         console.print(detectable_line(result), highlight=False)

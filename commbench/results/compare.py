@@ -148,7 +148,8 @@ class Comparison:
     unchecked: list[str] = field(default_factory=list)  # "label (run i)": measured without the data check, BASE checked
     allow_unchecked: bool = False
     trimmed: dict = field(default_factory=dict)  # key -> n: a tail statistic over each record's first n iterations
-    known_failed: list[str] = field(default_factory=list)  # labels: failed in NEW no more often than in BASE
+    # labels: skipped in NEW (NCCL refused the combination) no more often than in BASE; a failed point is never here
+    known_failed: list[str] = field(default_factory=list)
     repeated_runs: dict = field(default_factory=dict)  # side -> runs left out: an earlier run's records repeated
     failed_only_in_new: list[str] = field(default_factory=list)  # "label (run i/n: why)": failed/wrong, no BASE point
     num_new_compared: int | None = None  # runs of NEW holding a point of BASE (the others are judged on nothing)
@@ -168,6 +169,9 @@ class Comparison:
     # "label (run i/n): iters N, base M" per record of NEW measured over fewer iterations than BASE's, judged as
     # --allow-fewer-iters permits (compare_iters; without it compare refuses them)
     fewer_iters: list[str] = field(default_factory=list)
+    # "label (why)" per point of BASE with no good record (failed, wrong, skipped in every run) that NEW holds good:
+    # NEW's point is judged on nothing, as beyond a BASE cut short (the CLI refuses it unless --allow-cut-short)
+    base_not_ok: list[str] = field(default_factory=list)
 
     @property
     def lost(self) -> list[str]:

@@ -135,11 +135,14 @@ def _bad_verdict(key, base_runs, new_runs, stat, comparable=frozenset(), shared=
     missing where NEW holds it in fewer runs than BASE does (at most NEW's run count): a run that stopped
     short; or where a run of NEW in `comparable` (its numbers from 1: the runs holding a point of BASE) lacks a
     point every run of BASE holds. Runs that measured different sizes, as BASE's own runs did, are no loss (a
-    file against itself passes). `shared`: NEW fails the point no more often than BASE (_failures_base_shares), so
-    its failed and skipped records are no verdict. `collectives`: per run of NEW the collectives it holds; where
+    file against itself passes). A failed or wrong record of NEW is a verdict whatever BASE held there ("newly"
+    where BASE never failed it so; "failed in the base too" said in the detail): a failed run never passes a gate.
+    `shared`: NEW skips the point (NCCL refused the combination) no more often than BASE (_skips_base_shares), so its
+    skipped records are no verdict. `collectives`: per run of NEW the collectives it holds; where
     NEW holds the point in too few runs, the runs blamed are those that measured its collective (a complete
     all_gather run beside a cut all_reduce run did not lose all_reduce points), all of them where none did."""
     base_ok = any(key in run and not is_bad(run[key]) for run in base_runs)
+    in_base = {"failed" if r == "skipped" else r for r in (bad_reason(run[key]) for run in base_runs if key in run)}
     missing, worst = [], None
     for index, run in enumerate(new_runs, start=1):
         m = run.get(key)
@@ -147,12 +150,14 @@ def _bad_verdict(key, base_runs, new_runs, stat, comparable=frozenset(), shared=
             missing.append(index)
             continue
         reason = bad_reason(m, stat)
-        if reason == "skipped" and not base_ok or reason in ("failed", "skipped") and shared:
+        if reason == "skipped" and (not base_ok or shared):
             continue
         if reason is not None and worst is None:
             reason = "failed" if reason == "skipped" else reason
             detail = m.error or (f"#wrong {m.num_wrong}" if reason == "wrong" else "no time")
-            worst = (("newly " if base_ok else "") + reason, f"run {index}/{len(new_runs)}: {detail}"[:80])
+            too = f"; {reason} in the base too" if reason in in_base else ""
+            worst = (("newly " if base_ok and not too else "") + reason,
+                     f"run {index}/{len(new_runs)}: {detail}"[:80] + too)
     expected = min(sum(key in run for run in base_runs), len(new_runs))
     if len(new_runs) - len(missing) >= expected:
         # a run of NEW that compares with BASE (holds one of its points) still misses a point every run of BASE
@@ -170,16 +175,27 @@ def _bad_verdict(key, base_runs, new_runs, stat, comparable=frozenset(), shared=
     return None
 
 
-def _failed_share(key, runs, stat) -> float:
-    """The share of `runs` whose record of `key` failed (no time, skipped or failed; not wrong)."""
-    failed = sum(1 for run in runs if key in run and bad_reason(run[key], stat) in ("failed", "skipped"))
-    return failed / len(runs) if runs else 0.0
+def _skipped_share(key, runs) -> float:
+    """The share of `runs` whose record of `key` was skipped (status "skipped": NCCL refused a tuning combination)."""
+    skipped = sum(1 for run in runs if key in run and bad_reason(run[key]) == "skipped")
+    return skipped / len(runs) if runs else 0.0
 
 
-def _failures_base_shares(key, base_runs, new_runs, stat) -> bool:
-    """NEW's runs fail `key` no more often than BASE's (a file against itself, a known failure): no change, so no
-    failure of the gate; the point is named (failed in the base too). Wrong data never counts as shared."""
-    return 0 < _failed_share(key, new_runs, stat) <= _failed_share(key, base_runs, None)
+def _skips_base_shares(key, base_runs, new_runs) -> bool:
+    """NEW's runs skip `key` (NCCL refused the combination: status "skipped") no more often than BASE's: no change, so
+    no failure of the gate; the point is named (skipped in the base too). A failed or wrong record never counts as
+    shared: the same point failed in both files fails the gate (a failed run must not pass one)."""
+    return 0 < _skipped_share(key, new_runs) <= _skipped_share(key, base_runs)
+
+
+def _base_bad_text(key, base_runs) -> str:
+    """Why BASE holds no good record of `key`: its first bad record's reason and error."""
+    for index, run in enumerate(base_runs, start=1):
+        m = run.get(key)
+        if m is not None and (reason := bad_reason(m)) is not None:
+            detail = m.error or (f"#wrong {m.num_wrong}" if reason == "wrong" else "no time")
+            return f"base run {index}/{len(base_runs)} {reason}: {detail}"[:100]
+    return "base failed or wrong"
 
 
 def _unchecked_runs(key, base_runs, new_runs) -> list[int]:
@@ -257,14 +273,14 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
         for k, found in per_key.items():
             tests[k].extend(found)
         shifts.extend(scope_shifts)
-    points, missing, unchecked, known_failed, not_planned, cut_lost = [], [], [], [], [], []
+    points, missing, unchecked, known_failed, not_planned, cut_lost, base_not_ok = [], [], [], [], [], [], []
     comparable = {i for i, run in enumerate(new_runs, start=1) if any(k in run for k in base_keys)}
     collectives = [{k[1] for k in run} for run in new_runs]
     collective_regressed = {s.collective: s for s in shifts if s.scope == "all runs" and s.regressed}
     for key in base_keys:
         m = first[key]
         ident = dict(key=key, collective=m.collective, label=point_label(m))
-        shared = _failures_base_shares(key, base_runs, new_runs, stats.get(key))
+        shared = _skips_base_shares(key, base_runs, new_runs)
         bad = _bad_verdict(key, base_runs, new_runs, stats.get(key), comparable, shared, collectives)
         not_reached = []
         if bad and bad[2] and set(bad[2]) & set(cut_allowed):   # planned by a run cut short: --allow-cut-short
@@ -291,9 +307,10 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                 points.append(PointComparison(**ident, statistic="-", verdict="not reached",
                                               detail=f"{', '.join(not_reached)} cut short before it"))
             elif not any(key in run and not is_bad(run[key]) for run in base_runs):
-                points.append(PointComparison(**ident, statistic="-", verdict="not ok in base",
-                                              detail="failed in the base too" if ident["label"] in known_failed
-                                              else "base failed or wrong"))
+                why = "skipped in the base too" if ident["label"] in known_failed else _base_bad_text(key, base_runs)
+                if any(key in run and not is_bad(run[key]) for run in new_runs):   # a point of NEW judged on nothing
+                    base_not_ok.append(f"{ident['label']} ({why})")
+                points.append(PointComparison(**ident, statistic="-", verdict="not ok in base", detail=why))
             else:
                 points.append(PointComparison(**ident, statistic="-", verdict="not comparable",
                                               detail="no statistic in both files"))
@@ -307,7 +324,8 @@ def judge(base_runs, new_runs, hist_runs, base_keys, *, max_regression, statisti
                       num_tests=num_tests, runs={"base": len(base_runs), "new": num_new, "history": len(hist_runs)},
                       missing=missing, not_planned=not_planned, allow_missing=allow_missing, only_in_new=only_in_new,
                       unchecked=unchecked, allow_unchecked=allow_unchecked, trimmed=trimmed,
-                      known_failed=known_failed, num_new_compared=len(comparable), cut_short_lost=cut_lost)
+                      known_failed=known_failed, num_new_compared=len(comparable), cut_short_lost=cut_lost,
+                      base_not_ok=base_not_ok)
 
 
 def _baseline_sets(base_table: list[dict], hist_table: list[dict]) -> list[list[dict]]:

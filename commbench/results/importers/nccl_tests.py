@@ -55,7 +55,7 @@ from commbench.results.importers.nccl_tests_devices import CUT_MARK, DeviceList
 from commbench.results.importers.nccl_tests_planned import TableCount
 from commbench.results.importers import nccl_tests_per_iter as per_iter
 from commbench.results.nccl_tests_text import MOE_POINT_KEYS, MOE_POINT_METRICS, PLANNED_PREFIX
-from commbench.results.print_rounding import printed_bandwidth_slack_gbps
+from commbench.results.print_rounding import printed_bandwidth_slack_gbps, printed_half_unit_gbps
 from commbench.results.records import (AGG_GROUPED, AGG_UNGROUPED, IMPORTED_LAUNCHER, NCCL_TESTS_AVERAGE_MODES,
                                        Measurement, Record, RunHeader, new_run_id)
 
@@ -1173,17 +1173,24 @@ def import_file(path: str, collective: str | None = None, result: ImportResult |
             return parse_text(lines, path, collective, result, version)
 
 
-def implied_world_size(collective: str, algbw_gbps: float, busbw_gbps: float) -> int | None:
-    """The rank count nccl-tests' bus factor implies (busbw/algbw = 2(n-1)/n for all_reduce, (n-1)/n for
-    reduce_scatter, all_gather and alltoall); None where the factor says nothing (1, or no bandwidth)."""
-    if algbw_gbps <= 0 or busbw_gbps <= 0:
-        return None
-    ratio = busbw_gbps / algbw_gbps
-    free = 2.0 - ratio if collective == "all_reduce" else 1.0 - ratio
+def implied_world_sizes(collective: str, algbw_gbps: float, busbw_gbps: float, algbw_half_unit_gbps: float,
+                        busbw_half_unit_gbps: float) -> tuple[float, float] | None:
+    """The interval of rank counts n whose bus factor (busbw/algbw = 2(n-1)/n for all_reduce, (n-1)/n for
+    reduce_scatter, all_gather and alltoall: nccl-tests src/<test>.cu GetBw) is consistent with the printed bandwidths
+    within their print rounding (the half units). 2(n-1)/n flattens as n grows, so two printed decimals pin n only
+    loosely at large worlds: 4.99 and 9.96 GB/s allow 286-1994 ranks, 512 among them (the point estimate 499 is not
+    a disagreement). The upper end is inf where the rounding allows the factor's limit. None where the factor says
+    nothing (1: broadcast, sendrecv, ...) or a bandwidth is within its rounding of 0."""
     scale = 2.0 if collective == "all_reduce" else 1.0
-    if collective not in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all") or free <= 1e-3:
+    if collective not in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all"):
         return None
-    return round(scale / free)
+    if algbw_gbps - algbw_half_unit_gbps <= 0 or busbw_gbps - busbw_half_unit_gbps <= 0:
+        return None
+    low_ratio = (busbw_gbps - busbw_half_unit_gbps) / (algbw_gbps + algbw_half_unit_gbps)
+    high_ratio = (busbw_gbps + busbw_half_unit_gbps) / (algbw_gbps - algbw_half_unit_gbps)
+    low = scale / (scale - low_ratio) if low_ratio < scale else math.inf
+    high = scale / (scale - high_ratio) if high_ratio < scale else math.inf
+    return low, high
 
 
 MULTI_NODE_NVLINK = ("gb200", "gb300")   # their NVL72 racks join hosts of 4 GPUs in one NVLink domain
@@ -1208,9 +1215,11 @@ def time_warnings(records: list[Record]) -> list[str]:
 
 
 def world_size_warnings(records: list[Record]) -> list[str]:
-    """One line per imported run whose world size (read from the log) disagrees with busbw/algbw at its
-    largest-bandwidth point (the least rounded: nccl-tests prints two decimals)."""
-    worlds = {r.run_id: r.world_size for r in records if isinstance(r, RunHeader)}
+    """One line per imported run whose world size (read from the log) lies outside the rank counts busbw/algbw
+    allow at its largest-bandwidth point (the least rounded), the printed bandwidths taken within their print rounding
+    (nccl-tests prints two decimals: implied_world_sizes). The line says where the world size came from (the header's
+    notes: the '#  Rank' lines, a list nccl-tests cut, the banner where the log has none)."""
+    headers = {r.run_id: r for r in records if isinstance(r, RunHeader)}
     def printed(m: Measurement) -> tuple[float | None, float | None]:   # the log's own numbers, not the derived ones
         return (m.metrics.get("nccl_tests_printed_algbw_gbps", m.algbw_gbps),
                 m.metrics.get("nccl_tests_printed_busbw_gbps", m.busbw_gbps))
@@ -1223,8 +1232,24 @@ def world_size_warnings(records: list[Record]) -> list[str]:
     out = []
     for run_id, m in best.items():
         algbw, busbw = printed(m)
-        implied = implied_world_size(m.collective, algbw, busbw)
-        if implied is not None and implied != worlds.get(run_id) and algbw >= 1.0:
-            out.append(f"{m.collective}: world size read as {worlds.get(run_id)} (the log has no '# Rank' lines or "
-                       f"they disagree) but busbw/algbw implies {implied} ranks; the records keep {worlds.get(run_id)}")
+        header = headers.get(run_id)
+        world = header.world_size if header else None
+        span = implied_world_sizes(m.collective, algbw, busbw, printed_half_unit_gbps(algbw),
+                                   printed_half_unit_gbps(busbw))
+        if span is None or world is None or algbw < 1.0 or span[0] - 1e-6 <= world <= span[1] + 1e-6:
+            continue
+        low, high = math.ceil(span[0] - 1e-6), span[1] if math.isinf(span[1]) else math.floor(span[1] + 1e-6)
+        implied = (f"{low}" if low == high else f"{low} or more" if math.isinf(high) else f"{low}-{high}")
+        out.append(f"{m.collective}: world size read as {world} ({_world_source(header)}) but busbw/algbw as printed "
+                   f"({busbw:g} / {algbw:g} GB/s, within their rounding) implies {implied} ranks; the records keep "
+                   f"{world}")
     return out
+
+
+def _world_source(header: RunHeader) -> str:
+    """Where an imported run's world size came from, by its header's notes (parse_text)."""
+    if any(note.startswith("world size") and "no device lines" in note for note in header.notes):
+        return "from the banner's nThread x nGpus: the log has no '#  Rank' lines"
+    if any(note.startswith("the log lists '#  Rank' lines for") for note in header.notes):
+        return "from the banner: nccl-tests cut the log's '#  Rank' lines"
+    return f"from the log's device list: {len(header.devices)} ranks"
