@@ -116,6 +116,20 @@ def test_mpirun_inside_slurm_runs_as_one_job_on_gloo(tmp_path):
     assert (header["launcher"], header["world_size"]) == ("mpi", 3), header
 
 
+def test_srun_ports_of_neighbouring_jobs_never_meet():
+    """15000 + (10 x job + step) mod 10000 gave job J's step 10 the port of job J+1's step 0 (probe P6, session 44):
+    steps 0..SLURM_PORT_STEPS-1 of jobs less than SLURM_PORT_JOBS ids apart now never share a port, and a later step
+    shares only its own job's (README)."""
+    def port(job: int, step: int) -> int:
+        return launch.slurm_default_port({"SLURM_JOB_ID": str(job), "SLURM_STEP_ID": str(step)})
+
+    assert port(4242, 10) != port(4243, 0) and port(4242, 10) == port(4242, 0)
+    assert all(port(job, step) != port(job + 1, 0) for job in (77, 999, 4242) for step in range(10, 40))
+    ports = {port(job, step) for job in range(5000, 5000 + launch.SLURM_PORT_JOBS)
+             for step in range(launch.SLURM_PORT_STEPS)}
+    assert len(ports) == launch.SLURM_PORT_JOBS * launch.SLURM_PORT_STEPS and min(ports) == 15000 and max(ports) == 24999
+
+
 def test_tuning_combinations_under_srun_move_from_the_steps_own_port():
     from commbench.comm.nccl_tuning import TuningCombo
     from commbench.sweep.combos import combo_environ

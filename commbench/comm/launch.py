@@ -244,20 +244,28 @@ def rank_variables_launcher(env: Mapping[str, str]) -> str:
     return "torchrun" if any(k in env for k in TORCHRUN_MARKERS) else "env"
 
 
+# srun steps of one job whose ports differ (SLURM_STEP_ID 0..9); a job's step 10 shares step 0's port, and so on
+SLURM_PORT_STEPS = 10
+# consecutive job ids whose steps never share a port: 10,000 ports (15000..24999) / SLURM_PORT_STEPS
+SLURM_PORT_JOBS = 1000
+
+
 def slurm_default_port(env: Mapping[str, str]) -> int | None:
-    """The rendezvous port of an srun step where MASTER_PORT is not set: 15000 + (10 x SLURM_JOB_ID + SLURM_STEP_ID)
-    mod 10000, so two jobs (or two steps of one job) whose first host is the same node do not meet on one port (a
-    fixed 29500 put job B's ranks into job A's store). The same range as PyTorch Lightning's SLURMEnvironment.main_port
-    (15000 + the job id's last 4 digits; Lightning-AI/pytorch-lightning
-    src/lightning/fabric/plugins/environments/slurm.py at 03f57f9c), which the step id extends; 15000..24999 is below
-    Linux's ephemeral range (net.ipv4.ip_local_port_range, 32768..60999 by default), so no outgoing connection holds
-    it. None without a job id."""
+    """The rendezvous port of an srun step where MASTER_PORT is not set: 15000 + SLURM_PORT_STEPS x (SLURM_JOB_ID mod
+    SLURM_PORT_JOBS) + SLURM_STEP_ID mod SLURM_PORT_STEPS, so two jobs (or two steps of one job) whose first host is
+    the same node do not meet on one port (a fixed 29500 put job B's ranks into job A's store): steps 0..9 of jobs
+    less than 1,000 ids apart never share one; a step past 9 shares the port of its own job's step 10 apart, never
+    another job's (15000 + (10 x job + step) mod 10000 gave job J's step 10 job J+1's step 0's). The same range as
+    PyTorch Lightning's SLURMEnvironment.main_port (15000 + the job id's last 4 digits; Lightning-AI/pytorch-lightning
+    src/lightning/fabric/plugins/environments/slurm.py at 03f57f9c); 15000..24999 is below Linux's ephemeral range
+    (net.ipv4.ip_local_port_range, 32768..60999 by default), so no outgoing connection holds it. None without a job
+    id."""
     job = env.get("SLURM_JOB_ID", env.get("SLURM_JOBID", "")).strip()
     step = env.get("SLURM_STEP_ID", env.get("SLURM_STEPID", "0")).strip()
     if not job.isdecimal():
         return None
     step_id = int(step) if step.isdecimal() and int(step) < _SLURM_SPECIAL_STEP_IDS else 0
-    return 15000 + (10 * int(job) + step_id) % 10000
+    return 15000 + SLURM_PORT_STEPS * (int(job) % SLURM_PORT_JOBS) + step_id % SLURM_PORT_STEPS
 
 
 def _pmi_rank_env(env: Mapping[str, str], port: int | None) -> RankEnv:
