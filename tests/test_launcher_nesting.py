@@ -127,7 +127,8 @@ def test_srun_ports_of_neighbouring_jobs_never_meet():
     assert all(port(job, step) != port(job + 1, 0) for job in (77, 999, 4242) for step in range(10, 40))
     ports = {port(job, step) for job in range(5000, 5000 + launch.SLURM_PORT_JOBS)
              for step in range(launch.SLURM_PORT_STEPS)}
-    assert len(ports) == launch.SLURM_PORT_JOBS * launch.SLURM_PORT_STEPS and min(ports) == 15000 and max(ports) == 24999
+    assert len(ports) == launch.SLURM_PORT_JOBS * launch.SLURM_PORT_STEPS
+    assert (min(ports), max(ports)) == (15000, 24999)
 
 
 def test_tuning_combinations_under_srun_move_from_the_steps_own_port():

@@ -213,7 +213,8 @@ def _outer_rank_variables(env: Mapping[str, str]) -> str | None:
         launcher, where, pairs = "mpi", "this mpirun launch", (("RANK", "OMPI_COMM_WORLD_RANK"),
                                                                 ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"))
     elif _in_pmi_launch(env):
-        launcher, where, pairs = "hydra", "this mpiexec (PMI) launch", (("RANK", "PMI_RANK"), ("WORLD_SIZE", "PMI_SIZE"))
+        launcher, where, pairs = "hydra", "this mpiexec (PMI) launch", (("RANK", "PMI_RANK"),
+                                                                         ("WORLD_SIZE", "PMI_SIZE"))
     else:
         tasks_key = slurm_step_tasks_key(env)
         if tasks_key is None or _int(env, tasks_key) < 2:

@@ -59,8 +59,8 @@ def check_in(store, *, rank: int, world_size: int, address: str, where: str, tim
     held = _text(store.compare_set(f"{base}/rank{rank}", "", me))
     if held != me:
         line = (f"rank {rank} of {world_size} was started twice in the launch at {address}: {held} holds it, {me} "
-                f"was given it too, and every rank still joining stops: start each rank once (each process needs its own RANK, "
-                f"SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK)")
+                "was given it too, and every rank still joining stops: start each rank once (each process needs its "
+                "own RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK)")
         store.set(f"{base}/refused", line)
         store.set(f"{base}/done", "refused")
         raise RankStartedTwice(line)
