@@ -82,3 +82,10 @@ def test_mpiexec_ranks_run_as_one_job_on_gloo(tmp_path):
     records = [json.loads(line) for line in out.read_text().splitlines()]
     headers = [r for r in records if r.get("launcher")]
     assert [(h["launcher"], h["world_size"]) for h in headers] == [("hydra", 2)], headers
+
+
+def test_tuning_combinations_under_mpiexec_move_off_the_launchs_port():
+    from commbench.comm.nccl_tuning import TuningCombo
+    from commbench.sweep.combos import combo_environ
+
+    assert combo_environ(TuningCombo(), 2, {**HYDRA, "MASTER_PORT": "29600"})["MASTER_PORT"] == "29603"
