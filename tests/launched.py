@@ -3,7 +3,8 @@
 `launch_cli(args, hosts, launcher="torchrun")` forks one process per entry of `hosts`; each sets the variables the
 launcher sets for its task (torchrun: RANK / WORLD_SIZE / LOCAL_RANK / LOCAL_WORLD_SIZE / TORCHELASTIC_RUN_ID;
 slurm: an srun step's SLURM_PROCID / SLURM_LOCALID / SLURM_STEP_NUM_TASKS / SLURM_STEP_ID; mpi_in_slurm: Open MPI's
-OMPI_COMM_WORLD_* beside the SLURM_* of the srun step that started mpirun's daemons, one per host), fakes its host name
+OMPI_COMM_WORLD_* beside the SLURM_* of the srun step that started mpirun's daemons, one per host; hydra: MPICH's
+mpiexec's PMI_RANK / PMI_SIZE / MPI_LOCALRANKID / MPI_LOCALNRANKS, no MASTER_ADDR), fakes its host name
 (`socket.gethostname`, which commbench reads for hosts and racks) and runs the CLI in-process. Returns
 [(exit code, stdout, output)] in rank order; a rank that hangs past `timeout_s` fails the test.
 """
@@ -17,7 +18,7 @@ from typing import Sequence
 
 from tests.distributed import free_port
 
-_LAUNCH_PREFIXES = ("SLURM_", "OMPI_", "PMI_", "TORCHELASTIC_", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+_LAUNCH_PREFIXES = ("SLURM_", "OMPI_", "PMI_", "MPI_LOCAL", "TORCHELASTIC_", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
                     "GROUP_RANK", "MASTER_", "COMMBENCH_", "CUDA_VISIBLE_DEVICES")
 
 
@@ -41,6 +42,9 @@ def launch_env(rank: int, hosts: Sequence[str], launcher: str, port: int) -> dic
                 "SLURM_JOB_ID": "1", "SLURM_STEP_ID": "0", "SLURM_PROCID": str(nodes.index(hosts[rank])),
                 "SLURM_LOCALID": "0", "SLURM_NTASKS": str(len(nodes)), "SLURM_STEP_NUM_TASKS": str(len(nodes)),
                 "SLURM_STEP_NODELIST": "localhost", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+    if launcher == "hydra":   # MPICH / Intel MPI's mpiexec, no Slurm (pmi_proxy: pmip_cb.c), MASTER_ADDR unset
+        return {"PMI_RANK": str(rank), "PMI_SIZE": str(world), "PMI_FD": "9", "MPI_LOCALRANKID": str(local),
+                "MPI_LOCALNRANKS": str(hosts.count(hosts[rank])), "MASTER_PORT": str(port)}
     raise ValueError(launcher)
 
 

@@ -41,8 +41,11 @@ def _rank0_of_2(tmp_path, *args: str) -> tuple[int, list[str], float]:
 def _waited_and_said(lines: list[str], setting: str) -> None:
     notes = [line for line in lines if line.startswith("note: waiting for every rank")]
     errors = [line for line in lines if line.startswith("error:")]
-    assert len(notes) == 1 and f"{setting}=2 s" in notes[0], lines
+    # the rank check-in (comm/rank_checkin.py) ends the wait at the 2 s timeout, before the note is due at 3 s,
+    # naming the rank that never came; a rank slowed past 3 s (a loaded machine) says it waits first
+    assert len(notes) <= 1 and all(f"{setting}=2 s" in note for note in notes), lines
     assert len(errors) == 1 and "as rank 0 of 2" in errors[0] and f"{setting}=2 s" in errors[0], lines
+    assert "1 of 2 ranks joined (missing: rank 1)" in errors[0], lines
     assert "Traceback" not in "\n".join(lines), lines
 
 

@@ -54,13 +54,10 @@ def test_rank_by_hand_inside_mpirun_must_be_open_mpis():
     assert "RANK=1" in line and "OMPI_COMM_WORLD_RANK=3" in line and "mpirun" in line and "\n" not in line, line
 
 
-def test_an_mpich_launch_inside_slurm_is_refused_naming_both():
+def test_an_mpich_launch_inside_slurm_is_hydras_job():
     hydra = {**STEP, "SLURM_PROCID": "1", "SLURM_STEP_NUM_TASKS": "2", "SLURM_NTASKS": "2", "PMI_RANK": "3",
-             "PMI_SIZE": "4"}
-    with pytest.raises(CommbenchError) as info:
-        detect_rank_env(hydra)
-    line = str(info.value)
-    assert "PMI_RANK=3" in line and "SLURM_PROCID=1" in line and "\n" not in line, line
+             "PMI_SIZE": "4", "MPI_LOCALRANKID": "1", "MASTER_ADDR": "node0"}
+    assert _place(hydra) == ("hydra", 3, 4, 1)   # Hydra's proxies' step is not the ranks' (test_mpich_hydra_launch)
     # srun --mpi=pmi2 sets them to the step's own ranks: the Slurm launch
     assert _place({**STEP, "PMI_RANK": "1", "PMI_SIZE": "4"}) == ("slurm", 1, 4, 1)
 
@@ -117,6 +114,21 @@ def test_mpirun_inside_slurm_runs_as_one_job_on_gloo(tmp_path):
     assert [code for code, _, _ in results] == [0, 0, 0], [output[-400:] for _, _, output in results]
     header = json.loads(out.read_text().splitlines()[0])
     assert (header["launcher"], header["world_size"]) == ("mpi", 3), header
+
+
+def test_srun_ports_of_neighbouring_jobs_never_meet():
+    """15000 + (10 x job + step) mod 10000 gave job J's step 10 the port of job J+1's step 0 (probe P6, session 44):
+    steps 0..SLURM_PORT_STEPS-1 of jobs less than SLURM_PORT_JOBS ids apart now never share a port, and a later step
+    shares only its own job's (README)."""
+    def port(job: int, step: int) -> int:
+        return launch.slurm_default_port({"SLURM_JOB_ID": str(job), "SLURM_STEP_ID": str(step)})
+
+    assert port(4242, 10) != port(4243, 0) and port(4242, 10) == port(4242, 0)
+    assert all(port(job, step) != port(job + 1, 0) for job in (77, 999, 4242) for step in range(10, 40))
+    ports = {port(job, step) for job in range(5000, 5000 + launch.SLURM_PORT_JOBS)
+             for step in range(launch.SLURM_PORT_STEPS)}
+    assert len(ports) == launch.SLURM_PORT_JOBS * launch.SLURM_PORT_STEPS
+    assert (min(ports), max(ports)) == (15000, 24999)
 
 
 def test_tuning_combinations_under_srun_move_from_the_steps_own_port():

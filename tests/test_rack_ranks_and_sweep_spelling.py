@@ -33,3 +33,21 @@ def test_sweep_values_are_spelled_as_toml(line, message):
     with pytest.raises(CommbenchError) as caught:
         parse_sweep(tomllib.loads(text), "s.toml")
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--racks", "0-3;4-9", "'4-9' goes past the 4 ranks"), ("--racks", "0-1;1-3", "rank 1 is listed twice"),
+    ("--racks", "0-2", "rank 3 is in no rack"), ("--rack-ranks", "0-1;1-3", "rank 1 is listed twice")])
+def test_a_bad_rank_list_names_the_option_typed(tmp_path, option, value, message):
+    """`bench --racks '0-3;4-9'` (--racks' old rank-list spelling) said `--rack-ranks='0-3;4-9' is invalid`, an option
+    the user did not type (probe P6, session 44)."""
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+
+    result = CliRunner().invoke(app, ["bench", "all_reduce", "--nproc", "4", "-b", "1K", "-e", "1K", option, value,
+                                      "-O", str(tmp_path / "r.jsonl")], env={"COLUMNS": "400"})
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert result.exit_code == 2 and len(errors) == 1, result.output
+    assert errors[0].startswith(f"error: {option}={value!r} is invalid: {message}"), errors
+    assert not (tmp_path / "r.jsonl").exists()

@@ -87,7 +87,7 @@ def test_hierarchical_on_strided_subgroups(tmp_path):
     (["--group-sizes", "3"], "--group-sizes=3"),
     (["--group-sizes", "8"], "--group-sizes=8"),
     (["--algorithm", "ring"], "--algorithm='ring'"),
-    (["--racks", "0;1;2"], "--rack-ranks='0;1;2'"),  # the old spelling: its notice names --rack-ranks first
+    (["--racks", "0;1;2"], "--racks='0;1;2'"),  # the old spelling: its notice names --rack-ranks, the error --racks
     (["--rack-ranks", "0;1;2"], "--rack-ranks='0;1;2'"),
 ])
 def test_bad_options_are_one_line_exit_2(args, match):

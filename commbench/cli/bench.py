@@ -148,6 +148,7 @@ def bench(
     output = renamed(output, old_output, old="--output", new="-O/--out")
     if output is not None:   # -O '' / -J '': refused, never the default name (files.refuse_empty_path)
         refuse_empty_path(output, "--out")
+    racks_option = None if racks is None else "--racks"   # as typed: errors on the list name it (TopologySpec)
     if racks is not None and not racks.strip().isdecimal():  # the old meaning: a rank list
         from commbench.comm.topology import RANK_LIST_FORM, is_rank_list
         if not is_rank_list(racks):   # neither: refused naming the option typed, before the renaming note
@@ -220,7 +221,7 @@ def bench(
     )
     config = with_rack_options(config, ranks_per_rack=ranks_per_rack, preset=topology, racks=racks or rack_ranks, nodes_per_rack=nodes_per_rack,
                                rack_nodes=rack_nodes, group_sizes=group_sizes, group_layout=group_layout,
-                               algorithm=algorithm, rs_impl=rs_impl)
+                               algorithm=algorithm, rs_impl=rs_impl, racks_option=racks_option)
     combos = parse_axes(nccl_algo, nccl_proto, nccl_channels)
     if combos:
         if len(backends) > 1:

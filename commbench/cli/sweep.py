@@ -31,8 +31,8 @@ def default_output(sweep_name: str) -> str:
 
 
 # how a resume hint names the launch a sweep ran under (RankEnv.launcher): the command alone is a local launch
-LAUNCH_WORDS = {"torchrun": "torchrun", "slurm": "srun", "mpi": "mpirun", "emulate": "commbench emulate",
-                "env": "RANK/WORLD_SIZE"}
+LAUNCH_WORDS = {"torchrun": "torchrun", "slurm": "srun", "mpi": "mpirun", "hydra": "mpiexec",
+                "emulate": "commbench emulate", "env": "RANK/WORLD_SIZE"}
 
 
 def resume_command(file: str, output: str, nproc: Optional[int], launcher: Optional[str] = None) -> str:

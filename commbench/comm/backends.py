@@ -71,7 +71,8 @@ def ranks_allowed(option: str, nproc: int, backend: str, limit: int, why: str, m
 
 
 # the variable each launcher gives a rank's place on its host (RankEnv.local_rank)
-LOCAL_RANK_VARIABLES = {"torchrun": "LOCAL_RANK", "env": "LOCAL_RANK", "emulate": "LOCAL_RANK", "slurm": "SLURM_LOCALID", "mpi": "OMPI_COMM_WORLD_LOCAL_RANK"}
+LOCAL_RANK_VARIABLES = {"torchrun": "LOCAL_RANK", "env": "LOCAL_RANK", "emulate": "LOCAL_RANK", "slurm": "SLURM_LOCALID",
+                        "mpi": "OMPI_COMM_WORLD_LOCAL_RANK", "hydra": "MPI_LOCALRANKID"}
 
 
 def cuda_device_for(rank_env: RankEnv, visible: int) -> int:

@@ -1,5 +1,5 @@
-"""Which rank am I? Detect an existing launch (torchrun, Slurm, Open MPI, or local ranks that
-commbench started itself: local_ranks.py)."""
+"""Which rank am I? Detect an existing launch (torchrun, Slurm, Open MPI, MPICH / Intel MPI's Hydra, or local ranks
+that commbench started itself: local_ranks.py)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class RankEnv:
     rank: int
     world_size: int
     local_rank: int
-    launcher: str  # "torchrun", "env", "emulate", "slurm", "mpi", "local" (started by commbench) or "single"
+    launcher: str  # "torchrun", "env", "emulate", "slurm", "mpi", "hydra", "local" (started by commbench) or "single"
     master_addr: str
     master_port: int
     rendezvous: str | None = None  # init_method for local launches (a file store); None: tcp://addr:port
@@ -120,8 +120,33 @@ OMPI_VARIABLES = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WOR
                   "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK")
 
 
+# variables MPICH's and Intel MPI's process manager (Hydra's pmi_proxy) sets for each rank it starts: MPI_LOCALNRANKS /
+# MPI_LOCALRANKID (the ranks on this host, this one's index among them), then PMI_RANK / PMI_SIZE, or, under
+# `mpiexec -pmi-port`, PMI_PORT / PMI_ID and no PMI_SIZE (pmodels/mpich src/pm/hydra/proxy/pmip_cb.c:889-985 at v4.3.2,
+# 15f59ab2). Slurm's mpi/pmi2 plugin also sets PMI_RANK / PMI_SIZE, to the step's own task id and count
+# (SchedMD/slurm src/plugins/mpi/pmi2/mpi_pmi2.c, p_mpi_hook_slurmstepd_task), as Flux does.
+HYDRA_VARIABLES = ("PMI_RANK", "PMI_SIZE", "PMI_ID", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")
+# the local rank: Hydra's MPI_LOCALRANKID, else PMI_LOCAL_RANK (HPE Cray PALS's mpiexec, as ALCF's launcher reads it:
+# argonne-lcf/alcf-nccl-tests pytests/launcher.sh)
+PMI_LOCAL_RANK_KEYS = ("MPI_LOCALRANKID", "PMI_LOCAL_RANK")
+
+
 def _in_ompi_launch(env: Mapping[str, str]) -> bool:
     return "OMPI_COMM_WORLD_SIZE" in env
+
+
+def _in_pmi_launch(env: Mapping[str, str]) -> bool:
+    """PMI_RANK and PMI_SIZE: a PMI launcher's ranks (MPICH / Intel MPI's Hydra mpiexec, HPE's PALS, Flux; srun
+    --mpi=pmi2 sets them too, to its step's own)."""
+    return "PMI_RANK" in env and "PMI_SIZE" in env
+
+
+def _pmi_is_the_step(env: Mapping[str, str], tasks_key: str | None) -> bool:
+    """Whether PMI_RANK / PMI_SIZE are the srun step's own SLURM_PROCID / task count (srun --mpi=pmi2): then the step
+    is the launch. Otherwise they are an inner launcher's: Hydra under Slurm starts one pmi_proxy per node with srun
+    (its bootstrap), so its ranks carry that step's SLURM_PROCID (the proxy's index) and task count (the nodes)."""
+    return tasks_key is not None and all(env[pmi].strip() == env[slurm].strip() for pmi, slurm in
+                                         (("PMI_RANK", "SLURM_PROCID"), ("PMI_SIZE", tasks_key)))
 
 
 def _listed(env: Mapping[str, str], keys: tuple[str, ...] | list[str]) -> str:
@@ -151,8 +176,18 @@ def _refuse_missing_rank(env: Mapping[str, str]) -> None:
                              f"{' and '.join(ompi_missing)} {'is' if len(ompi_missing) == 1 else 'are'} not: this "
                              "process cannot tell its place in the mpirun launch; run it as mpirun starts it, or "
                              f"unset {', '.join(ompi)} to start local ranks (--nproc)")
-    if ompi or not missing or "SLURM_PROCID" in env:
-        return   # Open MPI's ranks, or RANK / WORLD_SIZE as the launch (by hand) where srun's rank is unset
+    if ompi or not missing:
+        return   # Open MPI's ranks, or RANK / WORLD_SIZE as the launch (by hand)
+    hydra = [key for key in HYDRA_VARIABLES if key in env]
+    hydra_missing = [key for key in ("PMI_RANK", "PMI_SIZE") if key not in env]
+    if hydra and hydra_missing:   # mpiexec -pmi-port (PMI_ID, no PMI_SIZE), or a wrapper that unset them
+        raise CommbenchError(f"{_listed(env, hydra)} (an MPI launcher's: MPICH / Intel MPI's mpiexec) "
+                             f"{'is' if len(hydra) == 1 else 'are'} set but {' and '.join(hydra_missing)} "
+                             f"{'is' if len(hydra_missing) == 1 else 'are'} not: this process cannot tell its place "
+                             "in the launch (mpiexec -pmi-port sets no PMI_SIZE); run mpiexec without -pmi-port, or "
+                             "set RANK, WORLD_SIZE and MASTER_ADDR per rank")
+    if "SLURM_PROCID" in env:
+        return   # srun's rank is set
     step = env.get("SLURM_STEP_ID", env.get("SLURM_STEPID", "")).strip()
     in_step = "SLURM_STEP_NUM_TASKS" in env or (step.isdecimal() and int(step) < _SLURM_SPECIAL_STEP_IDS)
     tasks = env.get("SLURM_STEP_NUM_TASKS", env.get("SLURM_NTASKS", "")).strip()
@@ -177,6 +212,9 @@ def _outer_rank_variables(env: Mapping[str, str]) -> str | None:
     if _in_ompi_launch(env):
         launcher, where, pairs = "mpi", "this mpirun launch", (("RANK", "OMPI_COMM_WORLD_RANK"),
                                                                 ("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"))
+    elif _in_pmi_launch(env):
+        launcher, where, pairs = "hydra", "this mpiexec (PMI) launch", (("RANK", "PMI_RANK"),
+                                                                         ("WORLD_SIZE", "PMI_SIZE"))
     else:
         tasks_key = slurm_step_tasks_key(env)
         if tasks_key is None or _int(env, tasks_key) < 2:
@@ -207,39 +245,56 @@ def rank_variables_launcher(env: Mapping[str, str]) -> str:
     return "torchrun" if any(k in env for k in TORCHRUN_MARKERS) else "env"
 
 
+# srun steps of one job whose ports differ (SLURM_STEP_ID 0..9); a job's step 10 shares step 0's port, and so on
+SLURM_PORT_STEPS = 10
+# consecutive job ids whose steps never share a port: 10,000 ports (15000..24999) / SLURM_PORT_STEPS
+SLURM_PORT_JOBS = 1000
+
+
 def slurm_default_port(env: Mapping[str, str]) -> int | None:
-    """The rendezvous port of an srun step where MASTER_PORT is not set: 15000 + (10 x SLURM_JOB_ID + SLURM_STEP_ID)
-    mod 10000, so two jobs (or two steps of one job) whose first host is the same node do not meet on one port (a
-    fixed 29500 put job B's ranks into job A's store). The same range as PyTorch Lightning's SLURMEnvironment.main_port
-    (15000 + the job id's last 4 digits; Lightning-AI/pytorch-lightning
-    src/lightning/fabric/plugins/environments/slurm.py at 03f57f9c), which the step id extends; 15000..24999 is below
-    Linux's ephemeral range (net.ipv4.ip_local_port_range, 32768..60999 by default), so no outgoing connection holds
-    it. None without a job id."""
+    """The rendezvous port of an srun step where MASTER_PORT is not set: 15000 + SLURM_PORT_STEPS x (SLURM_JOB_ID mod
+    SLURM_PORT_JOBS) + SLURM_STEP_ID mod SLURM_PORT_STEPS, so two jobs (or two steps of one job) whose first host is
+    the same node do not meet on one port (a fixed 29500 put job B's ranks into job A's store): steps 0..9 of jobs
+    less than 1,000 ids apart never share one; a step past 9 shares the port of its own job's step 10 apart, never
+    another job's (15000 + (10 x job + step) mod 10000 gave job J's step 10 job J+1's step 0's). The same range as
+    PyTorch Lightning's SLURMEnvironment.main_port (15000 + the job id's last 4 digits; Lightning-AI/pytorch-lightning
+    src/lightning/fabric/plugins/environments/slurm.py at 03f57f9c); 15000..24999 is below Linux's ephemeral range
+    (net.ipv4.ip_local_port_range, 32768..60999 by default), so no outgoing connection holds it. None without a job
+    id."""
     job = env.get("SLURM_JOB_ID", env.get("SLURM_JOBID", "")).strip()
     step = env.get("SLURM_STEP_ID", env.get("SLURM_STEPID", "0")).strip()
     if not job.isdecimal():
         return None
     step_id = int(step) if step.isdecimal() and int(step) < _SLURM_SPECIAL_STEP_IDS else 0
-    return 15000 + (10 * int(job) + step_id) % 10000
+    return 15000 + SLURM_PORT_STEPS * (int(job) % SLURM_PORT_JOBS) + step_id % SLURM_PORT_STEPS
 
 
-def _pmi_disagreement(env: Mapping[str, str], tasks_key: str) -> None:
-    """PMI_RANK / PMI_SIZE (MPICH's or Intel MPI's Hydra, whose proxies srun starts one per node) that are not the
-    step's own SLURM_PROCID / task count: the step is the launcher's, not the ranks' (commbench reads no PMI
-    variables), so it would run as the wrong job. Refused in one line naming both."""
-    for pmi, slurm in (("PMI_RANK", "SLURM_PROCID"), ("PMI_SIZE", tasks_key)):
-        if pmi in env and env[pmi].strip() != env[slurm].strip():
-            raise CommbenchError(f"{pmi}={env[pmi].strip()} but {slurm}={env[slurm].strip()} in this srun step: an "
-                                 "MPICH/Hydra launch inside Slurm, whose ranks commbench does not read (it reads "
-                                 "torchrun's, Slurm's and Open MPI's); launch with srun (one task per rank), or set "
-                                 "RANK, WORLD_SIZE and MASTER_ADDR per rank")
+def _pmi_rank_env(env: Mapping[str, str], port: int | None) -> RankEnv:
+    """A PMI launcher's rank (Hydra's mpiexec: HYDRA_VARIABLES). Its ranks meet at MASTER_ADDR, which mpiexec passes
+    on (it forwards the whole environment by default, or -genv MASTER_ADDR <host>); where unset, 127.0.0.1 only when
+    every rank is on this host (MPI_LOCALNRANKS = PMI_SIZE), else refused in one line: no PMI variable names rank 0's
+    host, and each rank starting a local job of its own ran PMI_SIZE one-rank jobs."""
+    local_key = next((key for key in PMI_LOCAL_RANK_KEYS if key in env), "MPI_LOCALRANKID")
+    rank, world, local_rank = _place(env, "PMI_RANK", "PMI_SIZE", local_key)
+    local_ranks = env.get("MPI_LOCALNRANKS", "").strip()
+    all_here = local_ranks.isdecimal() and int(local_ranks) == world
+    if world > 1 and not all_here and not env.get("MASTER_ADDR"):
+        here = f"MPI_LOCALNRANKS={local_ranks} of " if local_ranks else ""
+        raise CommbenchError(f"MASTER_ADDR is not set under this mpiexec launch ({here}PMI_SIZE={world} ranks, not all "
+                             "on this host): pass rank 0's host, e.g. mpiexec -genv MASTER_ADDR <first host> -genv "
+                             "MASTER_PORT 29500 commbench ...")
+    return RankEnv(rank=rank, world_size=world, local_rank=local_rank, launcher="hydra",
+                   master_addr=env.get("MASTER_ADDR") or "127.0.0.1",
+                   master_port=DEFAULT_MASTER_PORT if port is None else port)
 
 
 def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
     """The launch this process belongs to, or None when started alone (then `--nproc` applies).
 
     A launcher started inside another's task inherits the outer one's variables beside its own, so the innermost
-    launcher's variables win: torchrun's RANK / WORLD_SIZE, then Open MPI's OMPI_COMM_WORLD_*, then an srun step's.
+    launcher's variables win: torchrun's RANK / WORLD_SIZE, then Open MPI's OMPI_COMM_WORLD_*, then a PMI launcher's
+    PMI_RANK / PMI_SIZE (MPICH / Intel MPI's Hydra mpiexec; where they are not the srun step's own), then an srun
+    step's.
     mpirun inside a Slurm allocation starts one daemon on each node it has none on with `srun --ntasks-per-node=1
     --ntasks=<those nodes>` (openpmix/prrte src/mca/plm/slurm/plm_slurm_module.c at 0d601f8e, launch_daemons), so its
     ranks there carry that step's SLURM_PROCID (the daemon's index) and task count (the node count): read as the
@@ -267,8 +322,11 @@ def detect_rank_env(env: Mapping[str, str] | None = None) -> RankEnv | None:
                        master_addr=env["MASTER_ADDR"] if world > 1 else env.get("MASTER_ADDR", "127.0.0.1"),
                        master_port=DEFAULT_MASTER_PORT if port is None else port)
     tasks_key = slurm_step_tasks_key(env)
-    if tasks_key is not None and _int(env, tasks_key) > 1:   # a 1-task step (srun --pty bash): --nproc applies
-        _pmi_disagreement(env, tasks_key)
+    if tasks_key is not None and _int(env, tasks_key) < 2:
+        tasks_key = None   # a 1-task step (srun --pty bash) is no launch: --nproc applies, or an mpiexec inside it
+    if _in_pmi_launch(env) and not _pmi_is_the_step(env, tasks_key):
+        return _pmi_rank_env(env, port)
+    if tasks_key is not None:
         rank, world, local_rank = _place(env, "SLURM_PROCID", tasks_key, "SLURM_LOCALID")
         variable = next((k for k in ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST") if env.get(k)), None)
         addr = env.get("MASTER_ADDR") or (first_slurm_host(env[variable], variable) if variable else "127.0.0.1")

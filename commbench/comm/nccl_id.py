@@ -67,11 +67,6 @@ def share_unique_id(store, key: str, *, is_creator: bool, make_id: Callable[[], 
     return bytes(store.get(key))
 
 
-def _torchelastic_agent_store() -> bool:
-    """torchrun's agent already serves MASTER_PORT; then every rank is a client (torch rendezvous.py)."""
-    return os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
-
-
 def open_store(*, master_addr: str, master_port: int, rank: int, world_size: int, timeout_s: float,
                rendezvous: str | None = None):
     """A TCPStore client (rank 0 also serves it, unless torchrun's agent does) under this
@@ -84,10 +79,11 @@ def open_store(*, master_addr: str, master_port: int, rank: int, world_size: int
         store.set_timeout(datetime.timedelta(seconds=timeout_s))
         return dist.PrefixStore(f"{KEY_PREFIX}/{next(_instances)}", store)
 
-    is_server = rank == 0 and not _torchelastic_agent_store()
+    from commbench.comm.rank_checkin import launch_store
+
     try:
-        store = dist.TCPStore(master_addr, master_port, world_size, is_server,
-                              datetime.timedelta(seconds=timeout_s), wait_for_workers=False, multi_tenant=True)
+        store = launch_store(master_addr=master_addr, master_port=master_port, rank=rank, world_size=world_size,
+                             timeout_s=timeout_s)
     except (RuntimeError, ValueError) as exc:
         reason = first_line(exc)
         raise CommbenchError(f"cannot reach the rendezvous store at {master_addr}:{master_port} "

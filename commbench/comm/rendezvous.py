@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import Any, Callable, Iterator
 
-from commbench.errors import first_line
+from commbench.errors import CommbenchError, first_line
 
 MARGIN_S = 5.0  # past --timeout: torch's own timeout error, when it comes, is the better message
 WAITING_NOTE_S = 3.0  # a join not done by then says (once) that it waits for ranks, and until when
@@ -88,6 +88,8 @@ def join_within(connect: Callable[[], Any], *, timeout_s: float, where: str, set
                         "(is every rank of the launch running, and MASTER_ADDR/MASTER_PORT right?)")
     if "error" in outcome:
         exc = outcome["error"]
+        if isinstance(exc, CommbenchError):   # commbench's own line (rank_checkin: a rank started twice)
+            raise exc
         waited = f" ({setting}={timeout_s:g} s)" if "time" in str(exc).lower() else ""   # torch's timeout: which setting
         raise RunFailed(f"rendezvous {where} failed: {type(exc).__name__}: {first_line(exc)}{waited}") from None
     return outcome["value"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from commbench.errors import CommbenchError, invalid
@@ -210,6 +210,8 @@ class TopologySpec:
     racks: str | None = None
     nodes_per_rack: int | None = None
     rack_nodes: str | None = None
+    # the option that gave `racks` as typed: bench's --racks also takes a rank list (the old spelling of --rack-ranks)
+    racks_option: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         given = [name for name, value in (("--ranks-per-rack", self.ranks_per_rack), ("--topology", self.preset),
@@ -226,7 +228,9 @@ class TopologySpec:
 
     @property
     def _racks_option(self) -> str:
-        """--racks counts racks; a rank list is --rack-ranks (bench maps both onto `racks`)."""
+        """The option as typed (`racks_option`), else: --racks counts racks, a rank list is --rack-ranks."""
+        if self.racks_option is not None:
+            return self.racks_option
         return "--racks" if self.racks is None or self.racks.strip().isdecimal() else "--rack-ranks"
 
     @property
@@ -264,7 +268,7 @@ class TopologySpec:
                               "(a rank list goes in --rack-ranks)")
             return from_ranks_per_rack(world_size, world_size // count, source=f"--racks {count}")
         if self.racks is not None:
-            return parse_rack_list(self.racks, world_size)
+            return parse_rack_list(self.racks, world_size, option=self._racks_option)
         from_env = os.environ.get(RANKS_PER_RACK_ENV)
         if from_env is not None and self.nodes_per_rack is None and self.rack_nodes is None:
             try:

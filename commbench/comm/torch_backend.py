@@ -121,6 +121,32 @@ class CudaEventStopwatch:
         return self._events[start].elapsed_time(self._events[end]) * 1e3
 
 
+def checked_in_store(method: str, *, rank: int, world_size: int, join_s: float, timeout_s: float, where: str,
+                     setting: str):
+    """The launch's store at tcp://host:port, this rank checked in on it (rank_checkin: a rank started twice stops
+    every rank in one line), as torch's tcp:// rendezvous would hand it to init_process_group: its timeout the
+    collectives', under the "default_pg" prefix (torch 2.13 distributed_c10d.init_process_group)."""
+    from urllib.parse import urlparse
+
+    from commbench.comm.rank_checkin import check_in, launch_store
+
+    address = urlparse(method)
+    try:
+        store = launch_store(master_addr=address.hostname or "127.0.0.1", master_port=address.port or 0, rank=rank,
+                             world_size=world_size, timeout_s=join_s)
+    except RuntimeError as exc:
+        if rank != 0 or "EADDRINUSE" not in str(exc):
+            raise
+        from commbench.comm.local_ranks import RunFailed
+
+        raise RunFailed(f"rendezvous {where} failed: port {address.port} is in use on this host (EADDRINUSE) as rank 0 "
+                        "starts the launch's store: another launch's store is on it, or rank 0 was started twice; set "
+                        "another MASTER_PORT, or start each rank once") from None
+    check_in(store, rank=rank, world_size=world_size, address=method, where=where, timeout_s=join_s, setting=setting)
+    store.set_timeout(datetime.timedelta(seconds=timeout_s))
+    return dist.PrefixStore("default_pg", store)
+
+
 class TorchBackend:
     """Process-group backend. `init` joins the job described by the environment (env:// rendezvous)."""
 
@@ -144,12 +170,18 @@ class TorchBackend:
             self._torch_device = torch.device("cpu")
         kwargs = {"device_id": self._torch_device} if name == "nccl" else {}
         method = init_method or "env://"
+        join_s = timeout_s if join_timeout_s is None else join_timeout_s
+        where = f"at {method} as rank {rank} of {world_size}"
 
         def connect() -> None:
             if name == "nccl":  # the current device is per thread: the helper thread uses this rank's too
                 torch.cuda.set_device(device_index)
-            dist.init_process_group(name, init_method=method, rank=rank, world_size=world_size,
-                                    timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
+            store = None   # a launch's ranks check in first (a rank started twice); commbench's own use a file
+            if method.startswith("tcp://"):
+                store = checked_in_store(method, rank=rank, world_size=world_size, join_s=join_s,
+                                         timeout_s=timeout_s, where=where, setting=join_setting)
+            dist.init_process_group(name, init_method=method if store is None else None, store=store, rank=rank,
+                                    world_size=world_size, timeout=datetime.timedelta(seconds=timeout_s), **kwargs)
             if name == "gloo":
                 # gloo's full-mesh connect returns on a rank once its own pairs are up, and torch 2.13 adds no
                 # barrier after init (distributed_c10d.py _is_barrier_after_init: only with TORCH_DIST_INIT_BARRIER=1):
@@ -166,8 +198,7 @@ class TorchBackend:
                 waited = f" after --timeout={timeout_s:g} s" if "timeout" in str(exc).lower() else ""
                 raise RunFailed(f"rendezvous failed: {first_line(exc)}{waited}") from None
         else:
-            join_within(connect, timeout_s=timeout_s if join_timeout_s is None else join_timeout_s,
-                        where=f"at {method} as rank {rank} of {world_size}", setting=join_setting,
+            join_within(connect, timeout_s=join_s, where=where, setting=join_setting,
                         waiting_note=local_rank == 0)   # one note per node, not one per rank
         self.world = TorchCommunicator(None, range(world_size), rank)
 

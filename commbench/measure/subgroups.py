@@ -110,10 +110,12 @@ def parse_layouts(text: str | Sequence[str]) -> tuple[str, ...]:
 def rack_specs(*, ranks_per_rack: int | None = None, preset: str | None = None, racks: str | None = None,
                nodes_per_rack: int | None = None, rack_nodes: str | None = None,
                group_sizes: str | Sequence[int] | None = None,
-               group_layout: str | Sequence[str] | None = None) -> tuple[TopologySpec, SubgroupSpec | None]:
-    """The rack topology and sub-group sweep a job asks for (bench options and sweep entry keys alike)."""
+               group_layout: str | Sequence[str] | None = None,
+               racks_option: str | None = None) -> tuple[TopologySpec, SubgroupSpec | None]:
+    """The rack topology and sub-group sweep a job asks for (bench options and sweep entry keys alike);
+    `racks_option`: the option that gave `racks`, as typed (TopologySpec.racks_option)."""
     topology = TopologySpec(ranks_per_rack=ranks_per_rack, preset=preset, racks=racks,
-                            nodes_per_rack=nodes_per_rack, rack_nodes=rack_nodes)
+                            nodes_per_rack=nodes_per_rack, rack_nodes=rack_nodes, racks_option=racks_option)
     subgroups = None
     if group_sizes is not None or group_layout is not None:
         subgroups = SubgroupSpec(sizes=parse_group_sizes(group_sizes), layouts=parse_layouts(
@@ -196,11 +198,12 @@ def _with_params(point, extra: dict):
 
 def with_rack_options(config, *, ranks_per_rack: int | None, preset: str | None, racks: str | None,
                       nodes_per_rack: int | None, rack_nodes: str | None, group_sizes: str | None,
-                      group_layout: str | None, algorithm: str | None, rs_impl: str | None):
+                      group_layout: str | None, algorithm: str | None, rs_impl: str | None,
+                      racks_option: str | None = None):
     """The bench config with the topology / sub-group / algorithm options applied."""
     topology, subgroups = rack_specs(ranks_per_rack=ranks_per_rack, preset=preset, racks=racks,
                                      nodes_per_rack=nodes_per_rack, rack_nodes=rack_nodes,
-                                     group_sizes=group_sizes, group_layout=group_layout)
+                                     group_sizes=group_sizes, group_layout=group_layout, racks_option=racks_option)
     params = dict(config.params)
     if algorithm is not None:
         params["algorithm"] = algorithm

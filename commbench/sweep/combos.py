@@ -69,7 +69,7 @@ def combo_environ(combo: TuningCombo, index: int, base: dict[str, str], plan: di
     if plan is not None:   # what was dropped goes with the plan into every header (nccl_tuning.inherited)
         inherited = inherited_tuning_env(base)
         env[TUNING_ENV] = json.dumps({**plan, "inherited": inherited} if inherited else plan)
-    if "RANK" in base or "SLURM_PROCID" in base or "OMPI_COMM_WORLD_RANK" in base:
+    if any(key in base for key in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")):
         launched = detect_rank_env(base)   # its port: MASTER_PORT, else the launch's default (an srun step's own)
         port = launched.master_port if launched is not None else int(base.get("MASTER_PORT", DEFAULT_MASTER_PORT))
         env["MASTER_PORT"] = str(port + 1 + index)

@@ -1,0 +1,88 @@
+"""Every rank of a launch checks in on the launch's TCPStore before joining its process group, so a rank started
+twice (two processes given one RANK / SLURM_PROCID / OMPI_COMM_WORLD_RANK / PMI_RANK) is found within seconds and
+every rank stops with one line naming it. Before, both joined torch's rendezvous as that rank: the store's key of
+one overwrote the other's, and every rank waited out --timeout for a peer that never came (probe P6, session 44).
+
+The first process to claim a rank holds it (TCPStore.compare_set on an unset key sets it, atomically on the
+server); a second finds it held, records why and wakes the others. A rank's check-in then waits until all
+`world_size` ranks have checked in (one counter, one key the last sets), so a missing rank is named at the timeout."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import os
+import socket
+
+from commbench.errors import CommbenchError
+
+PREFIX = "commbench/checkin"
+NAMED_MISSING_MAX_WORLD = 1024   # the timeout names missing ranks up to this world (one store check each)
+_instances = itertools.count()   # every rank joins its launches in the same order, so indices agree
+
+
+class RankStartedTwice(CommbenchError):
+    """Two processes of one launch were given the same rank."""
+
+
+def torchelastic_agent_store() -> bool:
+    """torchrun's agent already serves MASTER_PORT; then every rank is a client (torch rendezvous.py)."""
+    return os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+
+
+def launch_store(*, master_addr: str, master_port: int, rank: int, world_size: int, timeout_s: float):
+    """The launch's TCPStore at MASTER_ADDR:MASTER_PORT: rank 0 serves it (multi_tenant: one server for torch and
+    cupy-nccl in one process) unless torchrun's agent does, as torch's tcp:// rendezvous does
+    (torch/distributed/rendezvous.py _create_c10d_store, torch 2.13), but without waiting there for the workers to
+    connect: check_in waits for them, and learns of a rank started twice meanwhile."""
+    import torch.distributed as dist
+
+    return dist.TCPStore(master_addr, master_port, world_size, rank == 0 and not torchelastic_agent_store(),
+                         datetime.timedelta(seconds=timeout_s), wait_for_workers=False, multi_tenant=True)
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "replace")
+
+
+def check_in(store, *, rank: int, world_size: int, address: str, where: str, timeout_s: float,
+             setting: str = "--timeout", namespace: str | None = None) -> None:
+    """Claim `rank` on `store` and wait until every rank of the launch has claimed its own. RankStartedTwice (one
+    line naming the rank and both processes) where another process holds `rank`, on that process and on every
+    rank waiting; a RunFailed naming the ranks that did not check in when the store's timeout passes. `namespace`
+    tells a launch's successive joins apart (default: this process's join count, plus torchrun's restart count);
+    `address` the store's (the lines name it), `where` this rank's join (its timeout line)."""
+    if namespace is None:
+        namespace = f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{next(_instances)}"
+    base = f"{PREFIX}/{namespace}"
+    me = f"{socket.gethostname()} pid {os.getpid()}"
+    held = _text(store.compare_set(f"{base}/rank{rank}", "", me))
+    if held != me:
+        line = (f"rank {rank} of {world_size} was started twice in the launch at {address}: {held} holds it, {me} "
+                "was given it too, and every rank still joining stops: start each rank once (each process needs its "
+                "own RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK)")
+        store.set(f"{base}/refused", line)
+        store.set(f"{base}/done", "refused")
+        raise RankStartedTwice(line)
+    if store.add(f"{base}/count", 1) == world_size:
+        store.set(f"{base}/done", "joined")
+    try:
+        store.wait([f"{base}/done"])
+    except RuntimeError:   # the store's timeout (DistStoreError): a rank never came
+        raise _missing(store, base, world_size, where, timeout_s, setting) from None
+    if store.check([f"{base}/refused"]):
+        raise RankStartedTwice(_text(store.get(f"{base}/refused")))
+
+
+def _missing(store, base: str, world_size: int, where: str, timeout_s: float, setting: str) -> CommbenchError:
+    from commbench.comm.local_ranks import RunFailed
+
+    joined = store.add(f"{base}/count", 0)
+    named = ""
+    if world_size <= NAMED_MISSING_MAX_WORLD:
+        missing = [r for r in range(world_size) if not store.check([f"{base}/rank{r}"])]
+        shown = ", ".join(map(str, missing[:8])) + (f", ... ({len(missing)})" if len(missing) > 8 else "")
+        named = f" (missing: rank{'s' if len(missing) > 1 else ''} {shown})" if missing else ""
+    return RunFailed(f"rendezvous {where} did not complete within {setting}={timeout_s:g} s: {joined} of "
+                     f"{world_size} ranks joined{named} (is every rank of the launch running, and "
+                     "MASTER_ADDR/MASTER_PORT right?)")
