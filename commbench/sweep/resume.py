@@ -1,8 +1,10 @@
 """What an output file already holds, for `--resume`: the keys of points already recorded.
 
-A point counts as done once any record with its key is in the file, failed ones included (a point
-that hung is not retried forever; delete its line to retry it). A last line torn by a kill is cut
-off before appending, so the next record does not merge with it.
+A point counts as done once a record with its key is in the file's last run of the sweep (a run and the launches
+that continued it, results.resumed.continued_run_ids), failed ones included (a point that hung is not retried
+forever; delete its line to retry it). An earlier run of the same sweep before it (files appended together) does not
+stand in for it: `report` names the last run cut short and says --resume measures its missing points, so --resume
+measures them. A last line torn by a kill is cut off before appending, so the next record does not merge with it.
 """
 
 from __future__ import annotations
@@ -20,12 +22,30 @@ from commbench.sweep.identity_changes import identity_changes
 from commbench.sweep.plan import keys_known_before_launch, plan_sweep
 
 
-def recorded_keys(path: str | os.PathLike[str], on_bad_line=None) -> set[str]:
-    """Point keys of every measurement in the file (missing file: none)."""
+def last_run_measurements(path: str | os.PathLike[str], on_bad_line=None) -> list[Measurement]:
+    """The file's measurements that --resume continues (missing file: none): of each sweep identity, those of its
+    last run, joined with the launches that continued it (results.resumed.latest_sweep_runs, as `report` and
+    `compare` count runs); measurements of runs without a sweep identity all (nothing tells their runs apart). A
+    cut-short run appended after a whole one (probe P3: `cat full.jsonl; head -5 full3.jsonl`) was 'nothing to do:
+    all 10 point(s) are already in' by the whole run's keys, while `report` said --resume measures its 6 missing."""
+    from commbench.results.resumed import continued_run_ids, latest_sweep_runs
+
     if not Path(path).exists():
-        return set()
-    return {rec.point_key for rec in iter_records(path, on_bad_line=on_bad_line)
-            if isinstance(rec, Measurement) and rec.point_key}
+        return []
+    records = list(iter_records(path, on_bad_line=on_bad_line, drop_samples=True))
+    identity = {}
+    for record in records:
+        if isinstance(record, RunHeader) and record.sweep_identity:
+            identity.setdefault(record.run_id, record.sweep_identity)
+    continues, latest = continued_run_ids(records), latest_sweep_runs(records)
+    return [rec for rec in records if isinstance(rec, Measurement)
+            and (rec.run_id not in identity
+                 or continues.get(rec.run_id, rec.run_id) == latest.get(identity[rec.run_id]))]
+
+
+def recorded_keys(path: str | os.PathLike[str], on_bad_line=None) -> set[str]:
+    """Point keys of the measurements --resume continues (last_run_measurements; missing file: none)."""
+    return {rec.point_key for rec in last_run_measurements(path, on_bad_line=on_bad_line) if rec.point_key}
 
 
 def earlier_problems(path: str | os.PathLike[str], points, *, failed: bool = True) -> tuple[str, ...]:
@@ -34,10 +54,9 @@ def earlier_problems(path: str | os.PathLike[str], points, *, failed: bool = Tru
     none of them again, so without this a resumed sweep ended 'done', exit 0, over a file holding failed points."""
     wanted = {point.key: point.label for point in points}
     last: dict[str, Measurement] = {}
-    if Path(path).exists():
-        for rec in iter_records(path):
-            if isinstance(rec, Measurement) and rec.point_key in wanted:
-                last[rec.point_key] = rec
+    for rec in last_run_measurements(path):
+        if rec.point_key in wanted:
+            last[rec.point_key] = rec
     out = []
     for key, rec in last.items():
         if rec.status == "failed":
@@ -66,27 +85,23 @@ def finished_before_launch(path: str | os.PathLike[str], sweep, world_size: int,
 
 def holds_every_planned_point(path: str | os.PathLike[str]) -> int | None:
     """The number of points the file's sweep plans when it holds a record of every one (its last sweep header's
-    `planned_points`, counted over the launches of the same sweep identity: a --resume's headers), else None. After
-    the run, when the ranks' keys are in the file: so a stopped sweep says it is complete (nothing for --resume) only
-    when it is."""
+    `planned_points`, counted over its last run and the launches that continued it, as --resume counts them), else
+    None. After the run, when the ranks' keys are in the file: so a stopped sweep says it is complete (nothing for
+    --resume) only when it is."""
     if not Path(path).exists():
         return None
-    headers: list[RunHeader] = []
-    keys: dict[str, set[str]] = {}
-    identity = None
     try:
-        for rec in iter_records(path, on_bad_line=lambda *_: None, drop_samples=True):
-            if isinstance(rec, RunHeader):
-                headers.append(rec)
-                identity = rec.sweep_identity
-            elif isinstance(rec, Measurement) and rec.point_key and identity is not None:
-                keys.setdefault(identity, set()).add(rec.point_key)
+        headers = [rec for rec in iter_records(path, on_bad_line=lambda *_: None, drop_samples=True)
+                   if isinstance(rec, RunHeader)]
+        last = next((h for h in reversed(headers) if h.sweep_identity is not None), None)
+        if last is None or last.planned_points is None:
+            return None
+        runs = {h.run_id for h in headers if h.sweep_identity == last.sweep_identity}
+        keys = {rec.point_key for rec in last_run_measurements(path, on_bad_line=lambda *_: None)
+                if rec.run_id in runs and rec.point_key}   # the run --resume continues, not an earlier whole one
     except CommbenchError:   # not a results file (any more): nothing said complete
         return None
-    last = next((h for h in reversed(headers) if h.sweep_identity is not None), None)
-    if last is None or last.planned_points is None:
-        return None
-    return last.planned_points if len(keys.get(last.sweep_identity, ())) >= last.planned_points else None
+    return last.planned_points if len(keys) >= last.planned_points else None
 
 
 def has_records(path: str | os.PathLike[str]) -> bool:

@@ -1,0 +1,104 @@
+"""`sweep --resume` does what `report` and its own dry run say (probe P3, session 45): it continues the file's last run
+of the sweep, its dry run refuses the setup its launch refuses, a file older than sweep identities is refused saying
+so, and an entry's in-place flag counts as measured (all_reduce's `in_place = true` is its default)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.results_files import invoke, records, write
+
+SWEEP = ('[sweep]\nname = "t"\nbackend = "gloo"\nnproc = 2\n[defaults]\niters = 2\nwarmup_iters = 1\ntimeout_s = 30\n'
+         '[[run]]\ncollective = "all_reduce"\nsizes = ["1K", "4K", "16K"]\n')
+
+
+def _spec(tmp_path: Path, text: str = SWEEP, name: str = "t.toml"):
+    from commbench.sweep import load_sweep
+
+    (tmp_path / name).write_text(text)
+    return load_sweep(str(tmp_path / name))
+
+
+def _header(run_id: str, identity: str | None, **fields) -> dict:
+    from commbench.results.records import RunHeader, to_dict
+
+    return to_dict(RunHeader(run_id=run_id, started_at="2026-12-01T00:00:00+00:00",
+                             argv=["commbench", "sweep", "t.toml", "-O", "out.jsonl"], commbench_version="0.1.0",
+                             python_version="3", torch_version=None, nccl_version=None, cuda_version=None,
+                             cupy_version=None, backend="gloo", world_size=2, hostnames=["h", "h"], devices=[],
+                             nccl_env={}, launcher="local", sweep_identity=identity, planned_points=3, **fields))
+
+
+def _point(run_id: str, point) -> dict:
+    from commbench.results.records import Measurement, to_dict
+
+    size_bytes = point.point.spec.size_bytes
+    return to_dict(Measurement(run_id=run_id, collective="all_reduce", backend="gloo", size_bytes=size_bytes,
+                               count=size_bytes // 4, dtype="float32", op="sum", in_place=True,
+                               world_size=2, group_size=2, iters=2, warmup_iters=1, time_us_median=10.0,
+                               point_key=point.key))
+
+
+@pytest.fixture(autouse=True)
+def _no_nccl_env(monkeypatch):
+    for key in [k for k in os.environ if k.startswith("NCCL_")]:
+        monkeypatch.delenv(key)
+
+
+def _said(result) -> str:
+    return " ".join(result.output.split())
+
+
+@pytest.mark.timeout(240)
+def test_resume_measures_the_points_report_says_the_last_run_lacks(tmp_path, monkeypatch):
+    # probe P3: (cat full.jsonl; head -5 full3.jsonl) > ab.jsonl: report said the second run 'holds 4 of 10 ...
+    # `sweep --resume` into the same file measures them', and --resume answered 'nothing to do: all 10 point(s) are
+    # already in' (exit 0), counting the first run's points: the advice did nothing
+    from commbench.results.records import iter_records
+    from commbench.results.resumed import sweeps_cut_short
+    from commbench.sweep import plan_sweep
+    from commbench.sweep.resume import sweep_identity
+
+    monkeypatch.chdir(tmp_path)
+    spec = _spec(tmp_path)
+    points = plan_sweep(spec, 2, backend="gloo")
+    identity = sweep_identity(spec, 2, "gloo")
+    whole = [_header("r1", identity)] + [_point("r1", p) for p in points]
+    cut = [_header("r2", identity), _point("r2", points[0])]
+    write(Path("out.jsonl"), whole + cut)
+    said = " ".join(sweeps_cut_short(iter_records("out.jsonl")))
+    assert "(run r2) holds 1 of the 3" in said and "into the same file measures them" in said, said
+    result = invoke("sweep", "t.toml", "-O", "out.jsonl", "--resume", "--dry-run")
+    assert result.exit_code == 0 and "--resume: 1 of these point(s) are already in" in _said(result), _said(result)
+    result = invoke("sweep", "t.toml", "-O", "out.jsonl", "--resume")
+    assert result.exit_code == 0 and "2 point(s) measured" in _said(result), _said(result)
+    assert sweeps_cut_short(iter_records("out.jsonl")) == []   # the advice followed: a whole run
+    assert "nothing to do" in _said(invoke("sweep", "t.toml", "-O", "out.jsonl", "--resume"))
+
+
+def test_report_says_how_to_complete_a_run_cut_short_before_a_later_one(tmp_path, monkeypatch):
+    # the other order (the cut-short run first): --resume continues the later, whole run, so report's advice for the
+    # earlier one must not be '--resume into the same file', which measures nothing; what it says instead works
+    from commbench.results.records import iter_records
+    from commbench.results.resumed import sweeps_cut_short
+    from commbench.sweep import plan_sweep
+    from commbench.sweep.resume import sweep_identity
+
+    monkeypatch.chdir(tmp_path)
+    spec = _spec(tmp_path)
+    points = plan_sweep(spec, 2, backend="gloo")
+    identity = sweep_identity(spec, 2, "gloo")
+    cut = [_header("r1", identity), _point("r1", points[0])]
+    write(Path("out.jsonl"), cut + [_header("r2", identity)] + [_point("r2", p) for p in points])
+    said = " ".join(sweeps_cut_short(iter_records("out.jsonl")))
+    assert "(run r1) holds 1 of the 3" in said and "into the same file measures them" not in said, said
+    assert "continues the file's later run r2 of this sweep, not this one: put this run's lines" in said, said
+    result = invoke("sweep", "t.toml", "-O", "out.jsonl", "--resume", "--dry-run")
+    assert "--resume: 3 of these point(s)" in _said(result), _said(result)
+    write(Path("alone.jsonl"), cut)   # the advice: the run's lines in a file of their own, resumed
+    result = invoke("sweep", "t.toml", "-O", "alone.jsonl", "--resume", "--dry-run")
+    assert result.exit_code == 0 and "--resume: 1 of these point(s)" in _said(result), _said(result)
