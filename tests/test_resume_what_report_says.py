@@ -102,3 +102,33 @@ def test_report_says_how_to_complete_a_run_cut_short_before_a_later_one(tmp_path
     write(Path("alone.jsonl"), cut)   # the advice: the run's lines in a file of their own, resumed
     result = invoke("sweep", "t.toml", "-O", "alone.jsonl", "--resume", "--dry-run")
     assert result.exit_code == 0 and "--resume: 1 of these point(s)" in _said(result), _said(result)
+
+
+def test_a_dry_run_refuses_the_setup_its_launch_refuses(tmp_path, monkeypatch):
+    # probe P3: OMP_NUM_THREADS=2 `sweep --resume --dry-run` listed '7 ... would not be measured again' (exit 0) while
+    # the launch refused it (torch threads 1 -> 2): --help says the dry run checks the file as the launch would
+    from commbench.sweep import plan_sweep
+    from commbench.sweep.resume import sweep_identity
+
+    monkeypatch.chdir(tmp_path)
+    spec = _spec(tmp_path)
+    points = plan_sweep(spec, 2, backend="gloo")
+    part = [_header("r1", sweep_identity(spec, 2, "gloo"), torch_threads=[1, 1]), _point("r1", points[0])]
+    write(Path("out.jsonl"), part)
+    dry = ("sweep", "t.toml", "-O", "out.jsonl", "--resume", "--dry-run")
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    result = invoke(*dry)
+    assert result.exit_code == 2, _said(result)
+    assert ("--resume into 'out.jsonl' is refused: its run r1 was measured with another setup (torch threads on gloo: "
+            "1 torch thread(s) per rank -> 2 torch thread(s) per rank, file -> this launch)") in _said(result)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("NCCL_P2P_DISABLE", "1")   # the NCCL_* settings that change the fabric, as the launch
+    result = invoke(*dry)
+    assert result.exit_code == 2 and "NCCL_P2P_DISABLE=1" in _said(result), _said(result)
+    monkeypatch.delenv("NCCL_P2P_DISABLE")
+    assert invoke(*dry).exit_code == 0
+    # every point held: the launch starts no rank and says 'nothing to do' (no setup check): so does the dry run
+    write(Path("out.jsonl"), part + [_point("r1", p) for p in points[1:]])
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    result = invoke(*dry)
+    assert result.exit_code == 0 and "--resume: 3 of these point(s)" in _said(result), _said(result)
