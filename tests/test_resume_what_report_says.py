@@ -132,3 +132,20 @@ def test_a_dry_run_refuses_the_setup_its_launch_refuses(tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     result = invoke(*dry)
     assert result.exit_code == 0 and "--resume: 3 of these point(s)" in _said(result), _said(result)
+
+
+def test_a_file_older_than_sweep_identities_is_refused_saying_so(tmp_path, monkeypatch):
+    # probe P3: a header without sweep_identity (older commbench) was refused as 'holds a run of `sweep t.toml`, not
+    # this sweep', of the very sweep the file ran
+    from commbench.sweep import plan_sweep
+
+    monkeypatch.chdir(tmp_path)
+    spec = _spec(tmp_path)
+    write(Path("out.jsonl"), [_header("r1", None), _point("r1", plan_sweep(spec, 2, backend="gloo")[0])])
+    for dry in (("--dry-run",), ()):
+        result = invoke("sweep", "t.toml", "-O", "out.jsonl", "--resume", *dry)
+        said = _said(result)
+        assert result.exit_code == 2 and "Traceback" not in said, said
+        assert ("its run r1 (`sweep t.toml`, commbench 0.1.0, started 2026-12-01T00:00:00+00:00) predates sweep "
+                "identities: its header has no `sweep_identity` field") in said and "not this sweep" not in said, said
+        assert "sweep into another -O/--out" in said, said

@@ -203,11 +203,29 @@ def check_resume_identity(path: str | os.PathLike[str], identity: str | tuple[st
     identity = accepted[0]
     for record in iter_records(path):
         if isinstance(record, RunHeader) and record.sweep_identity not in accepted:
+            if record.sweep_identity is None and record.argv[1:2] in (["sweep"], ["tune"]):
+                raise CommbenchError(predates_identity_text(path, record))
             theirs = (f"sweep identity {record.sweep_identity}" if record.sweep_identity
                       else f"a run of `{' '.join(record.argv[1:3]) or 'another command'}`, not this sweep")
             changed = identity_changes(record, launched) if record.sweep_identity and launched else ""
             raise CommbenchError(f"--resume into {str(path)!r} is refused: it holds {theirs}; {what} is {identity} "
                                  f"(entries, world size and backend must match){changed}: choose another -O/--out")
+
+
+# when RunHeader.sweep_identity was first recorded (commit 792d209e, 2026-11-30): commbench_version stayed 0.1.0
+IDENTITY_RECORDED_SINCE = "2026-11-30"
+
+
+def predates_identity_text(path: str | os.PathLike[str], header: RunHeader) -> str:
+    """The refusal of a --resume into a file whose sweep run has no `sweep_identity` (probe P3: it read 'holds a run of
+    `sweep s1.toml`, not this sweep', of the very sweep): written before commbench recorded one, so which sweep it
+    ran (entries, world size, backend) cannot be checked, and what to do instead."""
+    started = f", started {header.started_at}" if header.started_at else ""
+    return (f"--resume into {str(path)!r} is refused: its run {header.run_id} (`{' '.join(header.argv[1:3])}`, "
+            f"commbench {header.commbench_version or 'unknown'}{started}) predates sweep identities: its header has no "
+            f"`sweep_identity` field (commbench builds before {IDENTITY_RECORDED_SINCE} did not record it), so whether "
+            "it ran this sweep (entries, world size, backend) cannot be checked and its points cannot be continued; "
+            "sweep into another -O/--out (report, compare and fit still read this file)")
 
 
 def check_resume_traces(path: str | os.PathLike[str], points) -> None:
