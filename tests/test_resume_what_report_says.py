@@ -149,3 +149,39 @@ def test_a_file_older_than_sweep_identities_is_refused_saying_so(tmp_path, monke
         assert ("its run r1 (`sweep t.toml`, commbench 0.1.0, started 2026-12-01T00:00:00+00:00) predates sweep "
                 "identities: its header has no `sweep_identity` field") in said and "not this sweep" not in said, said
         assert "sweep into another -O/--out" in said, said
+
+
+def test_in_place_true_on_all_reduce_is_its_default_on_resume(tmp_path, monkeypatch):
+    # probe P3: `in_place = true` on all_reduce (in-place by default) was refused on --resume as 'all_reduce in_place
+    # false -> true': the header's sweep_entries recorded in_place false for an in-place entry
+    from commbench.results.records import RunHeader, from_dict
+    from commbench.sweep import plan_sweep
+    from commbench.sweep.identity_changes import identity_changes
+    from commbench.sweep.resume import identity_entries, sweep_identity
+
+    monkeypatch.chdir(tmp_path)
+    spec = _spec(tmp_path)
+    explicit = _spec(tmp_path, SWEEP + "in_place = true\n", "ip.toml")
+    assert identity_entries(spec)[0]["in_place"] is True and identity_entries(spec)[0]["out_of_place"] is False
+    assert sweep_identity(explicit, 2, "gloo") == sweep_identity(spec, 2, "gloo")
+    point = plan_sweep(spec, 2, backend="gloo")[0]
+    # a file the default sweep wrote, now and before the identity recorded the measured form (the flags as typed)
+    for placement in ("measured", "typed"):
+        write(Path("out.jsonl"), [_header("r1", sweep_identity(spec, 2, "gloo", placement=placement),
+                                          sweep_entries=identity_entries(spec, placement)), _point("r1", point)])
+        for toml in ("t.toml", "ip.toml"):
+            result = invoke("sweep", toml, "-O", "out.jsonl", "--resume", "--dry-run")
+            assert result.exit_code == 0 and "--resume: 1 of these point(s)" in _said(result), (toml, _said(result))
+    # out_of_place = true is another measurement: refused, named as the form measured
+    oop = _spec(tmp_path, SWEEP + "out_of_place = true\n", "oop.toml")
+    result = invoke("sweep", "oop.toml", "-O", "out.jsonl", "--resume", "--dry-run")
+    assert result.exit_code == 2, _said(result)
+    assert "changed (file -> this launch): all_reduce in_place true -> false, all_reduce out_of_place false -> true:" \
+        in _said(result), _said(result)   # the file's typed (false, false) read as measured: in-place
+    # an older header's sweep_entries (the flags as typed) against a launch that changed iters: iters alone named
+    typed = identity_entries(spec, placement="typed")
+    header = from_dict(_header("r1", "x", sweep_entries=typed))
+    assert isinstance(header, RunHeader)
+    more = dataclasses.replace(explicit, entries=tuple(dataclasses.replace(e, iters=5) for e in explicit.entries))
+    changed = identity_changes(header, [(identity_entries(more), 2, "gloo")])
+    assert changed == "; changed (file -> this launch): all_reduce iters 2 -> 5", changed

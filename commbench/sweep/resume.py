@@ -133,18 +133,27 @@ def trace_path_of(entry) -> str | None:
     return routing.partition(":")[2] if routing.startswith("trace:") and routing.partition(":")[2] else None
 
 
-def identity_entries(sweep) -> list[dict]:
+def identity_entries(sweep, placement: str = "measured") -> list[dict]:
     """The entries as the sweep's identity hashes them (sorted, JSON values; params with the collective's defaults, a
-    default given or not being one sweep, as the point keys): IDENTITY_LEFT_OUT left out and, for an
+    default given or not being one sweep, as the point keys; in_place/out_of_place as measured,
+    schema.measured_placement: all_reduce's `in_place = true` is its default): IDENTITY_LEFT_OUT left out and, for an
     entry routed by a trace file, the digest of its bytes (`trace_sha256`): the path names what was typed, not the
     routing (another file saved under the name, or the same name read from another folder). Runs' headers record
-    these (`sweep_entries`), so a refused --resume names what changed."""
+    these (`sweep_entries`), so a refused --resume names what changed. `placement`: "measured"; "typed", the flags as
+    written, or "default", a both-form collective's in-place form as (false, false): what commbench recorded before
+    the measured placement (2026-12-07), for the identities of the files it wrote."""
     from collectives import get_collective
+    from commbench.sweep.schema import measured_placement
 
     entries = []
     for entry in sweep.entries:
         values = {k: v for k, v in dataclasses.asdict(entry).items() if k not in IDENTITY_LEFT_OUT}
         values["params"] = {**get_collective(entry.collective).default_params, **entry.params}  # as plan.py measures
+        if placement != "typed":
+            in_place, out_of_place = measured_placement(entry.collective, entry.in_place, entry.out_of_place)
+            both_forms = get_collective(entry.collective).in_place_mode == "both"
+            in_place = in_place and not (placement == "default" and both_forms)
+            values.update(in_place=in_place, out_of_place=out_of_place)
         values = json.loads(json.dumps(values, sort_keys=True, default=str))
         if (trace := trace_path_of(entry)) is not None:
             values["trace_sha256"] = _trace_digest(trace)
@@ -152,15 +161,17 @@ def identity_entries(sweep) -> list[dict]:
     return sorted(entries, key=lambda values: json.dumps(values, sort_keys=True))
 
 
-def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = False, before_traces: bool = False) -> str:
+def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = False, before_traces: bool = False,
+                   placement: str = "measured") -> str:
     """What makes two runs the same sweep: its normalised entries (identity_entries: after defaults, trace files by
     their digest), the world size and the backend, hashed. The file's name, path and description do not count, nor
     the entries' order, names or timeouts (identity_entries). Two identities commbench wrote before, so files of
     earlier sweeps still resume: `before_traces`, the one before trace digests and timeout_s's leaving
     (2026-12-07: the entries sorted, timeout_s in, the trace by its path alone; check_resume_traces then checks the
-    records' digests); `ordered`, the one before that (entries in order, names included)."""
+    records' digests); `ordered`, the one before that (entries in order, names included). `placement`: as
+    identity_entries takes it ("typed" or "default": the identities before the measured placement)."""
     if not (ordered or before_traces):
-        blob = json.dumps({"entries": identity_entries(sweep), "world_size": world_size, "backend": backend},
+        blob = json.dumps({"entries": identity_entries(sweep, placement), "world_size": world_size, "backend": backend},
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
     left_out = ("index",) if ordered else ("index", "name")
@@ -172,10 +183,14 @@ def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = Fals
 
 
 def resume_identities(sweep, world_size: int, backend: str) -> tuple[str, ...]:
-    """(this sweep's identity, those an earlier commbench wrote for it): check_resume_identity accepts any."""
-    return (sweep_identity(sweep, world_size, backend),
-            sweep_identity(sweep, world_size, backend, before_traces=True),
-            sweep_identity(sweep, world_size, backend, ordered=True))
+    """(this sweep's identity, those an earlier commbench wrote for it): check_resume_identity accepts any. Before the
+    measured placement the flags were hashed as typed: a file of the sweep typed now, or with a both-form
+    collective's in-place default left out (the usual file) or written out (which hashes as the measured placement)."""
+    return tuple(dict.fromkeys((sweep_identity(sweep, world_size, backend),
+                                sweep_identity(sweep, world_size, backend, placement="typed"),
+                                sweep_identity(sweep, world_size, backend, placement="default"),
+                                sweep_identity(sweep, world_size, backend, before_traces=True),
+                                sweep_identity(sweep, world_size, backend, ordered=True))))
 
 
 def continued_identity(path: str | os.PathLike[str], accepted: tuple[str, ...]) -> str | None:
