@@ -197,6 +197,21 @@ def dry_run_output(output: str, resume: bool, spec, world: int, backend: str, fi
     return sum(point.key in done for one in launch_passes(spec) for point in plan_sweep(one, world, backend=backend))
 
 
+def refuse_another_setup(output: str, backend: str, world: int) -> None:
+    """A dry run of a --resume that a launch here would run (points left to measure: ranks start) refuses a setup
+    the file's last run was not measured on, in the launch's words (runner.resumed_on_another_setup, which the ranks
+    check against their own header): torch threads and version on gloo, NCCL version and settings, devices,
+    fabric. --world-size plans for another machine, whose setup this one cannot tell: not checked."""
+    from commbench.sweep.launch_header import local_launch_header
+    from commbench.sweep.runner import resumed_on_another_setup
+
+    if not has_records(output):   # nothing, or a torn first line the launch cuts: no run to compare with
+        return
+    refused = resumed_on_another_setup(output, local_launch_header(backend, world))
+    if refused:
+        raise CommbenchError(refused)
+
+
 def check_resume(output: str, spec, world: int, backend: str, file: str) -> None:
     """Refuse a --resume into `output` that would join other measurements: another sweep (its identity, naming what
     changed), or points of a trace-routed entry measured on another trace (the records' trace_sha256). A world the
@@ -365,6 +380,8 @@ def sweep(
         if world_size is None and (note := world_note(spec, nproc)):   # what a launch here says (once it plans)
             err_console.print(note, highlight=False, markup=False, soft_wrap=True)
         skipped = dry_run_output(output, resume, spec, world, doc["backend"], file) if output is not None else 0
+        if resume and output is not None and world_size is None and skipped < doc["num_points_total"]:
+            refuse_another_setup(output, doc["backend"], world)
         if resume and output is not None:
             doc["resume"] = {"out": output, "num_points_recorded": skipped,
                              "num_points_to_measure": doc["num_points_total"] - skipped}

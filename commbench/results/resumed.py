@@ -22,6 +22,18 @@ from commbench.results.records import Measurement, Record, RunHeader
 def continued_run_ids(records: Iterable[Record]) -> dict[str, str]:
     """{run id: the run id it continues} for the runs of one file (in file order) that continue an earlier
     run of the same sweep; points are told apart as `compare` matches them (compare.match_key)."""
+    return _joined_runs(records)[0]
+
+
+def latest_sweep_runs(records: Iterable[Record]) -> dict[str, str]:
+    """{sweep identity: its last run in the file (the first run id of it and the launches that continued it)}: the run
+    `sweep --resume` continues (sweep.resume.last_run_measurements), an earlier run of the sweep (files appended
+    together) not."""
+    return _joined_runs(records)[1]
+
+
+def _joined_runs(records: Iterable[Record]) -> tuple[dict[str, str], dict[str, str]]:
+    """(continued_run_ids, latest_sweep_runs) of one file."""
     from commbench.results.compare import match_key
 
     identity: dict[str, str] = {}
@@ -50,7 +62,7 @@ def continued_run_ids(records: Iterable[Record]) -> dict[str, str]:
         else:
             latest[sweep] = run_id
             held[run_id] = set(points[run_id])
-    return continues
+    return continues, latest
 
 
 def with_resumed_runs_joined(records: list[Record]) -> list[Measurement]:
@@ -81,12 +93,17 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
     combinations started is said too (combinations_not_started)."""
     records = list(records)
     out = combinations_not_started(records) + cycles_not_run(records)
-    for g in _planned_groups(records).values():
-        group = g.label
+    latest = latest_sweep_runs(records)
+    for (group, logical), g in _planned_groups(records).items():
         have, count = len(g.held), g.planned
         if have < count:
+            last_run = latest.get(group.removeprefix("sweep "), logical) if group.startswith("sweep") else logical
             again = ("tune's built-in sweep has no file for `sweep --resume`: `commbench tune` again measures it "
                      "anew" if g.builtin else
+                     # --resume continues the file's last run of a sweep (sweep.resume.last_run_measurements)
+                     f"`commbench sweep ... --resume` continues the file's later run {last_run} of this sweep, not "
+                     "this one: put this run's lines (its header and records) in a file of their own and "
+                     "`commbench sweep ... --resume` into that file to measure them" if last_run != logical else
                      "`commbench sweep ... --resume` into the same file measures them" if group.startswith("sweep")
                      else "run it again to measure them")
             out.append(f"`{g.named}` (run {', '.join(dict.fromkeys(g.runs))}) holds {have} of the {count} "

@@ -34,9 +34,20 @@ def identity_changes(header: RunHeader, launched: list[tuple[list[dict], int, st
 
 
 def _flat(values: dict) -> dict[str, object]:
-    """An entry's settings by the sweep file's keys (its params' keys at top level, as a [[run]] table gives them)."""
+    """An entry's settings by the sweep file's keys (its params' keys at top level, as a [[run]] table gives them),
+    in_place/out_of_place as measured (schema.measured_placement): a header written before identity_entries
+    recorded them so holds the flags as typed, and all_reduce's default (false, false) is its `in_place = true`."""
+    from commbench.errors import CommbenchError
+    from commbench.sweep.schema import measured_placement
+
     flat = {k: v for k, v in values.items() if k != "params"}
     flat.update(values.get("params") or {})
+    if isinstance(flat.get("in_place"), bool) and isinstance(flat.get("out_of_place"), bool):
+        try:
+            flat["in_place"], flat["out_of_place"] = measured_placement(str(flat.get("collective")), flat["in_place"],
+                                                                        flat["out_of_place"])
+        except (CommbenchError, KeyError, ValueError):   # a collective this version does not know: as recorded
+            pass
     return flat
 
 

@@ -1,8 +1,10 @@
 """What an output file already holds, for `--resume`: the keys of points already recorded.
 
-A point counts as done once any record with its key is in the file, failed ones included (a point
-that hung is not retried forever; delete its line to retry it). A last line torn by a kill is cut
-off before appending, so the next record does not merge with it.
+A point counts as done once a record with its key is in the file's last run of the sweep (a run and the launches
+that continued it, results.resumed.continued_run_ids), failed ones included (a point that hung is not retried
+forever; delete its line to retry it). An earlier run of the same sweep before it (files appended together) does not
+stand in for it: `report` names the last run cut short and says --resume measures its missing points, so --resume
+measures them. A last line torn by a kill is cut off before appending, so the next record does not merge with it.
 """
 
 from __future__ import annotations
@@ -20,12 +22,30 @@ from commbench.sweep.identity_changes import identity_changes
 from commbench.sweep.plan import keys_known_before_launch, plan_sweep
 
 
-def recorded_keys(path: str | os.PathLike[str], on_bad_line=None) -> set[str]:
-    """Point keys of every measurement in the file (missing file: none)."""
+def last_run_measurements(path: str | os.PathLike[str], on_bad_line=None) -> list[Measurement]:
+    """The file's measurements that --resume continues (missing file: none): of each sweep identity, those of its
+    last run, joined with the launches that continued it (results.resumed.latest_sweep_runs, as `report` and
+    `compare` count runs); measurements of runs without a sweep identity all (nothing tells their runs apart). A
+    cut-short run appended after a whole one (probe P3: `cat full.jsonl; head -5 full3.jsonl`) was 'nothing to do:
+    all 10 point(s) are already in' by the whole run's keys, while `report` said --resume measures its 6 missing."""
+    from commbench.results.resumed import continued_run_ids, latest_sweep_runs
+
     if not Path(path).exists():
-        return set()
-    return {rec.point_key for rec in iter_records(path, on_bad_line=on_bad_line)
-            if isinstance(rec, Measurement) and rec.point_key}
+        return []
+    records = list(iter_records(path, on_bad_line=on_bad_line, drop_samples=True))
+    identity = {}
+    for record in records:
+        if isinstance(record, RunHeader) and record.sweep_identity:
+            identity.setdefault(record.run_id, record.sweep_identity)
+    continues, latest = continued_run_ids(records), latest_sweep_runs(records)
+    return [rec for rec in records if isinstance(rec, Measurement)
+            and (rec.run_id not in identity
+                 or continues.get(rec.run_id, rec.run_id) == latest.get(identity[rec.run_id]))]
+
+
+def recorded_keys(path: str | os.PathLike[str], on_bad_line=None) -> set[str]:
+    """Point keys of the measurements --resume continues (last_run_measurements; missing file: none)."""
+    return {rec.point_key for rec in last_run_measurements(path, on_bad_line=on_bad_line) if rec.point_key}
 
 
 def earlier_problems(path: str | os.PathLike[str], points, *, failed: bool = True) -> tuple[str, ...]:
@@ -34,10 +54,9 @@ def earlier_problems(path: str | os.PathLike[str], points, *, failed: bool = Tru
     none of them again, so without this a resumed sweep ended 'done', exit 0, over a file holding failed points."""
     wanted = {point.key: point.label for point in points}
     last: dict[str, Measurement] = {}
-    if Path(path).exists():
-        for rec in iter_records(path):
-            if isinstance(rec, Measurement) and rec.point_key in wanted:
-                last[rec.point_key] = rec
+    for rec in last_run_measurements(path):
+        if rec.point_key in wanted:
+            last[rec.point_key] = rec
     out = []
     for key, rec in last.items():
         if rec.status == "failed":
@@ -66,27 +85,23 @@ def finished_before_launch(path: str | os.PathLike[str], sweep, world_size: int,
 
 def holds_every_planned_point(path: str | os.PathLike[str]) -> int | None:
     """The number of points the file's sweep plans when it holds a record of every one (its last sweep header's
-    `planned_points`, counted over the launches of the same sweep identity: a --resume's headers), else None. After
-    the run, when the ranks' keys are in the file: so a stopped sweep says it is complete (nothing for --resume) only
-    when it is."""
+    `planned_points`, counted over its last run and the launches that continued it, as --resume counts them), else
+    None. After the run, when the ranks' keys are in the file: so a stopped sweep says it is complete (nothing for
+    --resume) only when it is."""
     if not Path(path).exists():
         return None
-    headers: list[RunHeader] = []
-    keys: dict[str, set[str]] = {}
-    identity = None
     try:
-        for rec in iter_records(path, on_bad_line=lambda *_: None, drop_samples=True):
-            if isinstance(rec, RunHeader):
-                headers.append(rec)
-                identity = rec.sweep_identity
-            elif isinstance(rec, Measurement) and rec.point_key and identity is not None:
-                keys.setdefault(identity, set()).add(rec.point_key)
+        headers = [rec for rec in iter_records(path, on_bad_line=lambda *_: None, drop_samples=True)
+                   if isinstance(rec, RunHeader)]
+        last = next((h for h in reversed(headers) if h.sweep_identity is not None), None)
+        if last is None or last.planned_points is None:
+            return None
+        runs = {h.run_id for h in headers if h.sweep_identity == last.sweep_identity}
+        keys = {rec.point_key for rec in last_run_measurements(path, on_bad_line=lambda *_: None)
+                if rec.run_id in runs and rec.point_key}   # the run --resume continues, not an earlier whole one
     except CommbenchError:   # not a results file (any more): nothing said complete
         return None
-    last = next((h for h in reversed(headers) if h.sweep_identity is not None), None)
-    if last is None or last.planned_points is None:
-        return None
-    return last.planned_points if len(keys.get(last.sweep_identity, ())) >= last.planned_points else None
+    return last.planned_points if len(keys) >= last.planned_points else None
 
 
 def has_records(path: str | os.PathLike[str]) -> bool:
@@ -118,18 +133,27 @@ def trace_path_of(entry) -> str | None:
     return routing.partition(":")[2] if routing.startswith("trace:") and routing.partition(":")[2] else None
 
 
-def identity_entries(sweep) -> list[dict]:
+def identity_entries(sweep, placement: str = "measured") -> list[dict]:
     """The entries as the sweep's identity hashes them (sorted, JSON values; params with the collective's defaults, a
-    default given or not being one sweep, as the point keys): IDENTITY_LEFT_OUT left out and, for an
+    default given or not being one sweep, as the point keys; in_place/out_of_place as measured,
+    schema.measured_placement: all_reduce's `in_place = true` is its default): IDENTITY_LEFT_OUT left out and, for an
     entry routed by a trace file, the digest of its bytes (`trace_sha256`): the path names what was typed, not the
     routing (another file saved under the name, or the same name read from another folder). Runs' headers record
-    these (`sweep_entries`), so a refused --resume names what changed."""
+    these (`sweep_entries`), so a refused --resume names what changed. `placement`: "measured"; "typed", the flags as
+    written, or "default", a both-form collective's in-place form as (false, false): what commbench recorded before
+    the measured placement (2026-12-07), for the identities of the files it wrote."""
     from collectives import get_collective
+    from commbench.sweep.schema import measured_placement
 
     entries = []
     for entry in sweep.entries:
         values = {k: v for k, v in dataclasses.asdict(entry).items() if k not in IDENTITY_LEFT_OUT}
         values["params"] = {**get_collective(entry.collective).default_params, **entry.params}  # as plan.py measures
+        if placement != "typed":
+            in_place, out_of_place = measured_placement(entry.collective, entry.in_place, entry.out_of_place)
+            both_forms = get_collective(entry.collective).in_place_mode == "both"
+            in_place = in_place and not (placement == "default" and both_forms)
+            values.update(in_place=in_place, out_of_place=out_of_place)
         values = json.loads(json.dumps(values, sort_keys=True, default=str))
         if (trace := trace_path_of(entry)) is not None:
             values["trace_sha256"] = _trace_digest(trace)
@@ -137,15 +161,17 @@ def identity_entries(sweep) -> list[dict]:
     return sorted(entries, key=lambda values: json.dumps(values, sort_keys=True))
 
 
-def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = False, before_traces: bool = False) -> str:
+def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = False, before_traces: bool = False,
+                   placement: str = "measured") -> str:
     """What makes two runs the same sweep: its normalised entries (identity_entries: after defaults, trace files by
     their digest), the world size and the backend, hashed. The file's name, path and description do not count, nor
     the entries' order, names or timeouts (identity_entries). Two identities commbench wrote before, so files of
     earlier sweeps still resume: `before_traces`, the one before trace digests and timeout_s's leaving
     (2026-12-07: the entries sorted, timeout_s in, the trace by its path alone; check_resume_traces then checks the
-    records' digests); `ordered`, the one before that (entries in order, names included)."""
+    records' digests); `ordered`, the one before that (entries in order, names included). `placement`: as
+    identity_entries takes it ("typed" or "default": the identities before the measured placement)."""
     if not (ordered or before_traces):
-        blob = json.dumps({"entries": identity_entries(sweep), "world_size": world_size, "backend": backend},
+        blob = json.dumps({"entries": identity_entries(sweep, placement), "world_size": world_size, "backend": backend},
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
     left_out = ("index",) if ordered else ("index", "name")
@@ -157,10 +183,14 @@ def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = Fals
 
 
 def resume_identities(sweep, world_size: int, backend: str) -> tuple[str, ...]:
-    """(this sweep's identity, those an earlier commbench wrote for it): check_resume_identity accepts any."""
-    return (sweep_identity(sweep, world_size, backend),
-            sweep_identity(sweep, world_size, backend, before_traces=True),
-            sweep_identity(sweep, world_size, backend, ordered=True))
+    """(this sweep's identity, those an earlier commbench wrote for it): check_resume_identity accepts any. Before the
+    measured placement the flags were hashed as typed: a file of the sweep typed now, or with a both-form
+    collective's in-place default left out (the usual file) or written out (which hashes as the measured placement)."""
+    return tuple(dict.fromkeys((sweep_identity(sweep, world_size, backend),
+                                sweep_identity(sweep, world_size, backend, placement="typed"),
+                                sweep_identity(sweep, world_size, backend, placement="default"),
+                                sweep_identity(sweep, world_size, backend, before_traces=True),
+                                sweep_identity(sweep, world_size, backend, ordered=True))))
 
 
 def continued_identity(path: str | os.PathLike[str], accepted: tuple[str, ...]) -> str | None:
@@ -188,11 +218,29 @@ def check_resume_identity(path: str | os.PathLike[str], identity: str | tuple[st
     identity = accepted[0]
     for record in iter_records(path):
         if isinstance(record, RunHeader) and record.sweep_identity not in accepted:
+            if record.sweep_identity is None and record.argv[1:2] in (["sweep"], ["tune"]):
+                raise CommbenchError(predates_identity_text(path, record))
             theirs = (f"sweep identity {record.sweep_identity}" if record.sweep_identity
                       else f"a run of `{' '.join(record.argv[1:3]) or 'another command'}`, not this sweep")
             changed = identity_changes(record, launched) if record.sweep_identity and launched else ""
             raise CommbenchError(f"--resume into {str(path)!r} is refused: it holds {theirs}; {what} is {identity} "
                                  f"(entries, world size and backend must match){changed}: choose another -O/--out")
+
+
+# when RunHeader.sweep_identity was first recorded (commit 792d209e, 2026-11-30): commbench_version stayed 0.1.0
+IDENTITY_RECORDED_SINCE = "2026-11-30"
+
+
+def predates_identity_text(path: str | os.PathLike[str], header: RunHeader) -> str:
+    """The refusal of a --resume into a file whose sweep run has no `sweep_identity` (probe P3: it read 'holds a run of
+    `sweep s1.toml`, not this sweep', of the very sweep): written before commbench recorded one, so which sweep it
+    ran (entries, world size, backend) cannot be checked, and what to do instead."""
+    started = f", started {header.started_at}" if header.started_at else ""
+    return (f"--resume into {str(path)!r} is refused: its run {header.run_id} (`{' '.join(header.argv[1:3])}`, "
+            f"commbench {header.commbench_version or 'unknown'}{started}) predates sweep identities: its header has no "
+            f"`sweep_identity` field (commbench builds before {IDENTITY_RECORDED_SINCE} did not record it), so whether "
+            "it ran this sweep (entries, world size, backend) cannot be checked and its points cannot be continued; "
+            "sweep into another -O/--out (report, compare and fit still read this file)")
 
 
 def check_resume_traces(path: str | os.PathLike[str], points) -> None:

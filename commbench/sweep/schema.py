@@ -427,6 +427,21 @@ def placement_forms(origin, collective, merged: dict[str, Any]) -> tuple[bool, b
     return in_place, out_of_place
 
 
+def measured_placement(collective_name: str, in_place: bool, out_of_place: bool) -> tuple[bool, bool]:
+    """(in_place, out_of_place) as the entry measures them (placement_forms' flags as typed -> the form measured,
+    Collective.is_in_place): all_reduce, broadcast and reduce with neither flag, or in_place = true, are in-place
+    (True, False); out_of_place = true (False, True); the others' in_place as given, out_of_place False. A sweep's
+    identity records this (resume.identity_entries), so `in_place = true` on all_reduce, its default, is the same
+    sweep as the key left out (probe P3: refused on --resume as 'all_reduce in_place false -> true')."""
+    from collectives import get_collective
+
+    mode = get_collective(collective_name).in_place_mode
+    if mode == "both":
+        measured_in_place = bool(in_place) or not out_of_place
+        return measured_in_place, not measured_in_place
+    return bool(in_place) and mode != "never", False
+
+
 def stray_defaults(where: str, defaults: dict[str, Any], runs: list[Any]) -> None:
     """Refuse a [defaults] key that is neither an entry key nor a parameter of any entry's collective (a typo
     such as itres, or hidden in a file with no MoE entry), naming [defaults] rather than an entry. Checked
