@@ -715,7 +715,8 @@ def _data_parallel_note(layout: Layout) -> str:
     if layout.fsdp:
         return "FSDP2 over data_parallel_shard_degree, resharding after forward as the prediction charged (fsdp=true)"
     if layout.pp > 1:
-        return ("the distributed optimizer maps to FSDP2 (data_parallel_shard_degree): with PP, torch's pipeline stage "
+        return ("FSDP2 under PP (what fsdp=false means with --framework torchtitan): the distributed optimizer maps to "
+                "FSDP2 (data_parallel_shard_degree): with PP, torch's pipeline stage "
                 "gathers the parameters once a step and reduce-scatters gradients at the last micro-batch "
                 "(set_requires_gradient_sync), what the prediction charged; TorchTitan's FSDP also shards parameters "
                 "(ZeRO-3)")

@@ -118,11 +118,12 @@ def data_note_02(model_name: str, hf_assets_set: bool) -> str:
 # field -> (what a 0.2.2 launch runs, why). A 0.2 search fixes the field there (emit/torchtitan.py titan_02_pins); a
 # layout planned otherwise (a Megatron plan's 0.2 section) says in a note what its launch runs instead.
 FEATURES_03_ONLY: dict[str, tuple[object, str]] = {
-    "cuda_graph": ("none", "TorchTitan 0.2.2 has no CUDA-graph option (the whole-step graph, training.disable_cuda_graphs, "
-                           "is TorchTitan 0.3.0's: config/configs.py:66, trainer.py:613)"),
-    "sequence_parallel": (True, "TorchTitan 0.2.2 applies sequence parallel whenever TP is on (every model's infra/"
-                                "parallelize.py shards its norms with SequenceParallel; turning it off is TorchTitan "
-                                "0.3.0's parallelism.enable_sequence_parallel, config/configs.py:160)"),
+    "cuda_graph": ("none", "TorchTitan 0.2.2 has no CUDA-graph option (the whole-step graph, "
+                           "training.disable_cuda_graphs, is TorchTitan 0.3.0's: config/configs.py:66, "
+                           "trainer.py:613)"),
+    "sequence_parallel": (True, "TorchTitan 0.2.2 applies sequence parallel whenever TP is on (every model's "
+                                "infra/parallelize.py shards its norms with SequenceParallel; turning it off is "
+                                "TorchTitan 0.3.0's parallelism.enable_sequence_parallel, config/configs.py:160)"),
 }
 
 
