@@ -50,8 +50,9 @@ from commbench.planner.emit.megatron_arch import window_notes
 from commbench.planner.emit.torchtitan_config import (MODULE_FILE, MODULE_NAME, config_module_text, config_name,
                                                       converter_refusal, mxfp8_experts_refusal)
 from commbench.planner.emit.torchtitan_v02 import (TITAN_COMPILE_02, TITAN_COMPILE_NOTE_02, compile_refusal_02,
-                                                   data_note_02, fp8_recipe_note_02, linear_filter_note_02,
-                                                   linear_quantize_02, parallel_limits_02)
+                                                   data_note_02, FEATURES_03_ONLY, fp8_recipe_note_02,
+                                                   linear_filter_note_02, linear_quantize_02, parallel_limits_02,
+                                                   runs_otherwise_02)
 
 TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
 
@@ -447,7 +448,8 @@ def titan_02_pins(model: ModelSpec, pins: dict[str, object], precision: str) -> 
     """`pins` plus what a TorchTitan 0.2.2 launch fixes, so a --framework torchtitan --torchtitan-version 0.2 search
     proposes only layouts its TOML can write (what _refusal refuses of a layout at 0.2): no HSDP for a MoE model,
     tp=1 under mxfp8 (compile_refusal_02), pp=1 where the 0.2 model has no pipelining function, pp=1 and cp=1 for a
-    MoE model in fp8 and cp=1 for gpt_oss (parallel_limits_02). A model 0.2 cannot
+    MoE model in fp8 and cp=1 for gpt_oss (parallel_limits_02), no CUDA graph and sequence parallel with TP
+    (FEATURES_03_ONLY: options only 0.3.0 has). A model 0.2 cannot
     train at all (no flavor, MLA, another RoPE, norm epsilon or router), nvfp4, or a pin against these: a CommbenchError, one line, before
     the search."""
     titan = titan_model_of(model)
@@ -473,6 +475,11 @@ def titan_02_pins(model: ModelSpec, pins: dict[str, object], precision: str) -> 
         fixed["fsdp_replicas"] = (1, f"TorchTitan {full}'s MoE HSDP (EP with data_parallel_replicate_degree > 1) is "
                                      "not checked against its ParallelDims here", True)
     out = dict(pins)
+    for key, (runs, why) in FEATURES_03_ONLY.items():   # options only 0.3.0 has: fixed at what 0.2.2 runs
+        if key in out and out[key] != runs and not (key == "sequence_parallel" and out.get("tp") == 1):
+            raise CommbenchError(f"{key}={str(out[key]).lower()} is invalid with --torchtitan-version 0.2: {why}; pin "
+                                 f"{key}={str(runs).lower()} or plan with --torchtitan-version 0.3")
+        out[key] = runs
     for key, (value, why, in_03) in fixed.items():
         if int(out.get(key, value) or value) != value:
             raise CommbenchError(f"{key}={out[key]} is invalid with --torchtitan-version 0.2 for {model.name}: {why}; "
@@ -661,6 +668,7 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
             notes.append(f"TorchTitan 0.2 has no {layout.recompute} activation checkpointing (its modes: none, "
                          "selective, full, memory_budget): op-level selective AC stands in; the prediction assumed "
                          f"recompute={layout.recompute}")
+        notes += runs_otherwise_02(layout)
         sections["compile"] = dict(TITAN_COMPILE_02)
         notes.append(TITAN_COMPILE_NOTE_02)
         sections |= quantize_02(layout.precision, model)
@@ -707,7 +715,8 @@ def _data_parallel_note(layout: Layout) -> str:
     if layout.fsdp:
         return "FSDP2 over data_parallel_shard_degree, resharding after forward as the prediction charged (fsdp=true)"
     if layout.pp > 1:
-        return ("the distributed optimizer maps to FSDP2 (data_parallel_shard_degree): with PP, torch's pipeline stage "
+        return ("FSDP2 under PP (what fsdp=false means with --framework torchtitan): the distributed optimizer maps to "
+                "FSDP2 (data_parallel_shard_degree): with PP, torch's pipeline stage "
                 "gathers the parameters once a step and reduce-scatters gradients at the last micro-batch "
                 "(set_requires_gradient_sync), what the prediction charged; TorchTitan's FSDP also shards parameters "
                 "(ZeRO-3)")

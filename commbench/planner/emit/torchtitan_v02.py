@@ -112,3 +112,29 @@ def data_note_02(model_name: str, hf_assets_set: bool) -> str:
                  "tokenizer ./tests/assets/tokenizer) and ")
     return (f"set {tokenizer}[training] dataset / dataset_path to your data (TorchTitan 0.2.2 defaults to c4_test, "
             "its 2K-sample test set): the plan sets no path it does not know")
+
+
+# What TorchTitan 0.3.0 can be told and 0.2.2's TOML cannot (v0.2.2 config/job_config.py has neither option):
+# field -> (what a 0.2.2 launch runs, why). A 0.2 search fixes the field there (emit/torchtitan.py titan_02_pins); a
+# layout planned otherwise (a Megatron plan's 0.2 section) says in a note what its launch runs instead.
+FEATURES_03_ONLY: dict[str, tuple[object, str]] = {
+    "cuda_graph": ("none", "TorchTitan 0.2.2 has no CUDA-graph option (the whole-step graph, "
+                           "training.disable_cuda_graphs, is TorchTitan 0.3.0's: config/configs.py:66, "
+                           "trainer.py:613)"),
+    "sequence_parallel": (True, "TorchTitan 0.2.2 applies sequence parallel whenever TP is on (every model's "
+                                "infra/parallelize.py shards its norms with SequenceParallel; turning it off is "
+                                "TorchTitan 0.3.0's parallelism.enable_sequence_parallel, config/configs.py:160)"),
+}
+
+
+def runs_otherwise_02(layout) -> list[str]:
+    """A note for each FEATURES_03_ONLY field where `layout` asks what a 0.2.2 launch does not run (sequence parallel
+    matters only at tp > 1)."""
+    notes = []
+    for key, (runs, why) in FEATURES_03_ONLY.items():
+        value = getattr(layout, key)
+        if value != runs and not (key == "sequence_parallel" and layout.tp == 1):
+            notes.append(f"{why}: the launch runs {key}={str(runs).lower()}; the prediction assumed "
+                         f"{key}={str(value).lower()} (plan with --torchtitan-version 0.3, or with --framework "
+                         "torchtitan --torchtitan-version 0.2 to charge what it runs)")
+    return notes

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commbench.planner.layout.spec import Layout
-from commbench.planner.layout.placement import racks_spanned
+from commbench.planner.layout.placement import domains_touched, racks_spanned
 from commbench.planner.models.counts import FLOPS_COUNTS
 from commbench.planner.search.space import STRUCTURE, SearchResult, structure_key
 from commbench.planner.step.evaluate import evaluate_layouts
@@ -108,6 +108,27 @@ def exposed_lines(result: SearchResult, i: int = 0) -> list[str]:
     return lines
 
 
+def _racks(span: int, group: int, per_rack: int) -> int:
+    """Racks the most spread of a layout's groups of `group` ranks over `span` consecutive ranks touches, as the step
+    model counts them (placement.domains_touched)."""
+    return int(domains_touched(np.array([span]), np.array([group]), per_rack)[0]) if group > 1 else 1
+
+
+def dp_groups_text(lay: Layout, group: int, per_rack: int, grads: bool = True) -> str:
+    """The data-parallel groups a DP term is priced over (step/evaluate.py): the whole `group` (dense dp*cp, expert
+    edp), or under HSDP (fsdp_replicas = R) shard groups of group/R ranks (TorchTitan's dp_shard, parallel_dims.py;
+    efsdp per replica for experts) whose gradient shards are all-reduced across the R replicas (in the gradient
+    term, `grads`; the parameter all-gather runs within the shard group alone)."""
+    stage = lay.world // lay.pp
+    replicas = lay.fsdp_replicas if lay.fsdp else 1
+    if replicas == 1:
+        return f"a group of {group} ranks over {_racks(stage, group, per_rack)} rack(s)"
+    shard = max(group // replicas, 1)
+    text = f"HSDP: shard groups of {shard} ranks over {_racks(stage // replicas, shard, per_rack)} rack(s)"
+    return text + (f", the gradient shards all-reduced across {replicas} replicas over "
+                   f"{_racks(stage, replicas, per_rack)} rack(s)" if grads else f" ({replicas} replicas)")
+
+
 def _why(key: str, lay: Layout, per_rack: int, model, framework: str = "megatron") -> str:
     if key == "ep":
         racks = int(racks_spanned(lay.etp * lay.ep, per_rack, lay.world))
@@ -116,13 +137,12 @@ def _why(key: str, lay: Layout, per_rack: int, model, framework: str = "megatron
         return f"; EP{lay.ep} groups run {where}, {over}"
     if key.startswith("dp"):
         group = lay.dp * lay.cp if "dense" in key else lay.edp
-        racks = int(racks_spanned(lay.world // lay.pp, per_rack, lay.world)) if group > 1 else 1
         kept = ("; the Mamba layers, not Megatron-FSDP units, stay gathered all step"
                 if getattr(model, "num_mamba_layers", 0) else "")
         window = (f"each layer's compute, every micro-batch (FSDP: gathered per layer forward and backward{kept})"
                   if lay.fsdp else "one micro-batch's compute" if lay.vp == 1 else
                   f"one micro-batch's compute plus the later model chunks' cool-down (VP{lay.vp})")
-        return f"; a group of {group} ranks over {racks} rack(s), hidden behind {window}"
+        return f"; {dp_groups_text(lay, group, per_rack, key.endswith('_rs'))}, hidden behind {window}"
     if key == "etp" and framework == "torchtitan":   # TorchTitan: around the MoE block (step/moe_comm.py)
         return (f"; each MoE layer gathers its input over TP{lay.tp} before the router (TorchTitan splits the experts "
                 "over TP at ep = 1) and reduce-scatters the output after, not overlapped")

@@ -1011,6 +1011,10 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
     `release`'s Megatron-LM validate_args refuses of them is refused too (graph_recompute.release_graph_pin_refusal:
     wgrad_graph.py and graph_recompute.py; False: a published run's
     layout, which the plan does not launch)."""
+    from commbench.planner.search.pin_rules import pin_rule_refusal
+    refusal = pin_rule_refusal(framework, model.is_moe, pins)   # the rule a pin breaks, named before the search
+    if refusal:
+        raise CommbenchError(refusal)
     if int(pins.get("fused_mlp_offload_min", 0) or 0) > 0:   # published runs' field (26.08 recipes): never planned
         raise CommbenchError(f"fused_mlp_offload_min={pins['fused_mlp_offload_min']} is invalid with --framework "
                              f"{framework}: " + ("megatron-core 0.16.1 (the plans' Megatron-LM) has no fused_group_mlp "
@@ -1095,6 +1099,8 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
         fixed["pp"] = 1
     out = dict(pins)
     for key, value in fixed.items():
+        if key == "recompute" and key in out and out[key] != value:
+            raise CommbenchError(titan_recompute_refusal(model, out[key], value))
         if key in out and out[key] != value:
             raise CommbenchError(f"{key}={out[key]!r} is invalid with --framework torchtitan: TorchTitan 0.3.0 runs "
                                  f"{key}={value!r}")
@@ -1108,6 +1114,17 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
         raise CommbenchError(f"recompute_layers={out['recompute_layers']} is invalid with --framework torchtitan: "
                              f"TorchTitan 0.3.0 {TITAN_NO_RECOMPUTE_LAYERS}; plan with recompute_layers=0")
     return out
+
+
+def titan_recompute_refusal(model: ModelSpec, asked: object, runs: str) -> str:
+    """A recompute pin other than the activation checkpointing the TorchTitan launch keeps: TorchTitan takes other
+    modes (its activation_checkpoint config: SelectiveAC, FullAC, ...), but the launch is the config function
+    (TORCHTITAN_RECOMPUTE's sources) and commbench writes no override of its activation_checkpoint."""
+    ac = {"selective": "SelectiveAC", "full": "FullAC"}.get(runs, runs)
+    return (f"recompute={asked!r} is invalid with --framework torchtitan: the launch keeps the activation "
+            f"checkpointing TorchTitan 0.3.0's config function for {model.name} sets ({ac}, recompute={runs!r}: its "
+            "models/*/config_registry.py), and commbench writes no activation_checkpoint override of it; pin "
+            f"recompute={runs!r} or leave recompute out")
 
 
 def _titan_etp_pin(pins: dict[str, object]) -> None:

@@ -119,6 +119,10 @@ class SearchRequest:
         asked = self.software
         object.__setattr__(self, "software", check_release(self.software) if given else newest_release())
         check_precision_in_release(self.precision, self.software, asked if given else None)
+        from commbench.planner.search.pin_rules import pin_rule_refusal
+        refusal = pin_rule_refusal(str(self.framework), self.model.is_moe, self.pins)   # a rule the pins break, first
+        if refusal:
+            raise CommbenchError(refusal)
         check_pins_in_release(self.pins, self.software, self.gpu_name, self.precision,  # the user's pins, first
                               self.domain_size)
         etp = self.pins.get("etp")

@@ -1,0 +1,67 @@
+"""A --layout pin that one layout rule or framework check refuses, named before the search: the search would
+otherwise find no layout and blame the rule most rows break (world, expert_fold) or memory ("no layout fits ... up to
+65536"), not the one the pins break (probe P4, session 45).
+
+Pure functions of the pins; frameworks.framework_pins and SearchRequest call them before any other pin check.
+"""
+
+from __future__ import annotations
+
+from commbench.planner.layout.spec import RULES
+
+# TorchTitan 0.3.0 trainer.py:179-207 (_validate_cuda_graphs): its whole-step graph (training.disable_cuda_graphs
+# False) is refused with pipeline_parallel_degree > 1, and with expert_parallel_degree > 1 unless every token
+# dispatcher is MinimalAsyncEP or HybridEP with non_blocking_capacity_factor; the shipped configs' all-to-all one
+# synchronises with the CPU.
+TITAN_GRAPH_RULE = ("TorchTitan 0.3.0 refuses its whole-step CUDA graph with pipeline parallelism ('CUDA graphs do not "
+                    "support pipeline parallelism yet') and with EP > 1 under the all-to-all token dispatcher its "
+                    "configs run, which synchronises with the CPU (trainer.py:179-207 _validate_cuda_graphs)")
+
+# What the layout's fsdp means under TorchTitan, which runs FSDP2 (data_parallel_shard_degree) at every layout:
+# search/frameworks.py TITAN_DP_WITHOUT_PP.
+TITAN_FSDP_MEANING = ("TorchTitan 0.3.0 runs FSDP2 at every layout, and a layout's fsdp says how it syncs: "
+                      "fsdp=true is FSDP2 without PP (parameters gathered every micro-batch, fsdp_replicas > 1: "
+                      "HSDP), fsdp=false is FSDP2 under PP (its pipeline stage gathers once a step and "
+                      "reduce-scatters at the last micro-batch, charged as the distributed optimizer; emitted as "
+                      "data_parallel_shard_degree)")
+
+
+def _int(pins: dict[str, object], key: str, default: int = 1) -> int:
+    return int(pins.get(key, default) or default)
+
+
+def fsdp_pin_refusal(framework: str, pins: dict[str, object]) -> str | None:
+    """fsdp (or HSDP's fsdp_replicas > 1) pinned with pp > 1 or without the distributed optimizer: layout rule fsdp,
+    which every row would break, so the search found none to fit and said memory. None where the pins keep it."""
+    fsdp = pins.get("fsdp") is True or (_int(pins, "fsdp_replicas") > 1 and pins.get("fsdp") is not False)
+    if not fsdp:
+        return None
+    what = "fsdp=true" if pins.get("fsdp") is True else f"fsdp_replicas={pins['fsdp_replicas']}"
+    if _int(pins, "pp") > 1:
+        if framework == "torchtitan":
+            return (f"{what} with pp={pins['pp']} is invalid with --framework torchtitan: {TITAN_FSDP_MEANING}; "
+                    "pin fsdp=false (fsdp_replicas=1) with pp > 1, or pp=1")
+        return (f"{what} with pp={pins['pp']} is invalid: layout rule fsdp: {dict(RULES)['fsdp']}; pin pp=1, "
+                f"or leave {what} out")
+    if pins.get("distributed_optimizer") is False:
+        return (f"{what} with distributed_optimizer=false is invalid: layout rule fsdp: {dict(RULES)['fsdp']}; "
+                "pin distributed_optimizer=true or fsdp=false")
+    return None
+
+
+def titan_graph_pin_refusal(framework: str, is_moe: bool, pins: dict[str, object]) -> str | None:
+    """cuda_graph=full pinned with pp > 1, or with ep > 1 for a MoE model, under --framework torchtitan
+    (TITAN_GRAPH_RULE): the search kept no row and named another rule. A dense model's ep > 1 breaks rule experts,
+    which says so."""
+    if framework != "torchtitan" or pins.get("cuda_graph") != "full":
+        return None
+    broken = [f"{k}={pins[k]}" for k in ("pp", "ep") if _int(pins, k) > 1 and (k == "pp" or is_moe)]
+    if not broken:
+        return None
+    return (f"cuda_graph=full with {' and '.join(broken)} is invalid with --framework torchtitan: {TITAN_GRAPH_RULE}; "
+            "pin cuda_graph=none, or pp=1 and ep=1")
+
+
+def pin_rule_refusal(framework: str, is_moe: bool, pins: dict[str, object]) -> str | None:
+    """The first of this module's refusals the pins meet, or None."""
+    return fsdp_pin_refusal(framework, pins) or titan_graph_pin_refusal(framework, is_moe, pins)
