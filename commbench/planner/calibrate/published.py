@@ -404,7 +404,8 @@ MAX_SIZE = 1 << 31   # any integer of a run (gbs, seq_len, recompute_layers, ...
 # information (a date, a cluster name) and named by calibrate (unread_fields), but one a letter or two off a read
 # key, or a read key in another case, is a typo whose value would otherwise be dropped: check_row refuses it,
 # naming the key it resembles.
-READ_KEYS = frozenset((*REQUIRED_FIELDS, "cp", "vp", "ep", "etp", "precision", "release", "tokens_per_s_per_gpu",
+READ_KEYS = frozenset((*REQUIRED_FIELDS, "cp", "vp", "ep", "etp", "precision", "release", "software",
+                       "tokens_per_s_per_gpu",
                        "tflops_per_gpu", "notes", "source", "recipe", "framework", "fsdp", "pipeline_layout",
                        *RECIPE_FIELDS))
 
@@ -503,6 +504,10 @@ def check_row(row: dict[str, Any], where: str) -> None:
         raise CommbenchError(f"{where}: field 'release' = {release!r}; allowed: a NeMo release as a string, "
                              "\"YY.MM\" or \"YY.MM.NN\", MM a month 01 to 12, NN two digits (e.g. \"26.02.01\"), "
                              "or \"user\"")
+    software = row.get("software")   # a log's release named by `calibrate --software` (its "release" is "user")
+    if software is not None and not (isinstance(software, str) and RELEASE_NAME.fullmatch(normalised_release(software))):
+        raise CommbenchError(f"{where}: field 'software' = {software!r}; allowed: a NeMo release as a string, "
+                             "\"YY.MM\" or \"YY.MM.NN\" (the release a log's run ran under)")
     if row.get("tokens_per_s_per_gpu") is not None and (
             not isinstance(row["tokens_per_s_per_gpu"], (int, float)) or row["tokens_per_s_per_gpu"] <= 0):
         raise CommbenchError(f"{where}: field 'tokens_per_s_per_gpu' = {row['tokens_per_s_per_gpu']!r}; "
