@@ -339,12 +339,26 @@ def family_of(model_name: str) -> str:
     return re.split(r"[-.\d]", model_name.lower(), maxsplit=1)[0] or model_name.lower()
 
 
+def model_family(model) -> str:
+    """family_of a run's model (a ModelSpec): of its zoo name, or for hf:PATH (named after its path) of its
+    architecture: the zoo model whose architecture it has (layout/recipe_model.py, as plan reads that model's
+    recipes), else its config's model_type ('llama', 'qwen3_moe', 'deepseek_v3')."""
+    if not model.name.startswith("hf:"):
+        return family_of(model.name)
+    from commbench.planner.layout.recipe_model import recipe_model
+    same = recipe_model(model)
+    if same != model.name:
+        return family_of(same)
+    kind = model.extra.get("model_type")
+    return family_of(kind) if kind else family_of(model.name.removeprefix("hf:"))
+
+
 def median_error_by_family(runs: list[PublishedRun], abs_errors_pct) -> dict[str, tuple[float, int]]:
     """Median |error| and run count per model family (family_of), and for the hybrid (Mamba) and
     FSDP runs (and HSDP, FSDP over part of DP) as groups of their own; `runs` are the modelled runs in `abs_errors_pct` order."""
     groups: dict[str, list[float]] = {}
     for r, e in zip(runs, abs_errors_pct):
-        labels = [family_of(r.model.name)] + (["hybrid (Mamba)"] if r.model.is_hybrid else []) + \
+        labels = [model_family(r.model)] + (["hybrid (Mamba)"] if r.model.is_hybrid else []) + \
             (["FSDP"] if r.layout.fsdp else []) + (["HSDP"] if r.layout.fsdp_replicas > 1 else [])
         for label in labels:
             groups.setdefault(label, []).append(float(e))
@@ -358,7 +372,7 @@ def fit_weights(runs: list[PublishedRun]) -> np.ndarray:
     config = [(r.model.name, r.preset, int(r.row["num_gpus"]), r.layout) for r in modelled]
     dup = {c: config.count(c) for c in set(config)}
     w = np.array([1.0 / dup[c] for c in config])
-    groups = [(family_of(r.model.name), r.preset) for r in modelled]
+    groups = [(model_family(r.model), r.preset) for r in modelled]
     totals: dict[tuple, float] = {}
     for g, wi in zip(groups, w):
         totals[g] = totals.get(g, 0.0) + wi
