@@ -217,7 +217,7 @@ def runs_software(runs, run_releases: dict[str, str]) -> list[tuple[str, str]]:
         except ValueError:
             precision = label.upper()
         release = match.group("release") or ""
-        release = run_releases.get(run) or ("" if release in ("", "user") else normalised_release(release))
+        release = run_releases.get(run, "") if release in ("", "user") else normalised_release(release)
         out.append((release or UNKNOWN_RELEASE, precision))
     return out
 
@@ -298,7 +298,8 @@ def read_calibration_file(path: str) -> CalibrationFile:
     terms_fitted, at_bound = recorded_fit(path)
     return CalibrationFile(path=path, calibration=cal, shipped_terms=missing, gpus=gpus_of_runs(runs), runs=tuple(runs),
                            terms_fitted=terms_fitted, terms_at_bound=at_bound,
-                           run_releases=tuple(recorded_run_releases(path).items()), **_recorded(path, written_by="commbench_version", step_model="step_model"))
+                           run_releases=tuple(recorded_run_releases(path).items()),
+                           **_recorded(path, written_by="commbench_version", step_model="step_model"))
 
 
 def recorded_run_releases(path: str) -> dict[str, str]:

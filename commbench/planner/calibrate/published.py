@@ -505,7 +505,8 @@ def check_row(row: dict[str, Any], where: str) -> None:
                              "\"YY.MM\" or \"YY.MM.NN\", MM a month 01 to 12, NN two digits (e.g. \"26.02.01\"), "
                              "or \"user\"")
     software = row.get("software")   # a log's release named by `calibrate --software` (its "release" is "user")
-    if software is not None and not (isinstance(software, str) and RELEASE_NAME.fullmatch(normalised_release(software))):
+    if software is not None and not (isinstance(software, str)
+                                     and RELEASE_NAME.fullmatch(normalised_release(software))):
         raise CommbenchError(f"{where}: field 'software' = {software!r}; allowed: a NeMo release as a string, "
                              "\"YY.MM\" or \"YY.MM.NN\" (the release a log's run ran under)")
     if row.get("tokens_per_s_per_gpu") is not None and (

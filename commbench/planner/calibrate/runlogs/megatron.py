@@ -381,7 +381,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                if left_out else "") + (
                f"; {graph_lines + len(spikes)} CUDA-graph warm-up line(s) left out" if graph_lines or spikes
                else "") + (
-               f"; {CUT_NOTE}" if cut_left_out else "") + ("; crashed" if traceback_after else ""), "measured": measured_text, "crashed": crash_text, "split": split_note, "left_out": left_out_text, "priced_as": recompute_note, "precision_as": precision_note, "release": "user",
+               f"; {CUT_NOTE}" if cut_left_out else "") + ("; crashed" if traceback_after else ""), "measured": measured_text, "crashed": crash_text, "split": split_note, "left_out": left_out_text, "priced_as": recompute_note,
+           "precision_as": precision_note, "release": "user",
            **({"pipeline_layout": pipeline_layout} if pipeline_layout else {}),
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
