@@ -45,16 +45,18 @@ def _per_log(values: list | None, name: str, paths: list[str]) -> list:
     return [per_log.get(p) for p in paths]
 
 
-def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
+def load_runs(paths: list[str], *, model=None, system=None, gpus=None, software=None):
     """PublishedRun objects for every row of every RUNS file, each row checked (one-line errors). Runs the
     model does not cover come back with layout None and their skip_reason; none covered is an error.
-    `model`, `system`, `gpus`: one value (or a list: one for every log, or one per log in order)."""
+    `model`, `system`, `gpus`, `software` (the release a log's run ran under, recorded as its row's "software"): one
+    value (or a list: one for every log, or one per log in order)."""
     from commbench.planner.calibrate.published import READ_KEYS, check_row, published_runs, unread_fields
     from commbench.planner.calibrate.runlogs import read_runs_noted
     as_list = (lambda v: v if isinstance(v, list) else ([] if v is None else [v]))
     _check_not_option_values(paths)
     models, systems = _per_log(as_list(model), "--model", paths), _per_log(as_list(system), "--system", paths)
     counts = _per_log(as_list(gpus), "--gpus", paths)
+    releases = [_log_release(r) for r in _per_log(as_list(software), "--software", paths)]
     for value in dict.fromkeys(s for s in systems if s is not None):   # named as given, not as the row's 'gpu' field
         from commbench.costmodel import preset_names
         from commbench.planner.calibrate.published import _preset_name
@@ -63,7 +65,7 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
                           "log's run on a preset's GPU (a fitted fabric profile is for plan and tune)")
     _check_distinct_files(paths)
     rows, places, seen = [], [], {}
-    for path, m, g, n in zip(paths, models, systems, counts):
+    for path, m, g, n, release in zip(paths, models, systems, counts, releases):
         try:
             read, left_out = read_runs_noted(path, model=m, gpu=g, num_gpus=n)
         except (ZeroDivisionError, ValueError, TypeError, KeyError) as exc:
@@ -73,6 +75,9 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
                                  f"{first_line(exc)}") from None
         unread: dict[str, None] = {}
         for i, row in enumerate(read):
+            if release:   # a log's row: its software named on the command line (a log does not say it)
+                _check_log_release(row, release)
+                row["software"] = release
             check_row(row, f"{path} row {i + 1}")
             _check_measured(row, f"{path} row {i + 1}")
             _check_not_repeated(row, f"{path} row {i + 1}", seen)
@@ -94,6 +99,24 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None):
         raise CommbenchError(f"none of the {len(runs)} run(s) can be modelled; the first, {r.where} ({r.label}): "
                              f"{r.skip_reason}")
     return runs
+
+
+def _log_release(text: str | None) -> str | None:
+    """--software for a log: a NeMo release plan's --software takes (recipes.check_release), as named (normalised)."""
+    if text is None:
+        return None
+    from commbench.planner.layout.recipes import check_release, normalised_release
+    check_release(text)
+    return normalised_release(text)
+
+
+def _check_log_release(row: dict, release: str) -> None:
+    """A log's precision its --software release cannot run is refused as plan refuses --precision with --software."""
+    from commbench.planner.calibrate.published import precision_of, unmodelled_precision
+    from commbench.planner.layout.recipes import check_precision_in_release, check_release
+    if not unmodelled_precision(row.get("precision")):
+        check_precision_in_release(precision_of(row.get("precision")), check_release(release), release,
+                                   fields=("the log's precision", "--software"))
 
 
 def _check_gpu_counts(counts: list[int] | None) -> None:
@@ -337,17 +360,12 @@ def run_key(r, label: str | None = None) -> str:
             f"seq{int(r.row['seq_len'])}: {float(r.row['tokens_per_s_per_gpu']):.6g} tokens/s/GPU")
 
 
-# A run_key as written: 'MODEL Nx GPU PRECISION [RELEASE] tp..' (files written before: 'MODEL GPUxN ...'); a
-# precision of '?' is a row without one
-LISTED_RUN = re.compile(r"(?P<model>\S+) (?:(?P<num>\d+)x (?P<gpu>\S+)|(?P<old_gpu>\S+)x(?P<old_num>\d+)) "
-                        r"(?P<precision>\S+)(?: (?P<release>(?!tp\d)\S+))? (?P<rest>tp\d+\b.*)")
-
-
 def run_identity(text: str) -> str:
     """A listed run (run_key) with its label as the run is read (published.run_label: model alias, GPU, precision
     and release spelled one way), so one run written 'Llama3-70B 64x H100 FP8' and 'llama3.1-70b 64x h100 fp8' is
     one; a text of no such shape (a model or GPU name with a space) as it is."""
     from commbench.planner.calibrate.published import run_label
+    from commbench.planner.calibrate.fit import LISTED_RUN   # a run_key as written
     match = LISTED_RUN.fullmatch(text)
     if not match:
         return text
@@ -489,6 +507,10 @@ def calibrate(
                                           "row plus predicted_tokens_per_s_per_gpu and error_pct; with a fit, the "
                                           "terms fitted/held/moved, bounds reached and leave-one-out error")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace -O/--out even when it is not a calibration file")] = False,
+    software: Annotated[Optional[list[str]], typer.Option(help="the NeMo release (e.g. 26.02) a training log's run ran "
+                                                          "under, as plan's --software: once for every log, or once "
+                                                          "per log; recorded in -O FILE (a log does not say it: "
+                                                          "without it plan calls the release unknown)")] = None,
 ) -> None:
     from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import CALIBRATED, FITTED_TERMS
@@ -512,7 +534,7 @@ def calibrate(
     if start_file and start_file.shipped_terms and not as_json:   # --json carries calibration_shipped_terms
         err_console.print(f"note: {start_file.note()}", highlight=False, markup=False, soft_wrap=True)
     _check_gpu_counts(gpus)
-    everything = load_runs(runs, model=model, system=system, gpus=gpus)
+    everything = load_runs(runs, model=model, system=system, gpus=gpus, software=software)
     skipped = skipped_runs(everything)
     loaded = [r for r in everything if r.layout is not None]
     check_units(loaded, start)
@@ -581,7 +603,9 @@ def calibrate(
     terms_fitted, terms_at_bound = _fit_record(report, fitted, start_file)
     data = save_calibration(out, fitted, fitted_on=sorted(set(runs)) + ([calibration] if calibration else []),
                             force=force, runs=list(dict.fromkeys([*carried, *(run_key(r) for r in loaded)])),
-                            frameworks=sorted(frameworks), terms_fitted=terms_fitted, terms_at_bound=terms_at_bound)
+                            frameworks=sorted(frameworks), terms_fitted=terms_fitted, terms_at_bound=terms_at_bound,
+                            run_releases={**dict(start_file.run_releases if start_file else ()),
+                                          **{run_key(r): r.row["software"] for r in loaded if r.row.get("software")}})
     loo_median = float(np.median(report.loo_abs_error_pct)) if report.loo_abs_error_pct else None
     shared = shared_kernel_terms_note(out)
     if shared:

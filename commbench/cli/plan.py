@@ -253,6 +253,7 @@ def plan(
                         moe_capacity_factor=moe_capacity_factor,
                         pins=pins, calibration=cal, framework=framework, software=software)
     spec = req.model   # as the release's Megatron-LM splits it (release_flags.release_model)
+    _print_calibration_software(cal_file, req)
     if not complete:
         from commbench.cli.search_view import run_plan_search
         run_plan_search(req, system=system, top=top, emit=emit, out=out, as_json=as_json,
@@ -394,3 +395,12 @@ def _versus_best(req, pinned_bd) -> dict:
     except CommbenchError as exc:
         return {"unavailable": f"No searched layout to compare with: {exc}"}
     return versus_best(result, pinned_bd)
+
+
+def _print_calibration_software(cal_file, req) -> None:
+    """One note where the --calibration file's runs ran at another release or precision than the plan (or at a
+    release it does not record): calibrate.fit.software_note; plan.json keeps it among its assumptions."""
+    note = cal_file.software_note(req.software, req.precision) if cal_file else ""
+    if note:
+        from commbench.cli.base import err_console
+        err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)

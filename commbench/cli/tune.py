@@ -106,6 +106,8 @@ def tune(
                         precision_asked=precision_asked, seq_len=seq_len,
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
                         software=software)
+    from commbench.cli.plan import _print_calibration_software
+    _print_calibration_software(cal_file, req)
     state = TuneState(plan_options=plan_options_given(ctx))
     launched = outside_launch()
     if launched is not None and launched.rank != 0:

@@ -57,6 +57,14 @@ class CalibrationFile:
     step_model: str | None = None   # its "step_model": the step model (step.terms.STEP_MODEL) its terms were fitted to
     terms_fitted: tuple[str, ...] | None = None     # the terms its fits determined; None: not recorded (unknown)
     terms_at_bound: tuple[str, ...] | None = None   # those of them at a BOUNDS end; None: not recorded
+    # the release a log's run ran under, as `calibrate --software` named it, by run ("run_releases"; a log's run is
+    # listed with release "user"): the release of a run it does not name is unknown
+    run_releases: tuple[tuple[str, str], ...] = ()
+
+    def software_note(self, release: str, precision: str) -> str:
+        """'' when every run the file was fitted on ran at the plan's release (`release`, as plan resolves --software)
+        and precision; else one line naming both (runs_software), and how far its terms carry over."""
+        return software_note(runs_software(self.runs, dict(self.run_releases)), release, precision)
 
     def version_note(self) -> str:
         """'' for a file fitted to this commbench's step model (step.terms.STEP_MODEL); else step_model_note's line."""
@@ -185,6 +193,68 @@ def preset_gpu(preset: str | None) -> str | None:
     return preset.split("-")[0] if preset else None
 
 
+# calibrate's run_key as written: 'MODEL Nx GPU PRECISION [RELEASE] tp..' (files written before: 'MODEL GPUxN ...'); a
+# precision of '?' is a row without one (a 25.09 row: FP8)
+LISTED_RUN = re.compile(r"(?P<model>\S+) (?:(?P<num>\d+)x (?P<gpu>\S+)|(?P<old_gpu>\S+)x(?P<old_num>\d+)) "
+                        r"(?P<precision>\S+)(?: (?P<release>(?!tp\d)\S+))? (?P<rest>tp\d+\b.*)")
+UNKNOWN_RELEASE = "release unknown"
+
+
+def runs_software(runs, run_releases: dict[str, str]) -> list[tuple[str, str]]:
+    """(release, PRECISION) of each listed run (LISTED_RUN) it can read: the release as the run names it, or for a
+    log's run ("user": its own software) the one `calibrate --software` recorded (`run_releases`), else
+    UNKNOWN_RELEASE; the precision as the step model reads it (published.precision_of), upper case."""
+    from commbench.planner.calibrate.published import precision_of
+    from commbench.planner.layout.recipes import normalised_release
+    out = []
+    for run in runs:
+        match = LISTED_RUN.match(run)
+        if match is None:
+            continue
+        label = match.group("precision")
+        try:
+            precision = precision_of(None if label == "?" else label).upper()
+        except ValueError:
+            precision = label.upper()
+        release = match.group("release") or ""
+        release = run_releases.get(run, "") if release in ("", "user") else normalised_release(release)
+        out.append((release or UNKNOWN_RELEASE, precision))
+    return out
+
+
+def software_note(software: list[tuple[str, str]], release: str, precision: str) -> str:
+    """One line where the runs a calibration file was fitted on (`software`: runs_software) ran at another release or
+    precision than the plan (`release` as plan resolves it, `precision`), or at a release not recorded; '' where every
+    run is the plan's (or none is read). Its terms are fitted to those runs: the kernel efficiencies to their GEMMs'
+    number format, the software terms (host time per layer, overlap, MoE synchronisations) to their release."""
+    from commbench.planner.layout.recipes import resolve_release
+    if not software:
+        return ""
+    plan_precision = precision.upper()
+    other_release = [r for r, _ in software if r == UNKNOWN_RELEASE or resolve_release(r)[0] != release]
+    other_precision = [p for _, p in software if p != plan_precision]
+    if not other_release and not other_precision:
+        return ""
+    counts: dict[str, int] = {}
+    for r, p in software:
+        counts[f"{r} {p}"] = counts.get(f"{r} {p}", 0) + 1
+    ran = ", ".join(f"{k}" + (f" ({n} runs)" if n > 1 else "") for k, n in counts.items())
+    carry = []
+    if other_precision:
+        carry.append(f"the GEMM efficiencies fitted at {', '.join(dict.fromkeys(other_precision))} are applied at "
+                     f"{plan_precision} through the step model's own precision ratios")
+    if other_release:
+        known = [r for r in dict.fromkeys(other_release) if r != UNKNOWN_RELEASE]
+        carry.append("the software terms (host time per layer, overlap, MoE synchronisations) fitted to "
+                     + (f"{', '.join(known)}'s software" if known else "")
+                     + (" and " if known and UNKNOWN_RELEASE in other_release else "")
+                     + ("runs of a release not recorded (name a log's with `calibrate --software`)"
+                        if UNKNOWN_RELEASE in other_release else "")
+                     + f" are applied to {release}'s")
+    return (f"calibration runs: {ran}; this plan: {release} {plan_precision}: the fitted terms carry over only as far "
+            f"as the step model's release and precision differences are right ({'; '.join(carry)})")
+
+
 def step_model_note(path: str, step_model: str | None, written_by: str | None) -> str:
     """'' for a calibration file fitted to this commbench's step model (step.terms.STEP_MODEL); else one line naming
     the file and both step models: its terms were fitted to another one (or to one it does not record: a file written
@@ -227,7 +297,25 @@ def read_calibration_file(path: str) -> CalibrationFile:
     runs = fitted_runs(path)   # a corrupt "runs" is refused here: they decide where its kernel terms are used
     terms_fitted, at_bound = recorded_fit(path)
     return CalibrationFile(path=path, calibration=cal, shipped_terms=missing, gpus=gpus_of_runs(runs), runs=tuple(runs),
-                           terms_fitted=terms_fitted, terms_at_bound=at_bound, **_recorded(path, written_by="commbench_version", step_model="step_model"))
+                           terms_fitted=terms_fitted, terms_at_bound=at_bound,
+                           run_releases=tuple(recorded_run_releases(path).items()),
+                           **_recorded(path, written_by="commbench_version", step_model="step_model"))
+
+
+def recorded_run_releases(path: str) -> dict[str, str]:
+    """A calibration file's "run_releases" (run -> the release `calibrate --software` named for a log's run); {} for
+    a file without it. One that is not an object of release names is refused in one line naming the field."""
+    import json
+
+    from commbench.errors import CommbenchError, read_user_file
+    from commbench.planner.layout.recipes import RELEASE_NAME
+    said = json.loads(read_user_file(path, "calibration file")).get("run_releases", {})
+    if not isinstance(said, dict) or not all(isinstance(k, str) and isinstance(v, str) and RELEASE_NAME.fullmatch(v)
+                                             for k, v in said.items()):
+        raise CommbenchError(f"calibration file {path}: field 'run_releases' = {json.dumps(said)[:80]}; allowed: an "
+                             "object of run -> NeMo release (\"YY.MM\"), as `commbench calibrate --software -O` "
+                             "writes it")
+    return said
 
 
 def _recorded(path: str, **fields: str) -> dict[str, str | None]:
@@ -252,12 +340,26 @@ def family_of(model_name: str) -> str:
     return re.split(r"[-.\d]", model_name.lower(), maxsplit=1)[0] or model_name.lower()
 
 
+def model_family(model) -> str:
+    """family_of a run's model (a ModelSpec): of its zoo name, or for hf:PATH (named after its path) of its
+    architecture: the zoo model whose architecture it has (layout/recipe_model.py, as plan reads that model's
+    recipes), else its config's model_type ('llama', 'qwen3_moe', 'deepseek_v3')."""
+    if not model.name.startswith("hf:"):
+        return family_of(model.name)
+    from commbench.planner.layout.recipe_model import recipe_model
+    same = recipe_model(model)
+    if same != model.name:
+        return family_of(same)
+    kind = model.extra.get("model_type")
+    return family_of(kind) if kind else family_of(model.name.removeprefix("hf:"))
+
+
 def median_error_by_family(runs: list[PublishedRun], abs_errors_pct) -> dict[str, tuple[float, int]]:
     """Median |error| and run count per model family (family_of), and for the hybrid (Mamba) and
     FSDP runs (and HSDP, FSDP over part of DP) as groups of their own; `runs` are the modelled runs in `abs_errors_pct` order."""
     groups: dict[str, list[float]] = {}
     for r, e in zip(runs, abs_errors_pct):
-        labels = [family_of(r.model.name)] + (["hybrid (Mamba)"] if r.model.is_hybrid else []) + \
+        labels = [model_family(r.model)] + (["hybrid (Mamba)"] if r.model.is_hybrid else []) + \
             (["FSDP"] if r.layout.fsdp else []) + (["HSDP"] if r.layout.fsdp_replicas > 1 else [])
         for label in labels:
             groups.setdefault(label, []).append(float(e))
@@ -271,7 +373,7 @@ def fit_weights(runs: list[PublishedRun]) -> np.ndarray:
     config = [(r.model.name, r.preset, int(r.row["num_gpus"]), r.layout) for r in modelled]
     dup = {c: config.count(c) for c in set(config)}
     w = np.array([1.0 / dup[c] for c in config])
-    groups = [(family_of(r.model.name), r.preset) for r in modelled]
+    groups = [(model_family(r.model), r.preset) for r in modelled]
     totals: dict[tuple, float] = {}
     for g, wi in zip(groups, w):
         totals[g] = totals.get(g, 0.0) + wi

@@ -2,7 +2,9 @@
 model's prediction for each, and the fit of the calibration terms.
 
 Mapping assumptions, the same for every row (the tables do not state them):
-- precision: FP8 / FP8-CS / FP8-DS / FP8-blockwise -> fp8; MXFP8 / FP8-MX -> mxfp8; NVFP4; BF16 (any case);
+- precision: FP8 / FP8-CS / FP8-DS -> fp8 (per-tensor scaling; FP8-DS, delayed, noted as priced so); MXFP8 / FP8-MX ->
+  mxfp8; NVFP4; BF16 (any case; PRECISION_LABELS); the 25.09 table's one blockwise row -> fp8, noted; any other label
+  (FP8-XYZ, another blockwise FP8) is refused naming the allowed ones;
   a row with no precision (the 25.09 tables have no such column) -> fp8, the default recipe of that
   release, whose throughput matches the FP8-CS rows of 25.11; a user's row of any other release must name
   its precision (check_row refuses it without one); a format the model has no kernels for
@@ -201,19 +203,47 @@ def _check_release_runs(row: dict, where: str) -> None:
         raise CommbenchError(f"{where}: {exc}") from None
 
 
+# A table's precision label, spelled as the tables and Megatron-LM logs (runlogs/megatron.py) write it (lower case,
+# spaces left out), and the step model's precision it is read as. FP8 is per-tensor scaling: current (FP8-CS,
+# Megatron-LM --fp8-recipe tensorwise) or delayed (FP8-DS: the same per-tensor-scaled FP8 GEMMs, Transformer Engine
+# v2.8 transformer_engine/common/recipe/__init__.py:106-108 float8_per_tensor_scaling; precision_note says so).
+PRECISION_LABELS = {"bf16": "bf16", "fp8": "fp8", "fp8-cs": "fp8", "fp8-ds": "fp8", "mxfp8": "mxfp8",
+                    "fp8-mx": "mxfp8", "mxfp8(32x32)": "mxfp8", "nvfp4": "nvfp4",
+                    # the 25.09 table's one blockwise row (DeepSeek-V3, 1024 H100): read as per-tensor FP8 since it
+                    # was shipped, and said so (precision_note); no other blockwise label is read (no blockwise price)
+                    "fp8-blockwise(128x128w,1x128act)": "fp8"}
+ALLOWED_PRECISIONS = "BF16, FP8 (FP8-CS), FP8-DS, MXFP8 (FP8-MX, MXFP8(32x32)), NVFP4"
+# Labels priced as another recipe than they name: the note published_runs puts in the row's layout_note
+PRICED_AS_PER_TENSOR = {"fp8-ds": "delayed scaling, priced as per-tensor FP8 (current scaling): both run the same "
+                                  "per-tensor-scaled FP8 GEMMs; the amax-history bookkeeping is not priced",
+                        "fp8-blockwise(128x128w,1x128act)": "blockwise FP8, priced as per-tensor FP8: the step model "
+                                                            "has no blockwise price (128x128 weight / 1x128 activation "
+                                                            "blocks run other GEMM kernels)"}
+
+
+def _label_key(label: str) -> str:
+    return re.sub(r"\s+", "", label.lower())
+
+
 def precision_of(label: str | None) -> str:
-    """The step model's precision for a table's label (see the module docstring); ValueError for a label it
-    cannot read, text or not (a bare 8 in a JSON row is no precision name)."""
+    """The step model's precision for a table's label (PRECISION_LABELS; none: a 25.09 row, see the module
+    docstring); ValueError for a label it cannot read, text or not (a bare 8 in a JSON row is no precision name,
+    "FP8-XYZ" or "FP8 blockwise" no recipe it prices)."""
     if label is not None and not isinstance(label, str):
         raise ValueError(f"unknown precision label {label!r} (not text)")
-    text = (label or "fp8").lower()
-    if "nvfp4" in text:
-        return "nvfp4"
-    if "fp8" in text:   # MXFP8, FP8-MX: microscaled; FP8, FP8-CS, FP8-DS, FP8 blockwise: fp8 ("mx" alone is MXFP4 too)
-        return "mxfp8" if "mx" in text else "fp8"
-    if "bf16" in text:
-        return "bf16"
-    raise ValueError(f"unknown precision label {label!r}")
+    if label is None or not label.strip():
+        return "fp8"
+    try:
+        return PRECISION_LABELS[_label_key(label)]
+    except KeyError:
+        raise ValueError(f"unknown precision label {label!r}") from None
+
+
+def precision_note(label: Any) -> str:
+    """Where a row's precision label is priced as another FP8 recipe than it names (PRICED_AS_PER_TENSOR), one
+    phrase saying so; '' otherwise."""
+    why = PRICED_AS_PER_TENSOR.get(_label_key(label)) if isinstance(label, str) else None
+    return f"precision {label!r}: {why}" if why else ""
 
 
 # Releases whose published tables have no precision column: a row of one without a precision reads as FP8
@@ -374,7 +404,8 @@ MAX_SIZE = 1 << 31   # any integer of a run (gbs, seq_len, recompute_layers, ...
 # information (a date, a cluster name) and named by calibrate (unread_fields), but one a letter or two off a read
 # key, or a read key in another case, is a typo whose value would otherwise be dropped: check_row refuses it,
 # naming the key it resembles.
-READ_KEYS = frozenset((*REQUIRED_FIELDS, "cp", "vp", "ep", "etp", "precision", "release", "tokens_per_s_per_gpu",
+READ_KEYS = frozenset((*REQUIRED_FIELDS, "cp", "vp", "ep", "etp", "precision", "release", "software",
+                       "tokens_per_s_per_gpu",
                        "tflops_per_gpu", "notes", "source", "recipe", "framework", "fsdp", "pipeline_layout",
                        *RECIPE_FIELDS))
 
@@ -473,6 +504,11 @@ def check_row(row: dict[str, Any], where: str) -> None:
         raise CommbenchError(f"{where}: field 'release' = {release!r}; allowed: a NeMo release as a string, "
                              "\"YY.MM\" or \"YY.MM.NN\", MM a month 01 to 12, NN two digits (e.g. \"26.02.01\"), "
                              "or \"user\"")
+    software = row.get("software")   # a log's release named by `calibrate --software` (its "release" is "user")
+    if software is not None and not (isinstance(software, str)
+                                     and RELEASE_NAME.fullmatch(normalised_release(software))):
+        raise CommbenchError(f"{where}: field 'software' = {software!r}; allowed: a NeMo release as a string, "
+                             "\"YY.MM\" or \"YY.MM.NN\" (the release a log's run ran under)")
     if row.get("tokens_per_s_per_gpu") is not None and (
             not isinstance(row["tokens_per_s_per_gpu"], (int, float)) or row["tokens_per_s_per_gpu"] <= 0):
         raise CommbenchError(f"{where}: field 'tokens_per_s_per_gpu' = {row['tokens_per_s_per_gpu']!r}; "
@@ -487,7 +523,7 @@ def check_row(row: dict[str, Any], where: str) -> None:
             precision_of(row.get("precision"))
     except ValueError:
         raise CommbenchError(f"{where}: field 'precision' = {row.get('precision')!r}; allowed: "
-                             "BF16, FP8, MXFP8, NVFP4") from None
+                             f"{ALLOWED_PRECISIONS}") from None
     _check_gpu_runs(row, where)
     _check_release_runs(row, where)
     recipe = row.get("recipe")
@@ -783,7 +819,8 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
             assumed = ""
         same = (f"{name} has {recipes_of}'s architecture: {recipes_of}'s recipes are read, as plan reads them"
                 if recipes_of != model.name else "")
-        notes = (same, resized[2] if resized else "", fixed[1] if fixed else "", stood_in, assumed)
+        notes = (same, precision_note(r.get("precision")), resized[2] if resized else "", fixed[1] if fixed else "",
+                 stood_in, assumed)
         out.append(PublishedRun(index=i, row=published, model=model, preset=preset, layout=layout,
                                 layout_note="; ".join(n for n in notes if n), where=places[i]))
     return out

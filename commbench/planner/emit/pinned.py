@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, calibration_step_model_line, efficiency_terms,
+from commbench.planner.emit.plan import (PLAN_FORMAT, PLAN_VERSION, calibration_software_line,
+                                         calibration_step_model_line, efficiency_terms,
                                          fabric_lines, flops_count_line, framework_assumptions, framework_record, layout_dict, megatron_section,
                                          plan_inputs, predicted_section, rack_lines)
 from commbench.planner.emit.torchtitan import DEFAULT_TORCHTITAN, torchtitan_plan
@@ -74,6 +75,7 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
                         *rack_lines(placement, int(fabric.domain_size), layout, flex_backend),
                         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
                         *calibration_step_model_line(calibration_file),
+                        *calibration_software_line(calibration_file, req),
                         software_line(req)]
                        + fabric_lines(fabric)
                        + list(megatron["notes"])

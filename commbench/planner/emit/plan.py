@@ -652,6 +652,17 @@ def calibration_step_model_line(calibration_file: str | None) -> list[str]:
     return [f"step model: {note}"] if note else []
 
 
+def calibration_software_line(calibration_file: str | None, req) -> list[str]:
+    """The plan's assumption where its --calibration file's runs ran at another release or precision than the plan
+    (`req`: its SearchRequest, the release resolved), or at a release the file does not record
+    (calibrate.fit.software_note): [] for the shipped terms or a file of the plan's release and precision."""
+    if calibration_file is None:
+        return []
+    from commbench.planner.calibrate.fit import read_calibration_file
+    note = read_calibration_file(calibration_file).software_note(req.software, req.precision)
+    return [note] if note else []
+
+
 def predicted_section(row: dict[str, Any], layout: Layout, *, gpus_per_rack: int, num_gpus: int) -> dict[str, Any]:
     """A plan's `predicted`, pinned or searched (one schema, docs/json-output.md): the step model's row of the layout
     plus its memory headroom (HBM less the predicted total, bytes per GPU) and the scale-up domains one EP x ETP
@@ -749,6 +760,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
          "overlaps on where Megatron allows them") + " (they never lengthen a step in the model)",
         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
         *calibration_step_model_line(calibration_file),
+        *calibration_software_line(calibration_file, req),
         *[n for n in [_framework_note(calibration_file, req.framework)] if n],
         f"layer split ({megatron['layer_split']['method']}): {megatron['layer_split']['layout']}; the busiest "
         f"pipeline rank sets the pace (x{megatron['layer_split']['imbalance']} the mean rank's FLOPs)",

@@ -841,6 +841,8 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
     if c.model_type not in LAYER_TYPES_READERS:   # checked as transformers does, though these types build no other kind
         _kinds(c, "layer_types", FULL_ATTENTION_KINDS, fields["num_layers"])
     fields = _noted(fields, notes)   # after the reader's own notes
+    # the architecture's family (calibrate.fit.model_family: the path's name says nothing of it)
+    fields = dict(fields, extra=dict(fields.get("extra", {}), model_type=c.model_type))
     quantization = top.get("quantization_config", raw.get("quantization_config"))
     if quantization is not None:   # the checkpoint's format, not the network: the plan says how it meets the precision
         extra = dict(fields.get("extra", {}))

@@ -530,7 +530,7 @@ STEP_MODEL = "2026-12-06.24"  # moves hybrid (Mamba) rows at 26.04 and newer onl
 
 def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] | None = None,
                      frameworks: list[str] | None = None, terms_fitted: list[str] | None = None,
-                     terms_at_bound: list[str] | None = None) -> dict:
+                     terms_at_bound: list[str] | None = None, run_releases: dict[str, str] | None = None) -> dict:
     """The file `commbench calibrate -O` writes: its format version, the commbench that wrote it and the step model
     (STEP_MODEL) its terms were fitted to, the fitted terms,
     the files they came from and (`runs`) each run fitted, as calibrate's run_key names it (so --evaluate can tell
@@ -544,7 +544,9 @@ def calibration_json(cal: Calibration, *, fitted_on: list[str], runs: list[str] 
     # which terms its fits determined (the rest kept the values they started from) and which of those ended at a bound
     # of their physical range (calibrate.fit.BOUNDS); absent: not recorded (a file written before, or a chain from one)
     data = data if terms_fitted is None else dict(data, terms_fitted=terms_fitted)
-    return data if terms_at_bound is None else dict(data, terms_at_bound=terms_at_bound)
+    data = data if terms_at_bound is None else dict(data, terms_at_bound=terms_at_bound)
+    # the release each log's run ran under, as `calibrate --software` named it (its run is listed with release "user")
+    return dict(data, run_releases=run_releases) if run_releases else data
 
 
 def fitted_runs(path: str) -> list[str]:
@@ -565,14 +567,15 @@ def fitted_runs(path: str) -> list[str]:
 
 def save_calibration(path: str, cal: Calibration, *, fitted_on: list[str], force: bool = False,
                      runs: list[str] | None = None, frameworks: list[str] | None = None,
-                     terms_fitted: list[str] | None = None, terms_at_bound: list[str] | None = None) -> dict:
+                     terms_fitted: list[str] | None = None, terms_at_bound: list[str] | None = None,
+                     run_releases: dict[str, str] | None = None) -> dict:
     """Write `cal` as the file load_calibration reads (calibration_json), whole, under commbench.files' rules for
     an output it replaces (-O/--out; `force`: replace a file that is not a calibration); returns what it wrote."""
     import json
 
     from commbench.files import write_output
     data = calibration_json(cal, fitted_on=fitted_on, runs=runs, frameworks=frameworks, terms_fitted=terms_fitted,
-                            terms_at_bound=terms_at_bound)
+                            terms_at_bound=terms_at_bound, run_releases=run_releases)
     write_output(path, json.dumps(data, indent=1, allow_nan=False) + "\n", "--out", marker=CALIBRATION_KIND,
                  what="calibration", force=force)
     return data

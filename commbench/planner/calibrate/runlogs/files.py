@@ -77,12 +77,13 @@ def read_runs_noted(path: str, *, model: str | None, gpu: str | None,
                     num_gpus: int | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """read_runs' rows, and for a log what its measured figure is (and a crash it ends in), what it read but did not count (lines of CUDA-graph warm-up and capture,
     of skipped or NaN iterations, a last line cut off mid-write) and where a row is priced as another setting than
-    it ran (priced_as: a recompute module set): one line each, for calibrate to print."""
+    it ran (priced_as: a recompute module set; precision_as: an FP8 recipe): one line each, for calibrate to print."""
     rows = _read_rows(path, model=model, gpu=gpu, num_gpus=num_gpus)
     notes = []
     for row in rows:   # what the log read but did not count, then where it is priced as another setting than it ran
         if row.get("source") == path and str(row.get("notes", "")).startswith(("Megatron-LM log", "TorchTitan log")):
-            notes += [row.pop(key) for key in ("measured", "crashed", "split", "left_out", "priced_as") if key in row]
+            notes += [row.pop(key) for key in ("measured", "crashed", "split", "left_out", "priced_as",
+                                                "precision_as") if key in row]
     return rows, [n for n in notes if n]
 
 

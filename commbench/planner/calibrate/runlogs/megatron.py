@@ -100,16 +100,38 @@ def megatron_mtp_note(log: str, args: dict[str, Any], model: str) -> str:
                          "it trained")
 
 
-def megatron_precision(args: dict[str, Any]) -> str:
-    """The row's precision from the logged --fp4/--fp8/--fp8-recipe/--fp16/--bf16: FP16, and FP32 where the block
-    prints bf16 False without fp16, are named (the step model lists them as not modelled), not read as BF16."""
+# Megatron-LM's --fp8-recipe (core_v0.14.0 megatron/training/arguments.py:1224, default 'delayed'; core_v0.12.0 added
+# it: before, delayed scaling was the only recipe) and what the step model prices each as. Transformer Engine's
+# DelayedScaling and Float8CurrentScaling ('tensorwise', core_v0.14.0 megatron/core/fp8_utils.py:432-441) both scale
+# per tensor (TransformerEngine v2.8 transformer_engine/common/recipe/__init__.py:106-108
+# float8_per_tensor_scaling) and run the same FP8 GEMMs; they differ in where the scale comes from (an amax history
+# of earlier iterations, or the tensor's own amax), which the step model does not price.
+FP8_RECIPES_PRICED = {"tensorwise": "FP8", "delayed": "FP8-DS", "mxfp8": "MXFP8"}
+DELAYED_NOTE = ("priced as per-tensor FP8, as --fp8-recipe tensorwise: delayed and current scaling run the same "
+                "per-tensor-scaled FP8 GEMMs (Transformer Engine float8_per_tensor_scaling); the amax-history "
+                "bookkeeping of delayed scaling is not priced")
+
+
+def megatron_precision(log: str, args: dict[str, Any]) -> tuple[str, str]:
+    """The row's precision from the logged --fp4/--fp8/--fp8-recipe/--fp16/--bf16, and a note where it is priced as
+    another recipe than it ran ('' otherwise): FP16, and FP32 where the block prints bf16 False without fp16, are
+    named (the step model lists them as not modelled), not read as BF16. An FP8 recipe the step model has no price
+    for (blockwise: 128x128 weight and 1x128 activation blocks, other GEMM kernels; custom) is refused by name."""
     if args.get("fp4"):
-        return "NVFP4"
+        return "NVFP4", ""
     if args.get("fp8"):
-        return "MXFP8" if str(args.get("fp8_recipe", "")).lower() == "mxfp8" else "FP8"
+        # no fp8_recipe printed: a release before core_v0.12.0, whose only recipe was delayed scaling
+        recipe = str(args.get("fp8_recipe") or "delayed").lower()
+        if recipe not in FP8_RECIPES_PRICED:
+            why = ": 128x128 weight and 1x128 activation blocks, other GEMM kernels" if recipe == "blockwise" else ""
+            raise CommbenchError(f"{log}: ran with fp8_recipe={recipe}, which the step model has no price for{why} "
+                                 f"(allowed: {', '.join(FP8_RECIPES_PRICED)}); give a run of a priced recipe")
+        note = f"fp8_recipe={recipe}" + ("" if "fp8_recipe" in args else " (no fp8_recipe printed: a release "
+                                         "before core_v0.12.0, delayed scaling only)") + f": {DELAYED_NOTE}"
+        return FP8_RECIPES_PRICED[recipe], note if recipe == "delayed" else ""
     if args.get("fp16"):
-        return "FP16"
-    return "FP32" if "bf16" in args and not args["bf16"] else "BF16"
+        return "FP16", ""
+    return ("FP32" if "bf16" in args and not args["bf16"] else "BF16"), ""
 
 
 # The arguments a run's row is read from (and the model's shape): two arguments blocks that differ in one of these
@@ -345,7 +367,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     impl = graph_impl(args)   # --external-cuda-graph is transformer_engine; core_v0.19.0 names full_iteration an impl
     graph = "full" if impl == "full_iteration" or "full_iteration" in (scope if isinstance(scope, list) else [scope]) \
         else ("layer" if impl in ("local", "transformer_engine") else "none")
-    row = {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": megatron_precision(args),
+    precision, precision_note = megatron_precision(log, args)
+    row = {"source": source, "model": model, "gpu": gpu, "num_gpus": world, "precision": precision,
            "seq_len": seq, "gbs": gbs, "mbs": sizes["micro_batch_size"],
            "tp": sizes["tensor_model_parallel_size"], "pp": sizes["pipeline_model_parallel_size"],
            "cp": sizes["context_parallel_size"] or 1, "vp": sizes["virtual_pipeline_model_parallel_size"] or 1,
@@ -358,7 +381,8 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                if left_out else "") + (
                f"; {graph_lines + len(spikes)} CUDA-graph warm-up line(s) left out" if graph_lines or spikes
                else "") + (
-               f"; {CUT_NOTE}" if cut_left_out else "") + ("; crashed" if traceback_after else ""), "measured": measured_text, "crashed": crash_text, "split": split_note, "left_out": left_out_text, "priced_as": recompute_note, "release": "user",
+               f"; {CUT_NOTE}" if cut_left_out else "") + ("; crashed" if traceback_after else ""), "measured": measured_text, "crashed": crash_text, "split": split_note, "left_out": left_out_text, "priced_as": recompute_note,
+           "precision_as": precision_note, "release": "user",
            **({"pipeline_layout": pipeline_layout} if pipeline_layout else {}),
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
