@@ -87,3 +87,64 @@ def test_max_position_embeddings_zero_is_refused(tmp_path):
     """It planned (rc 0) and launched --max-position-embeddings 4096 silently."""
     out = _plan_error(_variant(tmp_path, "Qwen2.5-7B", max_position_embeddings=0))
     assert "max_position_embeddings=0 is invalid: > 0" in out, out
+
+
+def test_a_sequence_longer_than_max_position_embeddings_is_said(tmp_path):
+    """--seq-len 8192 over a config's max_position_embeddings 2048 launched --max-position-embeddings 8192 without a
+    word (Megatron-LM's validate_args needs max_position_embeddings >= seq_length, so the launch must raise it)."""
+    path = _variant(tmp_path, "Qwen2.5-7B", max_position_embeddings=2048)
+    result = CliRunner().invoke(app, ["plan", "--model", f"hf:{path}", "--system", "gb300-nvl72", "--gpus", "8",
+                                      "--seq-len", "8192", "--layout", "tp=1,pp=1,dp=8", "--software", "26.02.01",
+                                      "--emit", "json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert "--max-position-embeddings 8192" in " ".join(doc["megatron"]["args"])
+    said = [n for n in doc["megatron"]["notes"] if "max_position_embeddings is 2,048" in n]
+    assert len(said) == 1 and f"arguments.py:{CORE_RULES['max_positions'][2]['26.02.01']}" in said[0], said
+    result = CliRunner().invoke(app, ["plan", "--model", f"hf:{path}", "--system", "gb300-nvl72", "--gpus", "8",
+                                      "--seq-len", "2048", "--layout", "tp=1,pp=1,dp=8", "--emit", "json"])
+    assert not [n for n in json.loads(result.output)["megatron"]["notes"] if "max_position_embeddings is" in n]
+
+
+_LINEAR = {"type": "linear", "factor": 4.0}
+
+
+def _megatron_doc(path: Path, release: str) -> dict:
+    result = CliRunner().invoke(app, ["plan", "--model", f"hf:{path}", "--system", "gb300-nvl72", "--gpus", "8",
+                                      "--layout", "tp=1,pp=1,dp=8", "--software", release, "--emit", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_linear_rope_scaling_is_launched_where_the_release_builds_it(tmp_path):
+    """rope_scaling linear was refused, though 26.08's pretrain_gpt.py builds it from
+    --rotary-seq-len-interpolation-factor (megatron-core 0.19.0: gpt_config_from_args passes it to GPTModel)."""
+    path = _variant(tmp_path, "Qwen2.5-7B", rope_scaling=_LINEAR)
+    args = _megatron_doc(path, "26.08")["megatron"]["args"]
+    assert " ".join(args).count("--rotary-seq-len-interpolation-factor 4") == 1, args
+
+
+@pytest.mark.parametrize("release", ["25.09", "26.02.01", "26.06.01"])
+def test_linear_rope_scaling_is_refused_where_pretrain_gpt_ignores_the_flag(tmp_path, release):
+    """Before megatron-core 0.19.0 the flag parses but pretrain_gpt.py's GPTModel gets no interpolation factor: the
+    launch would train unscaled RoPE, so the plan is refused naming the release and where it is built."""
+    path = _variant(tmp_path, "Qwen2.5-7B", rope_scaling=_LINEAR)
+    out = _plan_error(path, "--software", release)
+    assert f"(release {release}'s, megatron-core {release_core(release)[1]}) cannot build" in out, out
+    assert "linear RoPE interpolation (x4)" in out and "--software 26.08" in out, out
+
+
+@pytest.mark.parametrize("folder, rope, message", [
+    ("Qwen2.5-7B", {"type": "linear", "factor": 2.5},
+     "rope_scaling.factor=2.5 is not modelled for rope_type 'linear': a whole number >= 1"),
+    ("Qwen2.5-7B", {"type": "linear"}, "lacks rope_scaling.'factor'"),
+    ("DeepSeek-V3", {"type": "linear", "factor": 4.0}, "rope_scaling.type='linear' is not modelled for model_type "
+                                                       "'deepseek_v3'"),
+])
+def test_linear_rope_scaling_megatron_cannot_build_is_one_line(tmp_path, folder, rope, message):
+    assert message in _plan_error(_variant(tmp_path, folder, rope_scaling=rope), "--software", "26.08")
+
+
+def test_linear_factor_one_is_plain_rope(tmp_path):
+    path = _variant(tmp_path, "Qwen2.5-7B", rope_scaling={"type": "linear", "factor": 1.0})
+    assert "--rotary-seq-len-interpolation-factor" not in " ".join(_megatron_doc(path, "25.09")["megatron"]["args"])

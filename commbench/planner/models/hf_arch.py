@@ -113,9 +113,12 @@ KNOWN_ACTIVATIONS = ("silu", "swish")
 
 
 # RoPE kinds read: none / default (plain RoPE; Qwen3.5's interleaved multimodal RoPE is plain RoPE on text, whose three
-# position sections are equal), Llama 3.1's frequency scaling and YaRN. Any other (linear, dynamic, longrope) would be
-# planned and emitted as plain RoPE: another model.
-ROPE_KINDS = ("none", "default", "llama3", "yarn")
+# position sections are equal), Llama 3.1's frequency scaling, YaRN and linear interpolation (transformers
+# modeling_rope_utils _compute_linear_scaling_rope_parameters: inv_freq / factor, the positions / factor megatron-core's
+# RotaryEmbedding builds from --rotary-seq-len-interpolation-factor: rotary_pos_embedding.py `seq *= 1 /
+# self.seq_len_interpolation_factor`; the flag is type=int, hf_core_rules.CORE_RULES "rotary_interpolation"). Any other
+# (dynamic, longrope) would be planned and emitted as plain RoPE: another model.
+ROPE_KINDS = ("none", "default", "llama3", "yarn", "linear")
 
 
 # DeepSeek-V4's two RoPEs as DeepseekV4Config (transformers 5.25.0 configuration_deepseek_v4.py __post_init__) writes
@@ -182,6 +185,23 @@ def _checked_theta(where) -> int:
     return int(theta)
 
 
+def _linear_rope(c, scaling, out: dict[str, Any]) -> None:
+    """Linear RoPE interpolation by a whole factor >= 2 on non-MLA attention: what Megatron-LM's
+    --rotary-seq-len-interpolation-factor (type=int) builds; 1 is plain RoPE."""
+    if scaling.get("factor") is None:   # transformers _compute_linear_scaling_rope_parameters reads ["factor"]
+        raise scaling.fail(f"lacks {scaling.prefix}'factor' (needed for rope_type 'linear': a whole number >= 1)")
+    factor = scaling.num("factor", 1.0)
+    if factor < 1 or factor != int(factor):
+        raise scaling.fail(f"{scaling.prefix}factor={scaling.get('factor')!r} is not modelled for rope_type 'linear': "
+                           "a whole number >= 1 (Megatron-LM's --rotary-seq-len-interpolation-factor is an integer: "
+                           f"{core_line('rotary_interpolation', c.release)}, {core_name(c.release)})")
+    if c.model_type in MLA_TYPES + ("deepseek_v4",):
+        raise scaling.fail(f"{scaling.prefix}type='linear' is not modelled for model_type {c.model_type!r}: linear "
+                           "interpolation is read for non-MLA attention (rope_type 'yarn' is MLA's scaling)")
+    if factor > 1:
+        out.update(rope_scaling="linear", rope_scaling_factor=float(factor))
+
+
 def _rope(c, out: dict[str, Any]) -> None:
     scaling = rope_table(c)
     kind = scaling.get("rope_type", scaling.get("type", "none"))
@@ -197,6 +217,8 @@ def _rope(c, out: dict[str, Any]) -> None:
             raise scaling.fail(f"{scaling.prefix}factor={scaling.get('factor')!r} is invalid: >= 1 (a {kind} RoPE "
                                "scaling stretches the context)")
         out.update(rope_scaling=kind, rope_scaling_factor=factor)
+    if kind == "linear":
+        _linear_rope(c, scaling, out)
     if kind == "llama3":   # the frameworks build fixed bands: search/frameworks.py llama3_rope_refusal
         out.update(llama3_low_freq_factor=scaling.num("low_freq_factor", 1.0),
                    llama3_high_freq_factor=scaling.num("high_freq_factor", 4.0),
