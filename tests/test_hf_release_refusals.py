@@ -75,7 +75,8 @@ def test_expert_bias_scores_follow_the_release(tmp_path):
 
 @pytest.mark.parametrize("folder, key", [
     ("Qwen2.5-7B", "hidden_size"), ("Qwen2.5-7B", "vocab_size"), ("Qwen3-8B", "head_dim"),
-    ("DeepSeek-V3", "kv_lora_rank"), ("DeepSeek-V3", "v_head_dim"), ("Qwen3-Next-80B-A3B-Instruct", "linear_key_head_dim"),
+    ("DeepSeek-V3", "kv_lora_rank"), ("DeepSeek-V3", "v_head_dim"),
+    ("Qwen3-Next-80B-A3B-Instruct", "linear_key_head_dim"),
 ])
 def test_a_zero_size_names_the_config_key(tmp_path, folder, key):
     """hidden_size 0 said 'hf:NAME.hidden=0 is invalid', vocab_size 0 '...vocab=0': commbench's fields."""

@@ -488,9 +488,9 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
                      "which DeepseekV2TopkRouter fails): give n_group and topk_group")
     if c.get("topk_method") == "group_limited_greedy" and c.int("n_group", 1) > 1:
         raise c.fail(f"topk_method='group_limited_greedy' is not modelled: it picks topk_group={c.get('topk_group')!r} "
-                     f"of n_group={c.get('n_group')!r} expert groups by each group's best score, {core_name(c.release)} "
-                     "by the sum of each group's top (top_k / topk_group) scores (group_limited_topk, "
-                     f"{core_line('group_scores', c.release)}), another router")
+                     f"of n_group={c.get('n_group')!r} expert groups by each group's best score, "
+                     f"{core_name(c.release)} by the sum of each group's top (top_k / topk_group) scores "
+                     f"(group_limited_topk, {core_line('group_scores', c.release)}), another router")
     out = _common(c, name)
     out.pop("head_dim"), out.pop("num_kv_heads")
     extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default

@@ -55,7 +55,8 @@ CORE_RULES: dict[str, tuple[str, str, dict[str, int]]] = {
         "25.09": 462, "25.11": 553, "26.02": 652, "26.02.01": 652, "26.04": 694, "26.04.01": 694,
         "26.06": 693, "26.06.01": 693, "26.08": 853}),
 }
-# the expert bias takes sqrtsoftplus scores as well from megatron-core 0.18.0 (26.06's d0b3b775 transformer_config.py:2060)
+# the expert bias takes sqrtsoftplus scores as well from megatron-core 0.18.0 (26.06's d0b3b775
+# transformer_config.py:2060)
 
 
 def plan_release(release: str | None) -> str:

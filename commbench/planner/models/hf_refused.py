@@ -1,8 +1,8 @@
 """Hugging Face model types people train that `--model hf:PATH` refuses, each with what the planner would have to
-approximate: a layer the step model has no term for, or an architecture the plan's release's Megatron-LM (the flags
-the plan launches; not_modelled names its megatron-core and the file:line, hf_core_rules.py) cannot build; Megatron-Bridge (067f987, src/megatron/bridge/models/) and TorchTitan 0.3.0
-are what else builds them. Facts from the transformers modeling code of each type and the Megatron-Bridge
-bridges named."""
+approximate: a layer the step model has no term for, or an architecture the plan's release's Megatron-LM (the
+flags the plan launches; not_modelled names its megatron-core and the file:line, hf_core_rules.py) cannot
+build; Megatron-Bridge (067f987, src/megatron/bridge/models/) and TorchTitan 0.3.0 are what else builds them.
+Facts from the transformers modeling code of each type and the Megatron-Bridge bridges named."""
 
 from __future__ import annotations
 
