@@ -513,10 +513,11 @@ def test_plan_framework_torchtitan_refuses_an_mla_model_it_cannot_build_by_field
 
 
 @pytest.mark.parametrize("folder, changes, message", [
-    # megatron-core 0.16.1's MambaMixer builds conv_bias=True, bias=False (ssm/mamba_mixer.py): other values were read
-    # as the built ones and planned silently (found from outside)
+    # megatron-core's MambaMixer builds conv_bias=True, bias=False (ssm/mamba_mixer.py): other values were read
+    # as the built ones and planned silently (found from outside); the refusal names the plan's release's core
     ("Nemotron-H-8B-Base-8K", dict(use_conv_bias=False), r"use_conv_bias=False is not modelled: Nemotron-H as "
-                                                         r"megatron-core 0.16.1 builds it has use_conv_bias=true"),
+                                                         r"megatron-core [\d.]+ \(release [\d.]+'s Megatron-LM \w+\) "
+                                                         r"builds it has use_conv_bias=true"),
     ("Nemotron-H-8B-Base-8K", dict(use_bias=True), "use_bias=True is not modelled"),
     ("Nemotron-H-8B-Base-8K", dict(mlp_bias=True), "mlp_bias=True is not modelled"),
     # transformers and the checkpoints' code clamp each Mamba time step into time_step_limit (dt_limit), and the remote

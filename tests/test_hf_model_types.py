@@ -222,8 +222,9 @@ def test_qwen3_vl_is_refused_saying_it_is_a_vision_language_model(tmp_path):
     ("DeepSeek-V2-Lite", dict(topk_method="group_limited_greedy", n_group=8, topk_group=3), (),
      r"topk_method='group_limited_greedy' is not modelled: it picks topk_group=3 of n_group=8 expert groups"),
     ("DeepSeek-V2-Lite", {}, ("q_lora_rank",), r"lacks 'q_lora_rank' \(needed for model_type 'deepseek_v2'\)"),
-    ("Llama-3.1-8B", dict(rope_scaling={"rope_type": "linear", "factor": 4.0}), (),
-     r"rope_scaling.rope_type='linear' is not modelled: one of default, llama3, yarn"),
+    # linear is read (tests/test_hf_release_refusals.py); dynamic NTK is not
+    ("Llama-3.1-8B", dict(rope_scaling={"rope_type": "dynamic", "factor": 4.0}), (),
+     r"rope_scaling.rope_type='dynamic' is not modelled: one of default, llama3, yarn, linear"),
     ("Llama-3.1-8B", dict(rope_parameters={"full_attention": {"rope_theta": 1e6}}), (),
      r"rope_parameters.full_attention is not modelled: one RoPE for every layer"),
     ("Llama-3.1-8B", dict(attention_bias=True), (),

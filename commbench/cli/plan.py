@@ -221,7 +221,7 @@ def plan(
         check_output_dir(out, "--out")
         check_plan_folder(out, force=force)
     torchtitan_version = torchtitan_version_key(torchtitan_version)   # 0.3.0 / 0.2.2 too, as plan.json names them
-    spec = load_model(model, model_file)
+    spec = load_model(model, model_file, release=software)   # an hf: refusal cites the release's megatron-core
     from commbench.planner.calibrate.fit import read_calibration_file
     from commbench.planner.step.terms import CALIBRATED
     cal_file = read_calibration_file(calibration) if calibration else None

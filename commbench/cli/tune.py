@@ -65,7 +65,7 @@ def tune(
         raise invalid("--gpus", gpus, f"a GPU count from 1 to {MAX_GPUS:,}")
     from commbench.cli.plan import check_seq_len
     check_seq_len(seq_len)
-    spec = load_model(model, model_file)
+    spec = load_model(model, model_file, release=software)   # an hf: refusal cites the release's megatron-core
     pins = parse_pins(layout)
     from commbench.cli.plan import resolve_gbs, resolve_precision
     from commbench.costmodel import load_preset

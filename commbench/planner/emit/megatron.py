@@ -221,8 +221,9 @@ def model_args(model: ModelSpec, seq_len: int | None = None, release: str | None
     plan's recipe-table release (None: the target core_v0.16.1), whose Megatron-LM must build the model's YaRN where it
     is on non-MLA attention (needs_release_flags). megatron_args checks the whole launch first
     (check_megatron_layout) and takes _architecture_args."""
+    linear = model.architecture is not None and model.architecture.rope_scaling == "linear"   # built from 0.19.0
     reason = megatron_cannot_launch(model, release) or (unbuildable(model, release=release)
-                                                        if needs_release_flags(model) else None)
+                                                        if needs_release_flags(model) or linear else None)
     if reason:
         raise CommbenchError(reason)
     return _architecture_args(model, seq_len, release, tp)

@@ -34,8 +34,8 @@ from commbench.planner.models.counts import megatron_vocab_divisor
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.search.frameworks import MEGATRON_LM_RELEASE, megatron_unbuildable as unbuildable
 
-__all__ = ["MEGATRON_LM_RELEASE", "architecture_args", "architecture_notes", "max_positions", "router_args",
-           "unbuildable"]
+__all__ = ["MEGATRON_LM_RELEASE", "architecture_args", "architecture_notes", "max_positions", "positions_notes",
+           "router_args", "unbuildable"]
 
 # megatron-core 0.16.1 MLATransformerConfig's YaRN betas (transformer_config.py: beta_fast = 32,
 # beta_slow = 1). Megatron-LM core_v0.16.1's arguments.py adds no --beta-fast / --beta-slow, and
@@ -75,6 +75,8 @@ def _position(model: ModelSpec, arch: Architecture) -> list[str]:
                     "--mscale-all-dim", _num(arch.yarn_mscale_all_dim)]
     elif arch.rope_scaling == "llama3":
         out += ["--use-rope-scaling", "--rope-scaling-factor", _num(arch.rope_scaling_factor)]
+    elif arch.rope_scaling == "linear":   # megatron-core 0.19.0 on: search/frameworks.py MEGATRON_LINEAR_ROPE_CORE
+        out += ["--rotary-seq-len-interpolation-factor", str(int(arch.rope_scaling_factor))]
     return out
 
 
@@ -240,3 +242,19 @@ def architecture_args(model: ModelSpec, seq_len: int, tp: int = 1) -> list[str]:
 def max_positions(model: ModelSpec, seq_len: int) -> int:
     arch = model.architecture
     return max(seq_len, arch.max_position_embeddings if arch is not None else seq_len)
+
+
+def positions_notes(model: ModelSpec, seq_len: int, release: str | None) -> list[str]:
+    """A sequence longer than the model's own max_position_embeddings: the launch's --max-position-embeddings is the
+    sequence length (max_positions), since Megatron-LM's validate_args asserts max_position_embeddings >= seq_length
+    (hf_core_rules.CORE_RULES "max_positions"); the plan says so rather than launching more positions silently."""
+    arch = model.architecture
+    if arch is None or model.is_hybrid or not 0 < arch.max_position_embeddings < seq_len:
+        return []
+    from commbench.planner.models.hf_core_rules import core_line, core_name
+    own = arch.max_position_embeddings
+    return [f"{model.name}'s max_position_embeddings is {own:,}, shorter than the {seq_len:,}-token sequences planned: "
+            f"the launch gives --max-position-embeddings {seq_len} (validate_args asserts max_position_embeddings >= "
+            f"seq_length: {core_line('max_positions', release)}, {core_name(release)}), so the model trains at "
+            f"positions past the {own:,} its config gives, with its RoPE as configured (the plan extends nothing): "
+            "a context extension, priced as the model at this sequence length"]

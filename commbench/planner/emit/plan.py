@@ -21,7 +21,7 @@ from commbench.errors import CommbenchError, first_line, invalid, read_user_file
 from commbench.planner.emit.megatron import (connections_notes, launch_connections, launch_env, launch_env_text,
                                              later_flags, megatron_args, megatron_script, megatron_target,
                                              parse_megatron_args, precision_notes, cross_entropy_note)
-from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_notes
+from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_notes, positions_notes
 from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
                                                torchtitan_toml)
 from commbench.typed_json import check_fields, non_finite_path
@@ -135,6 +135,7 @@ def megatron_section(layout: Layout, model: ModelSpec, *, gpu_name: str, fabric_
                                                connections_why=connections_why,
                                                placement_lines=placement_lines),
             "notes": precision_notes(layout, model, release) + connections_notes(layout, gpu_name) + architecture_notes(model)
+            + positions_notes(model, seq_len or model.seq_len, release)
             + megatron_vocab_padding_note(model, layout.tp)
             + ([] if "refused" in args else [cross_entropy_note(model, layout, seq_len, loss, fits=fits,
                                                                 release=release)])

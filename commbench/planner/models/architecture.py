@@ -23,7 +23,7 @@ ACTIVATIONS = ("swiglu", "quick_geglu", "squared_relu", "gelu")  # Megatron-LM -
 GLU_ACTIVATIONS = ("swiglu", "quick_geglu")
 NORMALIZATIONS = ("RMSNorm", "LayerNorm")
 POSITION_EMBEDDINGS = ("rope", "yarn", "none")  # none: hybrid Mamba models (HybridModelProvider default)
-ROPE_SCALINGS = ("none", "llama3", "yarn")
+ROPE_SCALINGS = ("none", "llama3", "yarn", "linear")   # linear: --rotary-seq-len-interpolation-factor
 SOFTMAX_TYPES = ("vanilla", "learnable", "off-by-one")  # "learnable" = per-head attention sinks
 ROUTER_SCORES = ("softmax", "sigmoid", "sqrtsoftplus")  # sqrtsoftplus: DeepSeek-V4 (sqrt of softplus)
 LOAD_BALANCING = ("aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "none")
@@ -68,7 +68,7 @@ class Architecture:
     position_embedding: str = "rope"
     rotary_base: int
     rotary_percent: float = 1.0
-    rope_scaling: str = "none"           # llama3 (Llama 3.1 frequency scaling) or yarn
+    rope_scaling: str = "none"           # llama3 (Llama 3.1 frequency scaling), yarn or linear (positions / factor)
     rope_scaling_factor: float = 1.0
     rope_original_max_positions: int = 0  # YaRN's original context
     # Llama 3.1 scaling's frequency bands (rope_scaling.low_freq_factor, high_freq_factor,

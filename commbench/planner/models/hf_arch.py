@@ -22,6 +22,7 @@ from typing import Any
 from commbench.errors import CommbenchError
 from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, Source
 from commbench.planner.models.hf_checks import check_router_groups
+from commbench.planner.models.hf_core_rules import core_line, core_name, expert_bias_scores
 from commbench.planner.models.hf_router import HF_GROUP_TOP, router_value
 
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe_lite")  # latent q/kv norms: Megatron's qk_layernorm
@@ -86,7 +87,8 @@ PRE_SOFTMAX_TYPES = ("deepseek_v3", "kimi_k2", "glm4_moe_lite")
 # DeepSeek-V2's softmax router is the same (DeepseekV2Config norm_topk_prob False; DeepSeekV2Bridge pre-softmax);
 # Qwen3.5 MoE's router always renormalises its top-k (Qwen3VLMoeTextTopKRouter; its config deletes norm_topk_prob).
 # The sigmoid routers (DeepSeek-V3's, GLM's, Nemotron-H's) renormalise their top-k with norm_topk_prob; megatron-core
-# 0.16.1 always does (moe_utils.topk_routing_with_score_function: scores / scores.sum for top_k > 1): false is refused.
+# always does, at every table release (topk_routing_with_score_function: scores / scores.sum for top_k > 1;
+# hf_core_rules.CORE_RULES "sigmoid_renorm"): false is refused.
 # Defaults: hf_router.py ROUTER_DEFAULTS (or NORM_TOPK_PROB_DEFAULT for the Qwen softmax routers).
 NORM_TOPK_PROB_DEFAULT = {"qwen2_moe": False, "qwen3_moe": False, "qwen3_next": True}
 NORM_TOPK_PROB_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe", "glm4_moe_lite", "nemotron_h",
@@ -111,9 +113,12 @@ KNOWN_ACTIVATIONS = ("silu", "swish")
 
 
 # RoPE kinds read: none / default (plain RoPE; Qwen3.5's interleaved multimodal RoPE is plain RoPE on text, whose three
-# position sections are equal), Llama 3.1's frequency scaling and YaRN. Any other (linear, dynamic, longrope) would be
-# planned and emitted as plain RoPE: another model.
-ROPE_KINDS = ("none", "default", "llama3", "yarn")
+# position sections are equal), Llama 3.1's frequency scaling, YaRN and linear interpolation (transformers
+# modeling_rope_utils _compute_linear_scaling_rope_parameters: inv_freq / factor, the positions / factor megatron-core's
+# RotaryEmbedding builds from --rotary-seq-len-interpolation-factor: rotary_pos_embedding.py `seq *= 1 /
+# self.seq_len_interpolation_factor`; the flag is type=int, hf_core_rules.CORE_RULES "rotary_interpolation"). Any other
+# (dynamic, longrope) would be planned and emitted as plain RoPE: another model.
+ROPE_KINDS = ("none", "default", "llama3", "yarn", "linear")
 
 
 # DeepSeek-V4's two RoPEs as DeepseekV4Config (transformers 5.25.0 configuration_deepseek_v4.py __post_init__) writes
@@ -180,6 +185,23 @@ def _checked_theta(where) -> int:
     return int(theta)
 
 
+def _linear_rope(c, scaling, out: dict[str, Any]) -> None:
+    """Linear RoPE interpolation by a whole factor >= 2 on non-MLA attention: what Megatron-LM's
+    --rotary-seq-len-interpolation-factor (type=int) builds; 1 is plain RoPE."""
+    if scaling.get("factor") is None:   # transformers _compute_linear_scaling_rope_parameters reads ["factor"]
+        raise scaling.fail(f"lacks {scaling.prefix}'factor' (needed for rope_type 'linear': a whole number >= 1)")
+    factor = scaling.num("factor", 1.0)
+    if factor < 1 or factor != int(factor):
+        raise scaling.fail(f"{scaling.prefix}factor={scaling.get('factor')!r} is not modelled for rope_type 'linear': "
+                           "a whole number >= 1 (Megatron-LM's --rotary-seq-len-interpolation-factor is an integer: "
+                           f"{core_line('rotary_interpolation', c.release)}, {core_name(c.release)})")
+    if c.model_type in MLA_TYPES + ("deepseek_v4",):
+        raise scaling.fail(f"{scaling.prefix}type='linear' is not modelled for model_type {c.model_type!r}: linear "
+                           "interpolation is read for non-MLA attention (rope_type 'yarn' is MLA's scaling)")
+    if factor > 1:
+        out.update(rope_scaling="linear", rope_scaling_factor=float(factor))
+
+
 def _rope(c, out: dict[str, Any]) -> None:
     scaling = rope_table(c)
     kind = scaling.get("rope_type", scaling.get("type", "none"))
@@ -195,6 +217,8 @@ def _rope(c, out: dict[str, Any]) -> None:
             raise scaling.fail(f"{scaling.prefix}factor={scaling.get('factor')!r} is invalid: >= 1 (a {kind} RoPE "
                                "scaling stretches the context)")
         out.update(rope_scaling=kind, rope_scaling_factor=factor)
+    if kind == "linear":
+        _linear_rope(c, scaling, out)
     if kind == "llama3":   # the frameworks build fixed bands: search/frameworks.py llama3_rope_refusal
         out.update(llama3_low_freq_factor=scaling.num("low_freq_factor", 1.0),
                    llama3_high_freq_factor=scaling.num("high_freq_factor", 4.0),
@@ -216,13 +240,14 @@ def _router(c, fields: dict[str, Any], out: dict[str, Any]) -> None:
     out.update(router_score=score, router_topk_scaling=router_value(c, "routed_scaling_factor"),
                router_expert_bias=method == "noaux_tc" or t in EXPERT_BIAS_TYPES)
     if out["router_expert_bias"] and score == "softmax":
-        # megatron-core 0.16.1 TransformerConfig.__post_init__ (transformer_config.py:1593): "Expert bias for
-        # aux-loss-free routing only supports sigmoid score function" (ERNIE-4.5's router is refused so: hf_refused.py)
+        # TransformerConfig.__post_init__ at every table release (hf_core_rules.CORE_RULES "expert_bias"): "Expert bias
+        # for aux-loss-free routing only supports sigmoid score function" (ERNIE-4.5's router is refused so:
+        # hf_refused.py)
         raise c.fail(f"scoring_func='softmax' with topk_method={method!r} is not modelled for model_type {t!r}: its "
-                     "router adds a correction bias (e_score_correction_bias) to softmax scores, and megatron-core "
-                     "0.16.1 takes an expert bias with sigmoid scores only (transformer_config.py: 'Expert bias for "
-                     "aux-loss-free routing only supports sigmoid score function'); scoring_func 'sigmoid', or "
-                     "topk_method 'greedy' (no bias), is read")
+                     f"router adds a correction bias (e_score_correction_bias) to softmax scores, and "
+                     f"{core_name(c.release)} takes an expert bias with {expert_bias_scores(c.release)} scores only "
+                     f"({core_line('expert_bias', c.release)}); scoring_func 'sigmoid', or topk_method 'greedy' (no "
+                     "bias), is read")
     if out["router_expert_bias"]:
         out["router_bias_update_rate"] = BRIDGE_BIAS_UPDATE_RATE.get(t, (MCORE_BIAS_UPDATE_RATE,))[0]
     norm = True
@@ -231,8 +256,9 @@ def _router(c, fields: dict[str, Any], out: dict[str, Any]) -> None:
     elif t in NORM_TOPK_PROB_TYPES:
         norm = router_value(c, "norm_topk_prob")
     if score != "softmax" and not norm and top_k > 1:
-        raise c.fail(f"norm_topk_prob=false is not modelled with scoring_func {score!r}: megatron-core 0.16.1 "
-                     "renormalises the top-k scores of a sigmoid router (moe_utils.topk_routing_with_score_function)")
+        raise c.fail(f"norm_topk_prob=false is not modelled with scoring_func {score!r}: {core_name(c.release)} "
+                     "renormalises the top-k scores of a sigmoid router (topk_routing_with_score_function, "
+                     f"{core_line('sigmoid_renorm', c.release)})")
     out["router_pre_softmax"] = t in PRE_SOFTMAX_TYPES or (score == "softmax" and not norm)
     kind, coeff = BALANCING.get(t, ("aux_loss", None))
     if t == "deepseek_v2" and c.get("aux_loss_alpha") is None and c.get("router_aux_loss_coef") is None:
@@ -244,8 +270,9 @@ def _router(c, fields: dict[str, Any], out: dict[str, Any]) -> None:
         check_router_groups(c, groups, group_topk, fields.get("num_routed_experts", 0))
         if 0 < group_topk <= groups and top_k // group_topk != HF_GROUP_TOP and score != "softmax":
             raise c.fail(f"n_group={groups} with topk_group={group_topk} is not modelled for num_experts_per_tok="
-                         f"{top_k}: transformers ranks expert groups by their top-{HF_GROUP_TOP} scores, megatron-core "
-                         f"0.16.1 by their top (num_experts_per_tok / topk_group = {top_k // group_topk})")
+                         f"{top_k}: transformers ranks expert groups by their top-{HF_GROUP_TOP} scores, "
+                         f"{core_name(c.release)} by their top (num_experts_per_tok / topk_group = "
+                         f"{top_k // group_topk}; group_limited_topk, {core_line('group_scores', c.release)})")
         out.update(router_groups=groups, router_group_topk=group_topk)
 
 
@@ -253,7 +280,7 @@ def _router(c, fields: dict[str, Any], out: dict[str, Any]) -> None:
 # ACT2FN[config.mlp_hidden_act], up + down projections, no gate) is read only as squared ReLU, what Megatron-LM's
 # --squared-relu builds (Megatron-Bridge's NemotronHBridge sets activation_func = squared_relu whatever the config
 # says); "silu" there was planned as an ungated GELU (Megatron's default activation). Its Mamba activation,
-# mamba_hidden_act (default "silu"), is SiLU in megatron-core 0.16.1 whatever is asked (ssm/mamba_mixer.py MambaMixer:
+# mamba_hidden_act (default "silu"), is SiLU in megatron-core whatever is asked (ssm/mamba_mixer.py MambaMixer:
 # self.activation = "silu"); "swish" is SiLU in transformers' ACT2FN too.
 NEMOTRON_H_MLP_ACT, NEMOTRON_H_MAMBA_ACTS = "relu2", ("silu", "swish")
 
@@ -266,8 +293,9 @@ def _nemotron_h_activations(c) -> None:
                      "Megatron-LM's --squared-relu builds, as Megatron-Bridge's NemotronHBridge trains every Nemotron-H)")
     mamba = c.get("mamba_hidden_act", "silu")
     if mamba not in NEMOTRON_H_MAMBA_ACTS:
-        raise c.fail(f"mamba_hidden_act={mamba!r} is not modelled for model_type 'nemotron_h': 'silu' (megatron-core "
-                     "0.16.1's MambaMixer applies SiLU whatever the config says: ssm/mamba_mixer.py)")
+        raise c.fail(f"mamba_hidden_act={mamba!r} is not modelled for model_type 'nemotron_h': 'silu' "
+                     f"({core_name(c.release)}'s MambaMixer applies SiLU whatever the config says: "
+                     f"{core_line('mamba_silu', c.release)})")
 
 
 # Dropout as each type's modeling code applies it in training (transformers 5.23.0): attention_dropout on the attention
@@ -291,8 +319,9 @@ def _dropout(c) -> dict[str, float]:
     if c.model_type == "mixtral" and _probability(c, "router_jitter_noise") > 0:
         raise c.fail(f"router_jitter_noise={c.get('router_jitter_noise')!r} is not modelled for model_type 'mixtral': "
                      "transformers' MixtralSparseMoeBlock scales the MoE block's input, the experts' as well as the "
-                     "router's, by U(1 - eps, 1 + eps) in training, megatron-core 0.16.1's --moe-input-jitter-eps the "
-                     "router's input alone (moe/router.py TopKRouter.forward: apply_input_jitter before gating), and "
+                     f"router's, by U(1 - eps, 1 + eps) in training, {core_name(c.release)}'s --moe-input-jitter-eps "
+                     "the router's input alone (TopKRouter.forward: apply_input_jitter before gating, "
+                     f"{core_line('input_jitter', c.release)}), and "
                      "TorchTitan 0.3.0 has no jitter; 0 (the released Mixtral configs') is read")
     hidden = HIDDEN_DROPOUT_KEYS.get(c.model_type)
     return {"attention_dropout": _probability(c, "attention_dropout"),

@@ -24,10 +24,41 @@ def _top_k_key(c) -> str:
         else "num_experts_per_tok"
 
 
+# ModelSpec's sizes that must be > 0 (spec.py __post_init__) and the config.json key each reader takes them from (the
+# readers in hf_config.py: _common, _deepseek_v3's MLA sizes, _gated_deltanet's GDN sizes, _nemotron_h's Mamba sizes)
+_POSITIVE_KEYS = (("hidden", "hidden_size"), ("vocab", "vocab_size"), ("head_dim", "head_dim"),
+                  ("kv_lora_rank", "kv_lora_rank"), ("qk_nope_head_dim", "qk_nope_head_dim"),
+                  ("qk_rope_head_dim", "qk_rope_head_dim"), ("v_head_dim", "v_head_dim"),
+                  ("gdn_num_key_heads", "linear_num_key_heads"), ("gdn_num_value_heads", "linear_num_value_heads"),
+                  ("gdn_key_head_dim", "linear_key_head_dim"), ("gdn_value_head_dim", "linear_value_head_dim"))
+_WHAT = {"hidden": "the model width", "vocab": "the vocabulary's tokens", "head_dim": "each attention head's width",
+         "kv_lora_rank": "MLA's latent KV width", "qk_nope_head_dim": "MLA's unrotated q/k head width",
+         "qk_rope_head_dim": "MLA's rotated q/k head width", "v_head_dim": "MLA's value head width",
+         "gdn_num_key_heads": "the Gated DeltaNet key heads", "gdn_num_value_heads": "the Gated DeltaNet value heads",
+         "gdn_key_head_dim": "the Gated DeltaNet key head width",
+         "gdn_value_head_dim": "the Gated DeltaNet value head width"}
+
+
+def _applies(field: str, fields: dict[str, Any]) -> bool:
+    """Whether ModelSpec needs `field` > 0 for this model: MLA's sizes with MLA attention, head_dim with GQA's, the
+    GDN sizes with Gated DeltaNet layers."""
+    attention = fields.get("attention", "gqa")
+    if field in ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"):
+        return attention == "mla"
+    if field == "head_dim":
+        return attention == "gqa"
+    if field.startswith("gdn_"):
+        return bool(fields.get("linear_attention_freq"))
+    return True
+
+
 def check_sizes(c, fields: dict[str, Any]) -> None:
     """One line naming the config.json key, its value and what is allowed (c: hf_config._Config; fields: the
     ModelSpec fields its reader made)."""
     from commbench.planner.models.spec import MAX_MODEL_LAYERS
+    for field, key in _POSITIVE_KEYS:
+        if field in fields and fields[field] <= 0 and _applies(field, fields):
+            raise c.fail(f"{c.spelled(key)}={fields[field]} is invalid: > 0 ({_WHAT[field]})")
     if not 1 <= fields["num_layers"] <= MAX_MODEL_LAYERS:   # before the rules below, which are relative to it
         raise c.fail(f"num_hidden_layers={fields['num_layers']} is invalid: 1..{MAX_MODEL_LAYERS:,} (the decoder "
                      "layers)")

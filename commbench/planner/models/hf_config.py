@@ -30,8 +30,9 @@ from commbench.errors import CommbenchError, read_user_file
 from commbench.planner.models import dsv4
 from commbench.planner.models.hf_arch import architecture_from_hf, rope_table
 from commbench.planner.models.hf_checks import check_sizes
+from commbench.planner.models.hf_core_rules import core_line, core_name
 from commbench.planner.models.hf_defaults import class_default, null_is_derived
-from commbench.planner.models.hf_refused import NOT_MODELLED, architecture_key_refusal, refused_class
+from commbench.planner.models.hf_refused import NOT_MODELLED, architecture_key_refusal, not_modelled, refused_class
 from commbench.planner.models.hf_router import router_value
 from commbench.planner.models.hf_task import head_refusal, multimodal_notes
 from commbench.planner.models.spec import ModelSpec
@@ -74,8 +75,9 @@ class _Config:
     out is its model type's configuration-class default where hf_defaults.CLASS_DEFAULTS has one, else the `default`
     the reader passes; an explicit null is `default` where the class derives it (hf_defaults.NULL_DERIVED)."""
 
-    def __init__(self, raw: dict[str, Any], where: str, prefix: str = "") -> None:
+    def __init__(self, raw: dict[str, Any], where: str, prefix: str = "", release: str | None = None) -> None:
         self.raw, self.where, self.prefix = raw, where, prefix   # prefix: "rope_scaling." for a nested object
+        self.release = release   # the plan's --software (None: the newest table release), which refusals cite
         self.model_type = str(raw.get("model_type", ""))
 
     def fail(self, what: str) -> CommbenchError:
@@ -140,7 +142,7 @@ class _Config:
         value = self.get(key, {})
         if not isinstance(value, dict):
             raise self.fail(f"{self.prefix}{key}={value!r} is invalid: an object (or null)")
-        return _Config(dict(value, model_type=self.model_type), self.where, f"{self.prefix}{key}.")
+        return _Config(dict(value, model_type=self.model_type), self.where, f"{self.prefix}{key}.", self.release)
 
     def seq(self, key: str) -> list[Any]:
         """A JSON list (null or absent: an empty one); a string or number was iterated or a TypeError traceback."""
@@ -177,11 +179,14 @@ def _common(c: _Config, name: str, layers: int | None = None) -> dict[str, Any]:
             ("head_dim", f"left out: the class's {head_dim}")
         raise _disagree(c, key, says, f"attention_head_dim={c.int('attention_head_dim')}",
                         "the checkpoints' remote code reads this one", "head_dim")
+    positions = c.int("max_position_embeddings", DEFAULT_SEQ_LEN)
+    if positions == 0:   # was read as DEFAULT_SEQ_LEN and launched as --max-position-embeddings 4096, silently
+        raise c.fail("max_position_embeddings=0 is invalid: > 0 (the positions the model is built for)")
     return dict(
         name=name, num_layers=c.int("num_hidden_layers", layers), hidden=hidden, num_heads=heads,
         num_kv_heads=c.int("num_key_value_heads", heads), head_dim=head_dim,
         vocab=c.int("vocab_size"), tied_embeddings=c.flag("tie_word_embeddings", False),
-        seq_len=min(DEFAULT_SEQ_LEN, c.int("max_position_embeddings", DEFAULT_SEQ_LEN)) or DEFAULT_SEQ_LEN,
+        seq_len=min(DEFAULT_SEQ_LEN, positions),
         glu=True,
     )
 
@@ -483,9 +488,9 @@ def _deepseek_v3(c: _Config, name: str) -> dict[str, Any]:
                      "which DeepseekV2TopkRouter fails): give n_group and topk_group")
     if c.get("topk_method") == "group_limited_greedy" and c.int("n_group", 1) > 1:
         raise c.fail(f"topk_method='group_limited_greedy' is not modelled: it picks topk_group={c.get('topk_group')!r} "
-                     f"of n_group={c.get('n_group')!r} expert groups by each group's best score, megatron-core 0.16.1 "
-                     "by the sum of each group's top (top_k / topk_group) scores (moe_utils.group_limited_topk), "
-                     "another router")
+                     f"of n_group={c.get('n_group')!r} expert groups by each group's best score, "
+                     f"{core_name(c.release)} by the sum of each group's top (top_k / topk_group) scores "
+                     f"(group_limited_topk, {core_line('group_scores', c.release)}), another router")
     out = _common(c, name)
     out.pop("head_dim"), out.pop("num_kv_heads")
     extra = {k: router_value(c, k) for k in ("n_group", "topk_group")}   # absent: the class default
@@ -706,12 +711,13 @@ def _nemotron_h(c: _Config, name: str) -> dict[str, Any]:
                         f"{len(pattern)} layers", "layers_block_type")
     out = _common(c, name, layers)
     # transformers NemotronHConfig defaults (use_conv_bias True, use_bias False, mlp_bias False) are the layers
-    # megatron-core 0.16.1 builds (MambaMixer conv_bias=True, bias=False; no MLP bias); others are not modelled
+    # megatron-core builds at every table release (MambaMixer conv_bias=True, bias=False; no MLP bias: hf_core_rules.py
+    # "mamba_bias"); others are not modelled
     for key, built in (("use_conv_bias", True), ("use_bias", False), ("mlp_bias", False)):
         if c.flag(key, built) != built:
-            raise c.fail(f"{key}={c.get(key)!r} is not modelled: Nemotron-H as megatron-core 0.16.1 builds it has "
-                         f"{key}={str(built).lower()} (ssm/mamba_mixer.py MambaMixer conv_bias=True, bias=False; "
-                         "MLPs without bias)")
+            raise c.fail(f"{key}={c.get(key)!r} is not modelled: Nemotron-H as {core_name(c.release)} builds it has "
+                         f"{key}={str(built).lower()} (MambaMixer bias=False, conv_bias=True: "
+                         f"{core_line('mamba_bias', c.release)}; MLPs without bias)")
     _nemotron_h_mamba_numerics(c)
     # NemotronHAttention (the checkpoints' remote code) passes sliding_window=config.sliding_window to its attention:
     # a window shorter than max_position_embeddings is one the step model does not price and the emitted
@@ -797,8 +803,9 @@ def config_path(path: str) -> Path:
     return p / "config.json" if p.is_dir() else p
 
 
-def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
-    """`hf:PATH` (a config.json, or a folder holding one) as a ModelSpec."""
+def load_hf_model(spec: str, seq_len: int | None = None, release: str | None = None) -> ModelSpec:
+    """`hf:PATH` (a config.json, or a folder holding one) as a ModelSpec; `release`: the plan's --software, whose
+    megatron-core a refusal cites (None: the newest table release, the plan's default)."""
     path = config_path(spec[len(PREFIX):] if spec.lower().startswith(PREFIX) else spec)
     where = f"--model hf:{path}"
     try:
@@ -820,15 +827,15 @@ def load_hf_model(spec: str, seq_len: int | None = None) -> ModelSpec:
         tied = {"tie_word_embeddings": raw["tie_word_embeddings"]} if raw.get("tie_word_embeddings") is not None else {}
         raw = dict(text, model_type=text.get("model_type", raw.get("model_type")), **tied)
     raw = dict(raw, model_type=ALIASES.get(str(raw.get("model_type", "")), raw.get("model_type")))
-    c = _Config(raw, where)
+    c = _Config(raw, where, release=release)
     reader = READERS.get(c.model_type)
     if reader is None and c.model_type in NOT_MODELLED:
-        raise c.fail(f"model_type={c.model_type!r} is not modelled: {NOT_MODELLED[c.model_type]}")
+        raise c.fail(f"model_type={c.model_type!r} is not modelled: {not_modelled(c.model_type, release)}")
     named = refused_class(top.get("architectures"))
     if named is not None:   # the class of a refused type under another model_type (DeepSeek-V3.2 as deepseek_v3)
         raise c.fail(f"architectures={top['architectures']!r} is not modelled: {named[0]} is the class of "
                      f"model_type {named[1]!r} (not of model_type={c.model_type!r} as given), which is refused: "
-                     f"{NOT_MODELLED[named[1]]}")
+                     f"{not_modelled(named[1], release)}")
     name = path.parent.name if path.name == "config.json" and path.parent.name else path.stem
     notes = multimodal_notes(top, where, f"hf:{name}")   # a multimodal config: refused, or Qwen3.5's noted
     if reader is None:

@@ -1,8 +1,8 @@
 """Hugging Face model types people train that `--model hf:PATH` refuses, each with what the planner would have to
-approximate: a layer the step model has no term for, or an architecture Megatron-LM core_v0.16.1 (the flags
-the plan launches) cannot build; Megatron-Bridge (067f987, src/megatron/bridge/models/) and TorchTitan 0.3.0
-are what else builds them. Facts from the transformers modeling code of each type and the Megatron-Bridge
-bridges named."""
+approximate: a layer the step model has no term for, or an architecture the plan's release's Megatron-LM (the
+flags the plan launches; not_modelled names its megatron-core and the file:line, hf_core_rules.py) cannot
+build; Megatron-Bridge (067f987, src/megatron/bridge/models/) and TorchTitan 0.3.0 are what else builds them.
+Facts from the transformers modeling code of each type and the Megatron-Bridge bridges named."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 from commbench.planner.models.hf_task import CAUSAL_LM_HEADS
 
-_FULL_WIDTH_QK_NORM = ("its q/k RMSNorm spans all heads' width where Megatron-LM core_v0.16.1's --qk-layernorm "
-                       "normalises each head (Megatron-Bridge builds it with its own layer spec, {spec})")
+_FULL_WIDTH_QK_NORM = ("its q/k RMSNorm spans all heads' width where {{core}}'s --qk-layernorm normalises each head "
+                       "({{qk_norm_line}}; Megatron-Bridge builds it with its own layer spec, {spec})")
 _MUP = ("its embedding, residual, attention and logit multipliers (embedding_multiplier, residual_multiplier, "
         "attention_multiplier, logits_scaling) have no Megatron-LM flag, and neither Megatron-Bridge nor TorchTitan "
         "builds the type")
@@ -19,7 +19,7 @@ NOT_MODELLED = {
     "olmoe": _FULL_WIDTH_QK_NORM.format(spec="olmoe_provider.py OLMoESelfAttention"),
     "minimax_m2": _FULL_WIDTH_QK_NORM.format(spec="minimax_m2_provider.py FullDimQNorm/FullDimKNorm"),
     "ernie4_5_moe": "its router picks experts by softmax scores plus a correction bias (moe_statics), and "
-                    "megatron-core 0.16.1 takes an expert bias with sigmoid scores only (Megatron-Bridge's "
+                    "{core} takes an expert bias with {bias_scores} scores only ({expert_bias_line}; Megatron-Bridge's "
                     "ernie_45_bridge.py trains a sigmoid router in its place, another model)",
     "phimoe": "its SparseMixer top-2 routing (router_jitter_noise) and biased LayerNorms are built by neither "
               "megatron-core nor TorchTitan, and Megatron-Bridge has no bridge for it",
@@ -53,6 +53,18 @@ _QWEN3_VL = ("a vision-language model: its text_config's decoder alone is not th
 NOT_MODELLED.update({"qwen3_vl": _QWEN3_VL, "qwen3_vl_text": _QWEN3_VL, "qwen3_vl_moe": _QWEN3_VL,
                      "qwen3_vl_moe_text": _QWEN3_VL})
 NOT_MODELLED.update({"llama4_text": NOT_MODELLED["llama4"], "gemma3_text": NOT_MODELLED["gemma3"]})
+
+
+def not_modelled(model_type: str, release: str | None) -> str:
+    """NOT_MODELLED[model_type] with the megatron-core of the plan's release (`release`: --software; None, the newest
+    table release) and the file:line of its rule where the reason names one (hf_core_rules.py)."""
+    from commbench.planner.models.hf_core_rules import core_line, core_name, expert_bias_scores
+    why = NOT_MODELLED[model_type]
+    if "{core}" not in why:
+        return why
+    return why.format(core=core_name(release), bias_scores=expert_bias_scores(release),
+                      expert_bias_line=core_line("expert_bias", release),
+                      qk_norm_line=core_line("qk_norm_per_head", release))
 
 
 def _squashed(name: str) -> str:

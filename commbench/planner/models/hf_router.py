@@ -49,8 +49,9 @@ ROUTER_DEFAULTS: dict[str, dict[str, Any]] = {
     "kimi_k2": {},
     **{t: _SOFTMAX for t in SOFTMAX_TYPES},
 }
-# megatron-core 0.16.1 (moe_utils.group_limited_topk) ranks expert groups by the sum of each group's top
-# (top_k / topk_group) scores; the transformers sigmoid routers above (and DeepSeek's own remote code) by the top 2.
+# megatron-core (moe_utils.group_limited_topk, every table release: hf_core_rules.py) ranks expert groups by the sum
+# of each group's top (top_k / topk_group) scores; the transformers sigmoid routers above (and DeepSeek's own remote
+# code) by the top 2.
 HF_GROUP_TOP = 2
 
 

@@ -188,12 +188,13 @@ def model_names(model_file: str | Path | None = None) -> list[str]:
     return sorted(_zoo_rows(model_file)[0])
 
 
-def load_model(name: str, model_file: str | Path | None = None) -> ModelSpec:
+def load_model(name: str, model_file: str | Path | None = None, release: str | None = None) -> ModelSpec:
     """The zoo model `name` (case-insensitive), one from a user TOML shaped like models.toml, or
-    `hf:PATH`, a Hugging Face config.json (or a folder holding one; models/hf_config.py)."""
+    `hf:PATH`, a Hugging Face config.json (or a folder holding one; models/hf_config.py); `release`: the plan's
+    --software, whose megatron-core an hf: refusal cites (None: the newest table release)."""
     if name.lower().startswith("hf:"):
         from commbench.planner.models.hf_config import load_hf_model
-        return load_hf_model(name)
+        return load_hf_model(name, release=release)
     rows, sources = _zoo_rows(model_file)
     by_lower = {k.lower(): k for k in rows}
     key = by_lower.get(name.lower())

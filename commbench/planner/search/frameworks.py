@@ -527,6 +527,17 @@ def llama3_rope_refusal(model: ModelSpec, framework: str) -> str | None:
 MEGATRON_NON_MLA_YARN_CORE = (0, 19, 0)
 
 
+# Linear RoPE interpolation (an hf: config's rope_scaling type 'linear') from pretrain_gpt.py's flags: every table
+# release's parse_args has --rotary-seq-len-interpolation-factor (type=int; hf_core_rules.CORE_RULES
+# "rotary_interpolation"), and megatron-core's RotaryEmbedding divides the positions by it, but pretrain_gpt.py passes
+# it to GPTModel only from megatron-core 0.19.0 (release 26.08's Megatron-LM cd4afffa6484: pretrain_gpt.py:521
+# gpt_config_from_args, argument_utils.py:466 kwargs["seq_len_interpolation_factor"], training/models/gpt.py:321
+# GPTModel(seq_len_interpolation_factor=...)). Before it pretrain_gpt.py's GPTModel(...) call (its own at 25.09,
+# gpt_builders.py's from 25.11 to 26.06.01) passes none (only the legacy model and, from 0.18.0, the hybrid model
+# read the flag): the flag parses and the launch trains unscaled RoPE.
+MEGATRON_LINEAR_ROPE_CORE = (0, 19, 0)
+
+
 # Megatron-FSDP with expert parallelism: first in megatron-core 0.16 (release 25.11's Megatron-LM 0d8e0714cd29,
 # mcore_fsdp_adapter.py:217-264 builds the expert-DP mesh from get_expert_data_parallel_group). megatron-core 0.14
 # (release 25.09: core_v0.14.0, and 0.15.0 alike) has none: MegatronFSDP.__init__ (fsdp/src/megatron_fsdp/
@@ -626,6 +637,12 @@ def megatron_unbuildable(model: ModelSpec, point: bool = True, release: str | No
             why = f"{name} cannot build {model.name}: {'; and '.join(missing)}"
             return f"{why}; {_yarn_pointer(model, release)}" if point else why
         return None
+    if arch is not None and arch.rope_scaling == "linear" and not release_core_at_least(release,
+                                                                                     MEGATRON_LINEAR_ROPE_CORE):
+        return (f"{name} cannot build {model.name}: its linear RoPE interpolation (x{int(arch.rope_scaling_factor)}): "
+                "parse_args takes --rotary-seq-len-interpolation-factor, but the GPTModel its pretrain_gpt.py builds "
+                "(gpt_builders.py from 25.11) gets no seq_len_interpolation_factor, so the launch would train "
+                "unscaled RoPE; megatron-core 0.19.0 (--software 26.08) builds it")
     if model.is_hybrid and "M" in (model.layer_pattern or "") and model.mamba_conv_kernel != MCORE_MAMBA_CONV_KERNEL:
         return (f"{name} cannot build {model.name}: its Mamba convolution kernel is "
                 f"{model.mamba_conv_kernel} wide, and megatron-core's MambaMixer builds {MCORE_MAMBA_CONV_KERNEL} "
