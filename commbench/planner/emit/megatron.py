@@ -109,18 +109,30 @@ def megatron_script(model: ModelSpec) -> str:
 
 def needs_release_flags(model: ModelSpec) -> bool:
     """Whether the model's arguments hold flags later than core_v0.16.1's: YaRN on non-MLA attention (gpt-oss), which
-    only megatron-core 0.19.0's pretrain_gpt.py builds (search/frameworks.py MEGATRON_NON_MLA_YARN_CORE)."""
+    only megatron-core 0.19.0's pretrain_gpt.py builds (search/frameworks.py MEGATRON_NON_MLA_YARN_CORE), or linear
+    RoPE interpolation, whose --rotary-seq-len-interpolation-factor every release parses but only 0.19.0's
+    pretrain_gpt.py passes to GPTModel (MEGATRON_LINEAR_ROPE_CORE)."""
+    return _yarn_non_mla(model) or _linear_rope(model)
+
+
+def _yarn_non_mla(model: ModelSpec) -> bool:
     arch = model.architecture
     return arch is not None and arch.position_embedding == "yarn" and model.attention != "mla"
 
 
+def _linear_rope(model: ModelSpec) -> bool:
+    return model.architecture is not None and model.architecture.rope_scaling == "linear"
+
+
 def _later(model: ModelSpec) -> tuple[str, str, str] | None:
     """(what, its flags, the megatron-core that has them) for the model's arguments a later megatron-core's than the
-    target core_v0.16.1's: YaRN on non-MLA attention (needs_release_flags: 0.19.0's), the hybrid model's MTP pattern
+    target core_v0.16.1's: YaRN on non-MLA attention and linear RoPE interpolation (needs_release_flags: 0.19.0's), the hybrid model's MTP pattern
     (hybrid.hybrid_mtp_args) and --mtp-use-repeated-layer (MTP_REPEATED_LAYER_CORE), 0.17's, which megatron_args
     writes only for a release that has them; None where there are none."""
-    if needs_release_flags(model):
+    if _yarn_non_mla(model):
         return "YaRN", "--position-embedding-type yarn, --yarn-*", "0.19.0"
+    if _linear_rope(model):
+        return "linear RoPE interpolation", "--rotary-seq-len-interpolation-factor", "0.19.0"
     mtp = ((["--mtp-hybrid-override-pattern"] if model.is_hybrid and model.num_mtp_layers else [])
            + (["--mtp-use-repeated-layer"] if model.mtp_shared_weights and model.num_mtp_layers > 1 else []))
     return ("MTP", ", ".join(mtp), "0.17") if mtp else None
@@ -221,9 +233,8 @@ def model_args(model: ModelSpec, seq_len: int | None = None, release: str | None
     plan's recipe-table release (None: the target core_v0.16.1), whose Megatron-LM must build the model's YaRN where it
     is on non-MLA attention (needs_release_flags). megatron_args checks the whole launch first
     (check_megatron_layout) and takes _architecture_args."""
-    linear = model.architecture is not None and model.architecture.rope_scaling == "linear"   # built from 0.19.0
     reason = megatron_cannot_launch(model, release) or (unbuildable(model, release=release)
-                                                        if needs_release_flags(model) or linear else None)
+                                                        if needs_release_flags(model) else None)
     if reason:
         raise CommbenchError(reason)
     return _architecture_args(model, seq_len, release, tp)
