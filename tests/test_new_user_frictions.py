@@ -93,3 +93,38 @@ def test_a_refused_command_leaves_no_output_folder(tmp_path, monkeypatch, argv):
     assert result.exit_code == 2, result.output
     assert not missing.exists(), sorted(p.name for p in missing.rglob("*"))
     assert not (tmp_path / "x.conf").exists()
+
+
+def _readme_command(pattern: str) -> list[str]:
+    """The README's first `commbench ...` line matching `pattern`, as argv without `commbench` and its comment."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    line = next(line for line in readme.splitlines() if line.startswith("commbench ") and re.search(pattern, line))
+    return shlex.split(line, comments=True)[1:]
+
+
+def test_readme_torchtitan_02_example_runs_as_written(tmp_path, monkeypatch):
+    """README's `plan ... --emit torchtitan --torchtitan-version 0.2` read as the DeepSeek-V3 plan above it was refused
+    (0.2.2 builds RMSNorm eps 1e-5, DeepSeek-V3 1e-6): it now names a model 0.2.2 builds, and runs as written."""
+    monkeypatch.chdir(tmp_path)
+    argv = _readme_command(r"--torchtitan-version 0\.2\b")
+    assert "..." not in argv, argv
+    result = CliRunner().invoke(app, argv, env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert 'name = "gpt_oss"' in result.stdout
+
+
+@pytest.mark.parametrize("emit", [["--emit", "megatron"],
+                                  ["--layout", "tp=1,pp=1,ep=32,mbs=4,gbs=1280", "--emit", "megatron"]])
+def test_plan_says_where_out_files_went_when_stdout_is_the_launch(tmp_path, emit):
+    """`plan ... --emit megatron -O plan2/` wrote plan.json, megatron_args.txt and launch.env and said nothing of them
+    (only -O without --emit printed `plan → plan2: ...`): the line now goes to stderr, stdout keeping the launch."""
+    out = tmp_path / "plan2"
+    result = CliRunner().invoke(app, ["plan", "--model", "gpt-oss-120b", "--system", "gb200-nvl72", "--gpus", "64",
+                                      *emit, "-O", str(out)], env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert f"plan → {out}: plan.json, megatron_args.txt, launch.env" in result.stderr, result.stderr
+    assert "plan →" not in result.stdout
