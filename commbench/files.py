@@ -147,6 +147,32 @@ def _refuse_unwritable_shape(path: str | os.PathLike[str], option: str) -> Path:
     return target
 
 
+# Folders check_output_file / check_output_dir made for outputs this command has not written yet: a command that is
+# then refused (an input rejected after -O was checked) removes those still empty (remove_made_folders), so a refusal
+# leaves no `missing/` behind. The CLI's command wrapper starts each command with none (base.command).
+_made_folders: list[Path] = []
+
+
+def _make_folder(folder: Path) -> None:
+    """mkdir -p `folder`, recording each folder it makes (deepest last)."""
+    missing = [parent for parent in (folder.absolute(), *folder.absolute().parents) if not parent.exists()]
+    folder.mkdir(parents=True, exist_ok=True)
+    _made_folders.extend(reversed(missing))
+
+
+def forget_made_folders() -> None:
+    _made_folders.clear()
+
+
+def remove_made_folders() -> None:
+    """Remove the folders the output checks made that are still empty, deepest first (a refused command's)."""
+    while _made_folders:
+        try:
+            _made_folders.pop().rmdir()
+        except OSError:   # written into (a file this run or another made there), or gone: kept
+            pass
+
+
 def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
     """Make sure `path` can be written (appended to) before any work starts; one line naming the
     option otherwise. Creates missing parent folders; leaves no new file behind."""
@@ -155,7 +181,7 @@ def check_output_file(path: str | os.PathLike[str], option: str) -> Path:
     target = _refuse_unwritable_shape(path, option)
     existed = target.exists()
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        _make_folder(target.parent)
         with target.open("a"):
             pass
     except OSError as exc:
@@ -234,7 +260,7 @@ def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
     if blocker is not None:
         raise CommbenchError(f"{option}={str(path)!r} cannot be written: {str(blocker)!r} is a file, not a folder")
     try:
-        target.mkdir(parents=True, exist_ok=True)
+        _make_folder(target)
         with tempfile.TemporaryFile(dir=target):
             pass
     except OSError as exc:

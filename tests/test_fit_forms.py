@@ -71,8 +71,10 @@ def test_runs_that_disagree_on_the_scale_up_domain_are_refused_together_and_fitt
     write(tmp_path / "two.jsonl", two, "a")
     write(tmp_path / "one.jsonl", one, "b")
     both = CliRunner().invoke(app, ["fit", str(tmp_path / "two.jsonl"), str(tmp_path / "one.jsonl")])
-    assert both.exit_code == 2 and "disagree on the scale-up domain (run a: racks of 2; run b: 4 ranks on one " \
-        "rack)" in " ".join(both.output.split()), both.output
+    # each run named by the file the user typed (probe P5: run ids alone left `fit results/*.jsonl` unexplained)
+    assert both.exit_code == 2 and (f"disagree on the scale-up domain ({tmp_path / 'two.jsonl'} run a: racks of 2; "
+                                    f"{tmp_path / 'one.jsonl'} run b: 4 ranks on one rack)") \
+        in " ".join(both.output.split()), both.output
     alone = CliRunner().invoke(app, ["fit", str(tmp_path / "two.jsonl"), "-O", str(tmp_path / "p.json")])
     assert alone.exit_code == 0, alone.output
     assert json.loads((tmp_path / "p.json").read_text())["domain_size"] == 2

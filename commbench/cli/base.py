@@ -8,13 +8,35 @@ import sys
 from typing import Any, Callable
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from commbench.comm.stop_signals import release_stops, signal_name
 from commbench.errors import CommbenchError, Interrupted, missing_requirement
 from commbench.results.render import stdout_console, styled
 from commbench.results.tables import StdoutConsole
 
+def _no_type_beside_flags(params: list) -> list:
+    """A flag (--svg, --force, --help) takes no value: typer 0.29 prints `<bool>` in its type column all the same
+    (TyperOption.display_type has no flag case), telling a user to type a value it refuses. An empty metavar
+    leaves the column blank; options that take a value keep their type."""
+    for param in params:
+        if getattr(param, "is_flag", False) and not getattr(param, "count", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class FlagsTakeNoValueCommand(TyperCommand):
+    def get_params(self, ctx):  # noqa: ANN001,ANN201 (click's signature)
+        return _no_type_beside_flags(super().get_params(ctx))
+
+
+class FlagsTakeNoValueGroup(TyperGroup):
+    def get_params(self, ctx):  # noqa: ANN001,ANN201
+        return _no_type_beside_flags(super().get_params(ctx))
+
+
 app = typer.Typer(
+    cls=FlagsTakeNoValueGroup,
     help="commbench: measure MoE/TP/DP collectives (nccl-tests semantics), fit fabric cost models, "
     "and autotune parallel layouts.",
     no_args_is_help=True,
@@ -101,6 +123,18 @@ def command(name: str | None = None, *, on: typer.Typer = app, **kwargs) -> Call
     def decorate(func: Callable) -> Callable:
         @functools.wraps(func)
         def wrapper(*args, **kw):
+            from commbench.files import forget_made_folders, remove_made_folders
+
+            forget_made_folders()
+            try:
+                return guarded(*args, **kw)
+            except BaseException as exc:
+                succeeded = getattr(exc, "exit_code", 1) == 0 or (isinstance(exc, SystemExit) and not exc.code)
+                if not succeeded:   # refused or failed: no output folder it made is left empty
+                    remove_made_folders()   # (-O missing/x.conf refused for its input left missing/)
+                raise
+
+        def guarded(*args, **kw):
             try:
                 release_stops()  # held by the entry point until here: typer would make one a silent exit 130
                 return func(*args, **kw)
@@ -127,7 +161,7 @@ def command(name: str | None = None, *, on: typer.Typer = app, **kwargs) -> Call
                     raise
                 raise fail(message) from None
 
-        on.command(name, **kwargs)(wrapper)
+        on.command(name, **{"cls": FlagsTakeNoValueCommand, **kwargs})(wrapper)
         return func
 
     return decorate

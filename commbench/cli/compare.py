@@ -141,16 +141,21 @@ def note_resumed_elsewhere(path: str, records) -> None:
                                  differs), highlight=False)
 
 
-def read_history(folder: str, headers: list | None = None, headerless: list | None = None,
-                 leave_out: set | None = None, left_out: list | None = None) -> list:
-    """Every run of every *.jsonl in a baseline-history folder (one run or several per file); with `headers`, their
-    run headers are appended to it (and `headerless`: as read_measurements). Runs whose run id is in `leave_out` (NEW's
-    own runs: the history file is NEW, or a copy of it) are left out, each named in `left_out` as "FILE: run ID"."""
+def check_history_folder(folder: str) -> Path:
     path = Path(folder)
     if not folder.strip() or not path.is_dir():
         problem = "no such folder" if folder.strip() and not path.exists() else "not a folder"
         raise CommbenchError(f"--history={folder!r} is invalid: {problem} (a folder of earlier baseline results, "
                              "*.jsonl)")
+    return path
+
+
+def read_history(folder: str, headers: list | None = None, headerless: list | None = None,
+                 leave_out: set | None = None, left_out: list | None = None) -> list:
+    """Every run of every *.jsonl in a baseline-history folder (one run or several per file); with `headers`, their
+    run headers are appended to it (and `headerless`: as read_measurements). Runs whose run id is in `leave_out` (NEW's
+    own runs: the history file is NEW, or a copy of it) are left out, each named in `left_out` as "FILE: run ID"."""
+    path = check_history_folder(folder)
     files = sorted(path.glob("*.jsonl"))
     if not files:
         below = next(path.glob("*/**/*.jsonl"), None)   # only the folder's own files are read: say so
@@ -570,7 +575,10 @@ def compare_cmd(
                                ("--history", history, "a folder of earlier baseline results")):
         if path is not None:   # '' read as the current folder ("Is a directory"): an unset shell variable?
             refuse_empty_path(path, option, what)
-    threshold = parse_threshold(max_regression)
+    threshold = parse_threshold(max_regression)   # option values before any file is read: a bad one is named first
+    statistic = check_statistic(statistic)
+    if history is not None:
+        check_history_folder(history)
     check_not_being_written(("BASE", base), ("NEW", new), *((("--history", history),) if history else ()))
     unreadable: list[str] = []  # NEW's lines that could not be read: a point of unknown outcome, never a pass
     base_headers: list = []
@@ -610,7 +618,7 @@ def compare_cmd(
                                 age_unknown=age_unknown)
     unchecked_both = unchecked_on_both_sides(base_records, new_records)
     result = compare(base_records, new_records, max_regression=threshold,
-                     statistic=check_statistic(statistic), history=history_records,
+                     statistic=statistic, history=history_records,
                      allow_missing=allow_missing, allow_unchecked=allow_unchecked,
                      # a run empty in BASE too (the same file, a copy) is no change; a run that continues an earlier
                      # one (sweep --resume) holds points, carried under the continued run's id in new_records

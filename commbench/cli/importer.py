@@ -6,11 +6,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from commbench.cli.base import app, command, console, err_console, fail, renamed
+from commbench.cli.base import FlagsTakeNoValueGroup, app, command, console, err_console, fail, renamed
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
 
-import_app = typer.Typer(help="Import other tools' results as commbench records.", no_args_is_help=True)
+import_app = typer.Typer(cls=FlagsTakeNoValueGroup, help="Import other tools' results as commbench records.", no_args_is_help=True)
 app.add_typer(import_app, name="import")
 
 

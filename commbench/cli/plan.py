@@ -316,7 +316,9 @@ def plan(
             text = (megatron_launch_text(doc["megatron"]) if emit == "megatron"
                     else torchtitan_emit_text(doc["torchtitan"], out=out))
             console.print(text, highlight=False, markup=False, soft_wrap=True)
+            from commbench.cli.search_view import print_written
             print_launch_notes(doc[emit])
+            print_written(out, written, stdout_is_output=True)
             return
     step = row["step_s"]
     rows = [["compute (GEMM + attention + memory-bound + overhead + recompute + native loss)",

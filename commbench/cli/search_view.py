@@ -97,6 +97,18 @@ def print_launch_notes(section: dict) -> None:
         err_console.print(styled("[yellow]note:[/] {}", note), highlight=False)
 
 
+def print_written(out: str | None, written: list[str], *, stdout_is_output: bool) -> None:
+    """`plan → OUT: plan.json, ...`: where -O's files went. Where stdout holds the launch (--emit megatron or
+    torchtitan), the line goes to stderr, so a pipe still reads the arguments alone. (--json's stdout stays the
+    document alone: the files are where -O says.)"""
+    if not out:
+        return
+    from commbench.cli.base import err_console
+
+    (err_console if stdout_is_output else console).print(styled("[green]plan[/] → {}: {}", Path(out),
+                                                                ", ".join(written)), highlight=False)
+
+
 def print_torchtitan_section(doc: dict, written: list[str]) -> None:
     """The TorchTitan section of a plan whose terminal output is not the TorchTitan launch: its refusal, or where its
     launch is written (or how to emit it) and its notes, which otherwise reach only plan.json."""
@@ -174,9 +186,11 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     elif emit == "megatron":
         console.print(megatron_launch_text(meg), highlight=False, markup=False, soft_wrap=True)
         print_launch_notes(meg)
+        print_written(out, written, stdout_is_output=True)
     elif emit == "torchtitan":
         console.print(torchtitan_emit_text(doc["torchtitan"], out=out), highlight=False, markup=False, soft_wrap=True)
         print_launch_notes(doc["torchtitan"])
+        print_written(out, written, stdout_is_output=True)
     else:
         title = (f"top {min(top, len(result))} of {result.num_fit:,} fitting layouts (predicted): {req.model.name} on "
                  f"{req.num_gpus} x {req.fabric.gpu.name} ({system}), {req.precision}, gbs {req.gbs}{' (default)' if gbs_note else ''}, "
@@ -209,6 +223,5 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
                       f"with {req.headroom_fraction * 100:g}% HBM headroom) in {result.elapsed_s:.2f} s "
                       f"({result.layouts_per_s:,.0f} layouts/s)", highlight=False)
         print_torchtitan_section(doc, written)
-        if out:
-            console.print(styled("[green]plan[/] → {}: {}", Path(out), ", ".join(written)), highlight=False)
+        print_written(out, written, stdout_is_output=False)
     return doc

@@ -366,7 +366,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     check_no_wrong_data(points, paths, leave_out_wrong)
     unknown_notes = check_setup_known(per_file, points, runs, bad_of)
     sources = check_one_fabric(points, runs)
-    domain = check_one_domain(points, runs)
+    domain = check_one_domain(points, runs, files_of_runs(per_file))
     loop_note = check_one_loop(points)
     if base is not None:
         check_on_base(points, runs, base)
@@ -571,7 +571,18 @@ def run_domain_size(header) -> tuple[int, bool] | None:
     return size, len(racks) > 1 or size < header.world_size
 
 
-def check_one_domain(points: list, runs: dict) -> int | None:
+def files_of_runs(per_file) -> dict[str, list[str]]:
+    """run id -> the results files (as given) holding its records, in the order given: what a refusal names beside
+    the run, since the user typed files, not run ids."""
+    files: dict[str, list[str]] = {}
+    for path, file_records in per_file:
+        for run_id in dict.fromkeys(getattr(r, "run_id", None) for r in file_records):
+            if run_id is not None and path not in files.setdefault(run_id, []):
+                files[run_id].append(path)
+    return files
+
+
+def check_one_domain(points: list, runs: dict, files: dict[str, list[str]] | None = None) -> int | None:
     """The scale-up domain size the runs agree on (None when none says it exactly), or one line refusing runs that
     disagree: ci-small's racks of 2 and a one-rack 4-rank run fitted together made a profile of one 4-rank domain
     that could not predict the ci runs' own 2-domain curves (report: 'num_domains=2 is invalid: at most the 1
@@ -584,11 +595,15 @@ def check_one_domain(points: list, runs: dict) -> int | None:
     at_least = {r: size for r, (size, is_exact) in said.items() if not is_exact}
     sizes = sorted(set(exact.values()))
     if len(sizes) > 1 or (sizes and any(size > sizes[0] for size in at_least.values())):
-        shown = "; ".join(f"run {r}: {'racks of ' + str(size) if r in exact else str(size) + ' ranks on one rack'}"
+        def where(run_id: str) -> str:
+            held_in = (files or {}).get(run_id)
+            return f"{', '.join(held_in)} run {run_id}" if held_in else f"run {run_id}"
+
+        shown = "; ".join(f"{where(r)}: {'racks of ' + str(size) if r in exact else str(size) + ' ranks on one rack'}"
                           for r, size in list({**exact, **at_least}.items())[:4])
         raise CommbenchError(f"the results' runs disagree on the scale-up domain ({shown}): one profile has one domain "
                              "size, and its curves would not predict the runs they came from; fit each topology's "
-                             "results apart")
+                             "results apart (fit FILE -O fabric.json with the files of one topology)")
     return sizes[0] if sizes else None
 
 

@@ -184,6 +184,7 @@ def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
     if not isinstance(tokens, (list, tuple)) or not tokens:
         raise invalid("tokens_per_rank", tokens, f"an integer from 1 to {MAX_TOKENS_PER_RANK} or a non-empty list "
                                                  "of them")
+    _check_top_k_fits_experts(options, merged)
     points = [MoeParams(tokens_per_rank=t, **merged) for t in tokens]   # each value checked (a bool is no count)
     # a value listed twice is one point, measured once (commbench.repeats; the run's notes name the repeat)
     points = list({p.tokens_per_rank: p for p in points}.values())
@@ -196,6 +197,22 @@ def sweep_params(options: dict[str, Any], ep_size: int) -> list[MoeParams]:
         except ValueError as exc:
             raise CommbenchError(str(exc)) from None
     return points
+
+
+def _check_top_k_fits_experts(options: dict[str, Any], merged: dict[str, Any]) -> None:
+    """Where top-k > experts and one of the two was not given (a default or the preset's), say so, naming both:
+    MoeParams alone would blame --top-k=8 on a user who typed only `--experts 3`."""
+    top_k, experts = merged["top_k"], merged["num_experts"]
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (top_k, experts)) or not 1 <= experts < top_k:
+        return   # MoeParams refuses what is not a count, or fits
+    preset = options.get("preset")
+    origin = f"preset {preset}'s" if preset is not None else "default"
+    if options.get("top_k") is None:
+        raise CommbenchError(f"--experts={experts} is fewer than the {origin} --top-k={top_k} (experts per token): "
+                             f"give --top-k from 1 to {experts}, or --experts >= {top_k}")
+    if options.get("num_experts") is None:
+        raise CommbenchError(f"--top-k={top_k} is more than the {origin} --experts={experts}: give --top-k from 1 to "
+                             f"{experts}, or --experts >= {top_k}")
 
 
 def parse_tokens(text: str) -> list[int]:

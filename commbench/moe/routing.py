@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -198,13 +199,23 @@ def load_trace(path: str, *, num_experts: int, top_k: int, per_rank: bool = Fals
     shape; CommbenchError if unreadable or ill-shaped."""
     field = f"--routing=trace:{path}"
     try:
-        if Path(path).suffix == ".npy":
-            raw = np.load(path, allow_pickle=False)
-        else:
-            raw = np.loadtxt(path, delimiter="," if path.endswith(".csv") else None, ndmin=2)
-    except (OSError, ValueError) as exc:
+        # numpy warns of an empty text file (UserWarning) before returning no rows: the size check below says so
+        # in one line, so its warning would only print a library's words before the user's error
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if Path(path).suffix == ".npy":
+                raw = np.load(path, allow_pickle=False)
+            else:
+                raw = np.loadtxt(path, delimiter="," if path.endswith(".csv") else None, ndmin=2)
+    except (OSError, ValueError, EOFError) as exc:   # EOFError: an empty .npy
         raise CommbenchError(f"{field} cannot be read: {exc} (allowed: an integer .npy, or text of expert ids)") from None
-    if raw.ndim not in (2, 3) or raw.shape[-1] != top_k or raw.size == 0:
+    if not isinstance(raw, np.ndarray):   # np.load opens an .npz archive under any name
+        raise CommbenchError(f"{field} cannot be read: it is an .npz archive, not one array (allowed: an integer .npy, "
+                             "or text of expert ids)")
+    if raw.size == 0:
+        raise CommbenchError(f"{field} holds no expert ids (an empty file): allowed (tokens, top_k) or "
+                             f"(ranks, tokens, top_k) expert ids with top_k = --top-k = {top_k}")
+    if raw.ndim not in (2, 3) or raw.shape[-1] != top_k:
         raise CommbenchError(f"{field} has shape {raw.shape}: allowed (tokens, top_k) or (ranks, tokens, top_k) "
                              f"with top_k = --top-k = {top_k}")
     if not (np.issubdtype(raw.dtype, np.integer) or (np.issubdtype(raw.dtype, np.floating)
