@@ -67,7 +67,7 @@ def fit(
     check_usable_curve(fits, results, fabric.latency_only)
     from commbench.costmodel.latency_only import fit_note
     if (note := fit_note(fabric.latency_only)) is not None:
-        err_console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
+        err_console.print(f"note: {note}", highlight=False, markup=False)
     if as_json:
         if out:
             _write_fabric(fabric, out, force)
