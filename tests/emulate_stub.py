@@ -25,5 +25,5 @@ def no_fabric(monkeypatch) -> dict:
             return []
 
     monkeypatch.setattr(emulate_cli, "Fabric", Fabric)
-    monkeypatch.setattr(emulate_cli, "run_ranks", lambda spec, command, restyle=None: 0)
+    monkeypatch.setattr(emulate_cli, "run_ranks", lambda spec, command, restyle=None, left_out=None: 0)
     return seen

@@ -54,16 +54,24 @@ def note_appending(path: str) -> None:
                                  "run alone)", path), highlight=False, soft_wrap=True)
 
 
-def report_outcomes(outcomes: dict, output_path: str) -> None:
-    """Exit non-zero, with one line, when a point failed or returned wrong data."""
+def first_failed(outcomes: dict) -> str | None:
+    """The error of the rank that failed first among `outcomes` ({rank: outcome with error and failed_at_s}), naming
+    it where others failed after it; None where none failed."""
     # the rank that failed first is the cause; its peers then fail on the broken connection ('Connection closed
     # by peer'), so rank 0's error alone hid it
     failed = sorted((math.inf if o.failed_at_s is None else o.failed_at_s, rank, o.error)
                     for rank, o in outcomes.items() if o.error)
-    if failed:
-        _, rank, error = failed[0]
-        first = (f"rank {rank} failed first: {error} ({len(failed) - 1} other rank(s) failed after it)"
-                 if len(failed) > 1 else error)
+    if not failed:
+        return None
+    _, rank, error = failed[0]
+    return (f"rank {rank} failed first: {error} ({len(failed) - 1} other rank(s) failed after it)"
+            if len(failed) > 1 else error)
+
+
+def report_outcomes(outcomes: dict, output_path: str) -> None:
+    """Exit non-zero, with one line, when a point failed or returned wrong data."""
+    first = first_failed(outcomes)
+    if first:
         raise fail(f"{first}; results measured so far are in {output_path}", exit_code=1)
     wrong = max((o.num_wrong for o in outcomes.values()), default=0)
     if wrong:

@@ -57,6 +57,14 @@ def _check_nproc(command_args: list[str], racks: int, ranks_per_rack: int) -> No
                                  "commbench emulate, which starts one rank per --ranks-per-rack in each rack")
 
 
+def writes_document(command_args: list[str]) -> bool:
+    """Whether the command run as every rank prints a machine-readable document on stdout (`--json`: every command
+    emulate runs that has one, docs/json-output.md): emulate's own lines then go to stderr, as every notice does there,
+    and the document's `emulated` field says the fabric was emulated. Otherwise they stay on stdout, where `import
+    nccl-tests` of a tee'd `bench --format nccl-tests` log reads the banner."""
+    return "--json" in command_args[:command_args.index("--")] if "--" in command_args else "--json" in command_args
+
+
 def _commands() -> set[str]:
     """The names of commbench's commands."""
     from commbench.cli.app import app
@@ -118,6 +126,9 @@ def emulate(
             raise
         raise invalid("--scale-out-rate", scale_out_rate or DEFAULT_RATE, f"{rate_text(rate)}: {exc.allowed}") from None
     _check_nproc(command_args, racks, ranks_per_rack)
+    document = writes_document(command_args)
+    out = err_console if document else console   # emulate's lines: never inside the document
+    left_out: dict[int, int] | None = {} if document else None
     previous = {signum: signal.signal(signum, raise_stop_signal) for signum in (signal.SIGTERM, signal.SIGHUP)}
     try:
         with Fabric(spec) as fabric:
@@ -125,11 +136,11 @@ def emulate(
                          f"{rate_text(rate)} ({scale_out_rate or DEFAULT_RATE} as tc reads it) tbf per rack uplink, "
                          f"burst {tbf_burst_bytes(rate)} B (up to that many bytes cross unthrottled once the bucket "
                          "has refilled: smaller messages are not rate-limited)")
-            console.print(f"emulated fabric: {racks} rack(s) x {ranks_per_rack} rank(s); scale-up = loopback per "
-                          f"namespace, scale-out = {scale_out} (EMULATED, bandwidth only)", highlight=False,
-                          soft_wrap=True)   # one line: `import nccl-tests` of a tee'd log knows it
+            out.print(f"emulated fabric: {racks} rack(s) x {ranks_per_rack} rank(s); scale-up = loopback per "
+                      f"namespace, scale-out = {scale_out} (EMULATED, bandwidth only)", highlight=False,
+                      soft_wrap=True)   # one line: `import nccl-tests` of a tee'd log knows it
             started = time.monotonic()
-            exit_code = run_ranks(spec, command_args, restyle=rank_line_printer(err_console))
+            exit_code = run_ranks(spec, command_args, restyle=rank_line_printer(err_console), left_out=left_out)
             wall_s = time.monotonic() - started
             counters = fabric.uplink_counters()
     except KeyboardInterrupt as exc:
@@ -138,9 +149,12 @@ def emulate(
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    for rank, num_bytes in sorted((left_out or {}).items()):
+        err_console.print(styled("[yellow]note:[/] {}", f"rank {rank} printed {num_bytes:,} B on stdout, left out: "
+                                 "--json prints one document on stdout, rank 0's"), highlight=False, soft_wrap=True)
     for row in counters:
-        console.print(f"rack {row['rack']} uplink (measured veth counters): sent {row['tx_bytes']:,} B, "
-                      f"received {row['rx_bytes']:,} B", highlight=False)
+        out.print(f"rack {row['rack']} uplink (measured veth counters): sent {row['tx_bytes']:,} B, "
+                  f"received {row['rx_bytes']:,} B", highlight=False)
     if counters_out is not None:   # '' is refused by claim_output, never skipped
         from commbench.files import write_output
 

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.markup import escape
 
-from commbench.cli.base import command, console, err_console, print_json
+from commbench.cli.base import command, console, err_console, fail, print_json
 from commbench.results.render import styled
 from commbench.results.emulated import fabric_text
 from commbench.errors import CommbenchError, invalid
@@ -55,7 +55,7 @@ def verify_rows(points: list[dict]) -> list[list[str]]:
                                                                          else ""),
              "-" if p["measured_over_predicted"] is None else f"{p['measured_over_predicted']:,.1f}x",
              _us(p["plan_predicted_time_us"]) + (" extrapolated" if p.get("plan_predicted_extrapolated") else ""),
-             str(p["num_wrong"])] for p in points]
+             "-" if p["num_wrong"] is None else str(p["num_wrong"])] for p in points]
 
 
 def plan_path(plan: str) -> str:
@@ -161,6 +161,8 @@ def verify_plan(
     if outcome is None:
         return
     items, rows, topology = list(outcome.items), outcome.rows, outcome.topology
+    from commbench.cli.bench import first_failed
+    failed = first_failed(outcomes)   # a collective failed (its row says so), the rows after it not measured
     flags = list(outcome.flags) + flags   # the groups' flags (cut on the run's racks) first, as plan_items gives them
     if not all(_describes(described, i, resolved) for i in items):
         preset = doc["inputs"].get("fabric", {}).get("source") == "preset"
@@ -193,7 +195,7 @@ def verify_plan(
                     "ranks": ranks, "topology": topology.to_dict(), "emulated": emulated,
                     "predicted_from_emulated": predicted_emulated,
                     "comparable": all(p["comparable"] for p in points), "points": points,
-                    "unmet_assumptions": flags})
+                    "unmet_assumptions": flags, "failed": failed})
     else:
         where = " on an EMULATED fabric" if emulated is not None else ""
         on = ", an EMULATED fabric" if predicted_emulated else ""
@@ -203,6 +205,16 @@ def verify_plan(
         for flag in flags:
             console.print(styled("[bold red]{}[/]" if flag.startswith(("MISMATCH", FABRIC_CHANGED, DOES_NOT_FIT))
                                  else "[yellow]unmet assumption:[/] {}", flag), highlight=False)
+        from commbench.workflows.verify import NOT_REACHED
+
+        for what, names in (("failed (the error line says why)", [p["collective"] for p in points
+                                                                    if p["error"] and p["error"] != NOT_REACHED]),
+                            ("not measured (the run stopped at the failure)",
+                             [p["collective"] for p in points if p["error"] == NOT_REACHED])):
+            if names:
+                console.print(styled("[bold red]FAILED:[/] {}", f"{', '.join(names)}: {what}"), highlight=False)
+    if failed:   # after the table or document: what was measured before the failure stands (exit 1, as bench)
+        raise fail(f"{failed}; what was measured before it is printed above (verify-plan writes no file)", exit_code=1)
     if any(row["num_wrong"] for row in rows):
         raise CommbenchError("a collective returned wrong data (see the #wrong column)")
 
@@ -238,7 +250,7 @@ def _points(items, rows, fabric, ctx, described, resolved, topology, flags) -> l
         fit = _fit_for_verdict(fabric, item, ctx, group, domains, flags) if pred_us is not None else None
         if fit is not None:
             fits[item.label] = fit
-        meas = row["time_us_median"]
+        meas = row["time_us_median"]   # None: not measured (row["error"] says why)
         if (group, domains) != (item.plan_group_size, item.plan_domains):
             flags.append(f"{item.label}: 'predicted' is for the group measured ({group} ranks, {domains} scale-up "
                          f"domain(s)); the plan's is {item.plan_group_size} ranks over {item.plan_domains} domain(s): "
@@ -257,7 +269,7 @@ def _points(items, rows, fabric, ctx, described, resolved, topology, flags) -> l
                        "predicted_extrapolated": bool(fit and fit["beyond"]),
                        "plan_predicted_time_us": plan_us, "plan_predicted_extrapolated": bool(beyond),
                        "comparable": _describes(described, item, resolved),
-                       "num_wrong": row["num_wrong"]})
+                       "num_wrong": row["num_wrong"], "error": row.get("error")})
     flags.extend(mismatch_flags(points, fits=fits))
     return points
 

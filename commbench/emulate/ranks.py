@@ -73,20 +73,35 @@ class OnceAcrossRanks:
         stream.close()
 
 
-def run_ranks(spec: FabricSpec, command: list[str], restyle: Callable[[str], bool] | None = None) -> int:
+def _count_bytes(stream, counts: dict[int, int], rank: int) -> None:
+    """Reads a rank's stdout to its end, counting its bytes into counts[rank] (what is left out of the output)."""
+    for chunk in iter(lambda: stream.read(65536), b""):
+        counts[rank] = counts.get(rank, 0) + len(chunk)
+    stream.close()
+
+
+def run_ranks(spec: FabricSpec, command: list[str], restyle: Callable[[str], bool] | None = None,
+              left_out: dict[int, int] | None = None) -> int:
     """Run `commbench <command>` as every rank; return the first non-zero exit code (or 0). `restyle`: see
-    OnceAcrossRanks (a rank's stderr is a pipe, so its rich console prints no colour)."""
+    OnceAcrossRanks (a rank's stderr is a pipe, so its rich console prints no colour). `left_out`: given, only rank
+    0's stdout is passed through (one document on stdout: every rank of `env --json` prints its own) and it gets,
+    per other rank that printed on stdout, the bytes left out."""
     procs: list[subprocess.Popen] = []
     readers: list[threading.Thread] = []
     stderr = OnceAcrossRanks(restyle=restyle)
     try:
         for rank in range(spec.num_racks * spec.ranks_per_rack):
             ns = spec.rack_ns(rank // spec.ranks_per_rack)
+            own_stdout = left_out is None or rank == 0
             procs.append(subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "commbench", *command],
                                           env=rank_env(spec, rank), start_new_session=True, preexec_fn=die_with_parent,
-                                          stderr=subprocess.PIPE))
+                                          stderr=subprocess.PIPE, stdout=None if own_stdout else subprocess.PIPE))
             readers.append(threading.Thread(target=stderr.forward, args=(procs[-1].stderr,), daemon=True))
             readers[-1].start()
+            if not own_stdout:
+                readers.append(threading.Thread(target=_count_bytes, args=(procs[-1].stdout, left_out, rank),
+                                                daemon=True))
+                readers[-1].start()
         failed_at = None
         while True:
             codes = [p.poll() for p in procs]

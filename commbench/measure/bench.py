@@ -311,13 +311,20 @@ class GroupCache:
 
 
 def first_failure(reason: str, rank: int, config: BenchConfig, step: int) -> str:
+    """This rank's failure `reason` at point `step` of the job, led by a peer's that failed before it
+    (first_failure_at)."""
+    return first_failure_at(reason, rank, f"commbench/bench/cycle{config.text_cycle.cycle}/point{step}")
+
+
+def first_failure_at(reason: str, rank: int, base: str) -> str:
     """This rank's failure `reason`, led by a peer's that failed before it (the cause: this rank's is then most
     often the broken connection it left, 'Connection closed by peer'). Ranks post their failures through the
-    launch's store in the order they happen; nothing waits. Without a store (no torch.distributed job), `reason`."""
+    launch's store under the key prefix `base` (one per point) in the order they happen; nothing waits. Without a
+    store (no torch.distributed job), `reason`."""
     try:
         from torch.distributed.distributed_c10d import _get_default_store
 
-        store, base = _get_default_store(), f"commbench/bench/cycle{config.text_cycle.cycle}/point{step}"
+        store = _get_default_store()
         order = store.add(f"{base}/num_failed", 1)
         store.set(f"{base}/failed/{order}", f"{rank}\t{reason}")
         for earlier in range(1, order):

@@ -114,7 +114,9 @@ class VerifyOutcome:
     topology: Topology
     items: tuple[CommItem, ...]
     flags: tuple[str, ...]
-    rows: list[dict]
+    rows: list[dict]              # one per item: measured, or with its "error" (failed, or not reached after one)
+    error: str | None = None      # the collective that failed and why (the first rank's cause), as bench's outcome
+    failed_at_s: float | None = None   # time.time() when `error` happened: the CLI names the rank that failed first
 
 
 def model_spec_flag(inputs: dict) -> str:
@@ -694,10 +696,14 @@ def check_items_memory(items: list[CommItem], ranks: int, backend: str) -> None:
 
 def verify_rank(rank_env, job: VerifyJob) -> VerifyOutcome:
     """Every rank: resolve the run's racks (resolve_on_ranks: NVML fabric, else host names, as bench), cut the plan's
-    groups on them, measure each item on its groups; returns the outcome (rank 0's is reported)."""
+    groups on them, measure each item on its groups; returns the outcome (rank 0's is reported). A collective that
+    fails (a timeout, a peer gone) ends the run as it ends bench's: its row and those after it carry the error, led
+    by the cause of the rank that failed first (measure.bench.first_failure_at), and no traceback leaves the rank."""
+    import time
+
     from commbench.comm.topology import resolve_on_ranks
     from collectives import get_collective
-    from commbench.measure.bench import GroupCache
+    from commbench.measure.bench import GroupCache, first_failure_at
     from commbench.comm.backends import create_backend
     from commbench.measure.harness import GroupInfo, LoopOptions, measure_point
     from commbench.results.records import new_run_id
@@ -705,26 +711,53 @@ def verify_rank(rank_env, job: VerifyJob) -> VerifyOutcome:
     backend = create_backend(job.backend, rank_env, job.timeout_s)
     comms, rows, run_id = GroupCache(backend), [], new_run_id()
     loop = LoopOptions(iters=job.iters, warmup_iters=job.warmup_iters, check=True)
+    topology, items, flags = job.topology, job.items, job.flags
+    error, failed_at_s = None, None
     try:
-        topology, items, flags = job.topology, job.items, job.flags
-        here = resolve_on_ranks(None, backend)
-        if here.racks != topology.racks:   # every rank gathered the same racks: each cuts the same groups
-            kept, cut = plan_items(job.doc, backend.world_size, job.max_bytes, job.ctx, here)
-            items, flags = tuple(kept), tuple(cut)
-        topology = here
+        try:   # exchanges with every peer: one gone or too slow for --timeout fails it
+            here = resolve_on_ranks(None, backend)
+        except RuntimeError as exc:
+            error, failed_at_s = f"start-up failed: {first_line(exc)}", time.time()
+        else:
+            if here.racks != topology.racks:   # every rank gathered the same racks: each cuts the same groups
+                kept, cut = plan_items(job.doc, backend.world_size, job.max_bytes, job.ctx, here)
+                items, flags = tuple(kept), tuple(cut)
+            topology = here
         for number, item in enumerate(items, 1):
+            comm_size = len(item.groups[0]) if item.groups else backend.world_size
+            if error is not None:
+                rows.append(failed_row(item, comm_size, NOT_REACHED))
+                continue
             if backend.rank == 0:   # a plan-sized point can take minutes on gloo: say which one is being measured
                 print(f"verify-plan: measuring {number}/{len(items)}: {item.label}, {format_size(item.size_bytes)} "
                       f"on {len(item.groups)} group(s) of {len(item.groups[0]) if item.groups else 0} rank(s)",
                       file=sys.stderr, flush=True)
             collective, spec = get_collective(item.collective), item_spec(item)
-            comm = comms.get(item.groups)
-            rec = measure_point(backend, comm, collective, spec, loop, run_id=run_id,
-                                group=GroupInfo(layout=item.kind, num_groups=len(item.groups)))
+            try:
+                comm = comms.get(item.groups)
+                rec = measure_point(backend, comm, collective, spec, loop, run_id=run_id,
+                                    group=GroupInfo(layout=item.kind, num_groups=len(item.groups)))
+            except (RuntimeError, ValueError, MemoryError) as exc:   # as bench: not a bug of ours, one line
+                cause = first_failure_at(first_line(exc), backend.rank, f"commbench/verify-plan/item{number}")
+                error, failed_at_s = f"failed while measuring {item.label}: {cause}", time.time()
+                rows.append(failed_row(item, comm_size, error))
+                continue
             # EP: dispatch + combine (the plan's pair), not the count exchange the workload also times
             time_us = rec.metrics.get("round_trip_us") or rec.time_us_median
             rows.append({"label": item.label, "time_us_median": time_us, "num_wrong": rec.num_wrong,
-                         "size_bytes": rec.size_bytes, "group_size": comm.size, "metrics": dict(rec.metrics)})
+                         "size_bytes": rec.size_bytes, "group_size": comm.size, "metrics": dict(rec.metrics),
+                         "error": None})
     finally:
-        backend.shutdown()
-    return VerifyOutcome(topology=topology, items=tuple(items), flags=flags, rows=rows)
+        if error is None:   # after a failure its peers are gone: shutting down would wait on them (as bench)
+            backend.shutdown()
+    return VerifyOutcome(topology=topology, items=tuple(items), flags=flags, rows=rows, error=error,
+                         failed_at_s=failed_at_s)
+
+
+NOT_REACHED = "not measured: the run stopped at the failure before it"
+
+
+def failed_row(item: CommItem, group_size: int, error: str) -> dict:
+    """The row of an item with no measurement: `error` says why (it failed, or the run stopped before it)."""
+    return {"label": item.label, "time_us_median": None, "num_wrong": None, "size_bytes": item.size_bytes,
+            "group_size": group_size, "metrics": {}, "error": error}
