@@ -87,10 +87,11 @@ def test_compare_and_fit_refuse_an_imported_emulated_text_against_a_real_one(tmp
                                    str(tmp_path / f"{name}.jsonl")])
         assert done.exit_code == 0, done.output
     compared = runner.invoke(app, ["compare", str(tmp_path / "real.jsonl"), str(tmp_path / "emu.jsonl")])
-    assert compared.exit_code == 2 and "fabrics" in compared.output and "emulated" in compared.output, compared.output
+    assert compared.exit_code == 2 and "fabrics" in compared.output and "EMULATED fabric" in compared.output, \
+        compared.output
     fitted = runner.invoke(app, ["fit", str(tmp_path / "real.jsonl"), str(tmp_path / "emu.jsonl"), "-O",
                                  str(tmp_path / "fab.json")])
-    assert fitted.exit_code == 2 and "emulated" in fitted.output, fitted.output
+    assert fitted.exit_code == 2 and "EMULATED fabric" in fitted.output, fitted.output
     reported = runner.invoke(app, ["report", str(tmp_path / "emu.jsonl"), "-O", str(tmp_path / "rep")])
     assert reported.exit_code == 0, reported.output
     assert "EMULATED" in (tmp_path / "rep" / "README.md").read_text()

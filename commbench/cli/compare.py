@@ -490,20 +490,39 @@ def point_identity(key: tuple) -> dict:
             "num_groups": num_groups, "params": json.loads(params)}
 
 
+def emulated_fabrics(headers: list) -> list[str]:
+    """The `commbench emulate` fabrics the runs of `headers` measured on (results.emulated.fabric_text), empty where
+    every run measured its own fabric: the figures of such a file are EMULATED, never a real network's."""
+    from commbench.results.emulated import fabric_text
+
+    return sorted({fabric_text(h.emulated) for h in headers if h.emulated})
+
+
+def measured_title(path: str, headers: list) -> str:
+    """A file as compare's title names it: 'measured PATH', or 'EMULATED PATH' for runs on `commbench emulate`."""
+    return f"{'EMULATED' if emulated_fabrics(headers) else 'measured'} {path}"
+
+
 def comparison_document(result, base: str, new: str, *, unreadable: int = 0, setup_unknown: list = (),
                         cut_short: list[str] = (), allow_cut_short: bool = False,
                         base_incomplete: list[str] = (), stale_new: list[str] = (),
-                        unchecked_both: list[str] = (), age_unknown: list[str] = ()) -> dict:
+                        unchecked_both: list[str] = (), age_unknown: list[str] = (),
+                        emulated: dict[str, list[str]] | None = None, allow_setup_change: bool = False,
+                        setup_changed: list[str] = ()) -> dict:
     """`compare --json`: every matched point with its verdict; ratios are new/base of measured times.
     `unreadable`: lines of NEW that could not be read (the gate fails on them); `setup_unknown`: "PATH: run ID"
     per run without a header record (its setup was not checked); `base_incomplete`: BASE's runs cut short and
     unreadable lines, judged on what BASE holds (--allow-cut-short; without it compare refuses such a BASE);
     `stale_new`: runs of NEW that started before the newest baseline run, judged by --allow-stale (check_when_measured); `unchecked_both`:
     points measured without the data check in both files (results.compare.unchecked_on_both_sides); `age_unknown`: why
-    NEW's age against the baseline could not be checked (check_when_measured)."""
+    NEW's age against the baseline could not be checked (check_when_measured); `emulated`: per side ("base", "new")
+    the emulated fabrics its runs measured on (emulated_fabrics); `setup_changed`: what differs in NEW's setup from
+    BASE's, judged all the same under `allow_setup_change`."""
     r2r = result.run_to_run
     return finite_or_null({"format": "commbench-compare", "version": 2, "base": base, "new": new,
             "max_regression": result.max_regression,
+            "emulated": dict(emulated or {"base": [], "new": []}),
+            "allow_setup_change": allow_setup_change, "setup_changes": list(setup_changed),
             "passed": result.passed and not unreadable and not (cut_short and not allow_cut_short),
             "points": [{"collective": p.collective, **point_identity(p.key), "point": p.label, "statistic": p.statistic,
                         "base_time_us": p.base_us, "new_time_us": p.new_us, "ratio": p.ratio,
@@ -634,7 +653,11 @@ def compare_cmd(
                                        setup_unknown=headerless, cut_short=cut_short,
                                        allow_cut_short=allow_cut_short,
                                        base_incomplete=base_short, stale_new=stale,
-                                       unchecked_both=unchecked_both, age_unknown=age_unknown))
+                                       unchecked_both=unchecked_both, age_unknown=age_unknown,
+                                       emulated={"base": emulated_fabrics(base_headers),
+                                                 "new": emulated_fabrics(new_headers)},
+                                       allow_setup_change=allow_setup_change,
+                                       setup_changed=setup_changes(base_headers, new_headers, new_name="new")))
     else:
         rows = []
         with_median = any(p.median_ratio is not None for p in result.points)
@@ -646,7 +669,8 @@ def compare_cmd(
                          + (f" ({escape(p.detail)})" if p.detail and p.verdict != "not ok in base" else "")]
                         + ([_ratio(p.median_ratio)] if with_median else []))
         judged = ", ".join(statistics_judged(result)) or "none"
-        print_table(console, f"measured {new} vs measured {base} (ratio new/base of the {judged}; > 1 is slower)",
+        print_table(console, f"{measured_title(new, new_headers)} vs {measured_title(base, base_headers)} (ratio "
+                             f"new/base of the {judged}; > 1 is slower)",
                     [Col(name="point", numeric=False), Col(name="statistic", numeric=False, keep=2), Col(name="base (µs)"),
                      Col(name="new (µs)"), Col(name="ratio"), Col(name="interval", keep=3),
                      Col(name="noise", numeric=False, keep=1), Col(name="verdict", numeric=False)]

@@ -73,7 +73,7 @@ def fit(
             _write_fabric(fabric, out, force)
         print_json({"format": "commbench-fit", "version": 1, "fabric": fabric.name, "out": out,
                     "heldout_min_bytes": min_heldout, "curves": [f.to_report() for f in fits],
-                    "notes": list(notes), "warnings": list(fabric.warnings)})
+                    "emulated": fabric.emulated_warning, "notes": list(notes), "warnings": list(fabric.warnings)})
         return
     # where the curves were measured: once in the title when they agree, else a column (dropped on a narrow
     # terminal after every other droppable column; the profile's note names every curve's hosts there too)

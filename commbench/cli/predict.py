@@ -168,6 +168,21 @@ def fit_warnings(fabric: Fabric, collective: str) -> list[str]:
     return [w for w in fabric.warnings if about(w) in (None, *mine)]
 
 
+def latency_undetermined(fabric: Fabric, measured: dict | None, num_domains: int) -> list[str]:
+    """The fitted curves predicting `measured`'s collective on its tier whose latency the fit could not determine
+    (fit_records.LATENCY_UNDETERMINED: the smallest size measured was already bandwidth-bound, so the intercept, even
+    0, is no measurement): every time predicted from them carries that latency; empty on a preset."""
+    from commbench.costmodel.fit_records import LATENCY_UNDETERMINED
+
+    if measured is None:
+        return []
+    tier = "scale_out" if num_domains > 1 else "scale_up"
+    return sorted({str(r.get("curve")) for r in fabric.fit_report
+                   if r.get("for_prediction") and r.get("collective") == measured["collective"]
+                   and r.get("tier") == tier and any(str(w).startswith(LATENCY_UNDETERMINED)
+                                                     for w in r.get("warnings") or ())})
+
+
 def extrapolated(measured: dict | None, sizes: np.ndarray, group: int) -> list[bool]:
     """Per size: beyond the fitted sizes, or on a group size never measured (False on a preset). A size is
     measured where it lies in the fitted sizes, or where the sweep would have measured it at one of them: measured
@@ -315,6 +330,7 @@ def predict(
     where = f"{num_domains} domain{'s' * (num_domains > 1)} of {fabric.domain_size}"
     measured = fitted_range(fabric, collective, num_domains, phase=algorithm if algorithm in MOE_PHASES else None)
     beyond_names = beyond_curves(measured, sizes, group)
+    undetermined = [] if latency_only else latency_undetermined(fabric, measured, num_domains)
     beyond = [bool(names) for names in beyond_names]
     by_phase = measured is not None and "phases" in measured   # a mean of two curves, each with its own range
     # a preset: the published figures that set its terms, and per size whether they span it (own or borrowed)
@@ -334,6 +350,7 @@ def predict(
         rows = [{"size_bytes": int(s), "time_us": float(t * 1e6), "algbw_gbps": float(a), "busbw_gbps": float(b),
                  "algorithm": name, "protocol": proto, "predicted": True, "extrapolated": x,
                  **({"latency_only": True} if latency_only else {}),
+                 "latency_undetermined": bool(undetermined),
                  **({"extrapolated_phases": names} if by_phase else {}),
                  **({"borrowed_from": others} if calibration is not None else {})}
                 for s, t, a, b, name, proto, x, names, others in zip(sizes, time_s, algbw, busbw, picked, protocols,
@@ -345,6 +362,7 @@ def predict(
                     "num_domains": num_domains, "fitted_range": measured, "calibration": calibration,
                     "preset_curves": borrowed, "small_sizes": small_sizes,
                     **({"latency_only": [dataclasses.asdict(c) for c in latency_only]} if latency_only else {}),
+                    "latency_undetermined_curves": undetermined, "predicted_from_emulated": fabric.emulated_warning,
                     "fit_warnings": fit_warnings(fabric, collective), "rows": rows})
         return
     cols = [Col(name="size"), Col(name="time (µs)"), Col(name="algbw (GB/s)", keep=1), Col(name="busbw (GB/s)")]
@@ -359,9 +377,10 @@ def predict(
     elif latency_only:
         cols.append(Col(name="fit", numeric=False, keep=2))
         rows = [row + ["extrapolated (latency only)" if x else "measured latency"] for row, x in zip(rows, beyond)]
-    elif any(beyond):
+    elif any(beyond) or undetermined:
         cols.append(Col(name="fit", numeric=False, keep=2))
-        rows = [row + [(f"extrapolated ({', '.join(names)})" if by_phase else "extrapolated") if names else "in range"]
+        rows = [row + [", ".join([(f"extrapolated ({', '.join(names)})" if by_phase else "extrapolated")] * bool(names)
+                                 + ["latency undetermined"] * bool(undetermined)) or "in range"]
                 for row, names in zip(rows, beyond_names)]
     how = f"algorithm {algorithm} (forced)" if algorithm else "the fastest algorithm per size"
     if chosen is not None:   # costmodel.choice.best_algorithm_protocol: NCCL's own model picks, ours times it
@@ -412,6 +431,10 @@ def predict(
                                  off, len(beyond), fabric.name, one["curve"], ", ".join(map(str, one["group_sizes"])),
                                  format_size(one["min_size_bytes"]), format_size(one["max_size_bytes"]),
                                  f"its {name} half of the mean" if by_phase else "them"), highlight=False)
+    if undetermined:
+        console.print(styled("[yellow]latency undetermined[/]: {} measured no latency (its smallest size was already "
+                             "bandwidth-bound): every time above carries a fitted latency that is no measurement; "
+                             "measure smaller sizes and fit again", ", ".join(undetermined)), highlight=False)
     warnings = fit_warnings(fabric, collective)
     for warning in warnings[:MAX_SHOWN_WARNINGS]:
         console.print(styled("[yellow]fit warning:[/] {}", warning), highlight=False)

@@ -55,6 +55,12 @@ RUN_SPREAD_WARN = 0.25
 # their own noise as well (time_growth): a median that rises by noise fits a bandwidth well under this bound
 MAX_PLAUSIBLE_BUSBW = 1e14
 _DOMAIN_KEYS = ("ranks_per_rack", "domain_size", "ranks_per_domain", "ranks_per_node", "gpus_per_node")
+# what a curve's `latency_us` is (to_report): the alpha-beta fit's intercept, or a latency-only curve's median time
+LATENCY_FITTED = "fitted_intercept"
+# a curve's warning that its fitted latency is no measurement (its smallest size already bandwidth-bound): predict
+# marks every row from such a curve (cli/predict.latency_undetermined)
+LATENCY_UNDETERMINED = "smallest size is bandwidth-bound: latency is poorly determined"
+LATENCY_MEDIAN_TIME = "latency_only_median_time"
 MAX_HOSTS_SHOWN = 3  # a curve's hosts in one line; the fit report lists them all
 
 
@@ -121,7 +127,12 @@ class CurveFit:
             "backend": self.key.backend, "group_size": self.key.group_size, "layout": self.key.layout,
             "num_domains": self.key.num_domains, "tier": self.tier, "num_points": self.num_points,
             "min_size_bytes": self.min_size_bytes, "max_size_bytes": self.max_size_bytes,
-            "latency_us": self.fit.latency_s * 1e6,
+            # the latency this curve predicts with, as `fit`'s table prints it: a latency-only curve's median time
+            # (latency_only.py), else the fitted intercept; `latency_kind` says which, `fitted_intercept_us` keeps
+            # the raw intercept (a latency-only curve's is fitted to noise and predicts nothing)
+            "latency_us": (self.fit.latency_s if self.latency_only_s is None else self.latency_only_s) * 1e6,
+            "latency_kind": LATENCY_FITTED if self.latency_only_s is None else LATENCY_MEDIAN_TIME,
+            "fitted_intercept_us": self.fit.latency_s * 1e6,
             # null where the bandwidth is undetermined (time did not grow with size beyond its noise, or a piece's
             # slope is ~0: bandwidth_undetermined): its warning says so, as `fit`'s table prints "-"; the raw slope
             # (~1e21 GB/s, or 0.2 GB/s fitted to noise) is no number to read
@@ -468,7 +479,7 @@ def fit_curve(key: CurveKey, points: list[CurvePoint] | list[tuple[float, float,
     elif bandwidth_s < fit.latency_s:
         warnings.append("largest size is latency-bound: bandwidth is poorly determined (measure larger sizes)")
     if float(x[0]) / fit.busbw_bytes_per_s[0] > fit.latency_s:
-        warnings.append("smallest size is bandwidth-bound: latency is poorly determined (measure smaller sizes)")
+        warnings.append(f"{LATENCY_UNDETERMINED} (measure smaller sizes)")
     warnings += _uncovered_regimes(sizes) if latency_only_s is None else []
     if (spread := repeat_spread_warning(points)) is not None:
         warnings.append(spread)

@@ -29,6 +29,7 @@ from commbench.costmodel.fit_records import CurveFit
 from commbench.costmodel.latency_only import LatencyOnlyCurve
 from commbench.costmodel.formulas import COLLECTIVES, steps
 from commbench.data.reference import GpuSpec
+from commbench.units import format_size
 
 FITTED = "fitted"
 
@@ -182,17 +183,50 @@ def latency_only_curves(fits: list[CurveFit], usable: list[CurveFit], base: Fabr
     """The fits whose bandwidth is undetermined kept as latency-only curves (latency_only.py), one per (collective,
     group size, domains), where no usable fit and no curve of `base` predicts their collective on their tier: those
     would predict it instead (formulas reads a latency-only curve only where a collective has no curve)."""
-    covered = {(f.key.collective, f.tier) for f in usable}
-    if base is not None:
-        covered |= {(c.collective, c.tier) for c in base.curves}
-    kept = [f for f in _one_fit_per_curve([f for f in fits if f.latency_only_s is not None])
-            if (f.key.collective, f.tier) not in covered]
+    kept = _kept_latency_only(fits, usable, base)
     return tuple(LatencyOnlyCurve(collective=f.key.collective, tier=f.tier, group_size=f.key.group_size,
                                   num_domains=f.key.num_domains, latency_us=f.latency_only_s * 1e6,
                                   min_size_bytes=f.min_size_bytes, max_size_bytes=f.max_size_bytes,
                                   why=next((w for w in f.warnings if w.startswith("bandwidth undetermined")), ""),
                                   source=curve_source(f))
                  for f in sorted(kept, key=lambda f: f.key.label))
+
+
+def settle_latency_only(fits: list[CurveFit], base: Fabric | None) -> list[CurveFit]:
+    """`fits` with each latency-only fit the profile does not keep (latency_only_curves: its collective is predicted
+    on its tier by a usable fit or by `base`, or a fit of the same curve with more points is kept) made an ordinary
+    reported fit, its warning saying what predicts its collective instead: its fit's "kept latency-only" told of a
+    curve the profile does not hold, and its to_report a latency nothing predicts with."""
+    usable = _one_fit_per_curve([f for f in fits if f.key.for_prediction and f.key.collective in COLLECTIVES])
+    kept = {id(f) for f in _kept_latency_only(fits, usable, base)}
+    by_tier = {(f.key.collective, f.tier): f for f in usable}
+    settled = []
+    for fit in fits:
+        if fit.latency_only_s is None or id(fit) in kept:
+            settled.append(fit)
+            continue
+        instead = by_tier.get((fit.key.collective, fit.tier))
+        why = (f"{fit.key.collective} on {fit.tier} is predicted from {instead.key.label} "
+               f"({format_size(instead.min_size_bytes)}..{format_size(instead.max_size_bytes)}; its sizes outside "
+               "that are extrapolated)" if instead is not None else
+               f"{fit.key.collective} on {fit.tier} is predicted from the {base.name} preset's curve"
+               if base is not None and base.curves_for(fit.key.collective, fit.tier) else
+               "a fit of the same curve with more points is kept latency-only")
+        kept_text = (f"; kept latency-only ({fit.latency_only_s * 1e6:,.1f} us, the median time): predicts these "
+                     "sizes alone")
+        warnings = tuple(w.replace(kept_text, f"; not kept latency-only: {why}{REPORTED_ONLY}")
+                         for w in fit.warnings)
+        settled.append(dataclasses.replace(fit, latency_only_s=None, warnings=warnings))
+    return settled
+
+
+def _kept_latency_only(fits: list[CurveFit], usable: list[CurveFit], base: Fabric | None) -> list[CurveFit]:
+    """The latency-only fits latency_only_curves keeps."""
+    covered = {(f.key.collective, f.tier) for f in usable}
+    if base is not None:
+        covered |= {(c.collective, c.tier) for c in base.curves}
+    return [f for f in _one_fit_per_curve([f for f in fits if f.latency_only_s is not None])
+            if (f.key.collective, f.tier) not in covered]
 
 
 def _one_fit_per_curve(fits: list[CurveFit]) -> list[CurveFit]:
@@ -373,6 +407,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     fits, notes = fit_all(points, runs, min_heldout_bytes=min_heldout_bytes or MIN_HELDOUT_BYTES)
     held = run_record_counts(records)   # what each run held when fitted: profile_age sees points added later
     fits = [dataclasses.replace(f, run_records=tuple((run, held.get(run, 0)) for run in f.runs)) for f in fits]
+    fits = settle_latency_only(fits, base)
     notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + unknown_notes + mix_notes + notes \
         + [loop_note] * bool(loop_note)
     notes += sweeps_cut_short(records)

@@ -45,15 +45,15 @@ def fabric_text(emulated: dict) -> str:
 
 
 def setup_text(emulated: dict | None) -> str:
-    """The fabric as a setup: 'real fabric', or 'emulated fabric: 2 racks x 1 ranks, 0.1 Gbit/s per rack uplink'
-    (every parameter that sets its links). compare's setup check, fit's refusal of mixed fabrics and report's labels
+    """The fabric as a setup: 'real fabric', or 'EMULATED fabric: 2 racks x 1 ranks, 0.1 Gbit/s per rack uplink'
+    (every parameter that sets its links; EMULATED in capitals as everywhere an emulated run is named: report's legend
+    entries and headings read it). compare's setup check, fit's refusal of mixed fabrics and report's labels
     read it: two emulated fabrics of another rate or other racks are two setups (one rule)."""
     if not emulated:
         return "real fabric"
     # its racks, ranks and rate: the burst follows from the rate (tbf_burst_bytes), and runs written before the
     # header recorded it are the same fabric
-    return "emulated fabric" + fabric_text({k: v for k, v in emulated.items() if k != "tbf_burst_bytes"})[
-        len("EMULATED fabric"):]
+    return fabric_text({k: v for k, v in emulated.items() if k != "tbf_burst_bytes"})
 
 
 _FABRIC_RE = re.compile(r"EMULATED fabric: (\d+) racks? x (\d+) ranks, (?:(\d+(?:\.\d+)?(?:e[+-]?\d+)?) Gbit/s per rack "

@@ -81,6 +81,12 @@ def _finish(fig, ax, title: str, note: str) -> None:
     fig.tight_layout(rect=(0, 0.05 if note else 0, 1, 1))
 
 
+def drawable(values) -> bool:
+    """Whether a line of `values` puts any point on a log axis (finite and > 0; the rest are masked)."""
+    values = np.asarray(values, dtype=float)
+    return bool(np.any(np.isfinite(values) & (values > 0)))
+
+
 def busbw_figure(collective: str, series: list[Series], note: str = ""):
     """busbw (GB/s) vs size on log-log axes; predicted busbw uses each row's own bus factor."""
     plt = _pyplot()
@@ -91,8 +97,10 @@ def busbw_figure(collective: str, series: list[Series], note: str = ""):
                         **MEASURED_STYLE)
         if s.predicted_s is not None:
             factor = np.array([m.busbw_gbps / m.algbw_gbps if m.algbw_gbps else 1.0 for m in s.rows])
-            ax.plot(sizes, sizes / s.predicted_s / 1e9 * factor, color=line.get_color(),
-                    label=f"predicted: {s.label}", **PREDICTED_STYLE)
+            with np.errstate(divide="ignore", invalid="ignore"):   # a NaN or 0 s prediction: no point, not a warning
+                predicted = sizes / s.predicted_s / 1e9 * factor
+            if drawable(predicted):   # a legend entry for no line drawn names a prediction nobody can see
+                ax.plot(sizes, predicted, color=line.get_color(), label=f"predicted: {s.label}", **PREDICTED_STYLE)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", nonpositive="mask")  # busbw printed as 0.00 (tiny sizes) has no place on a log axis
     human_size_axis(ax.xaxis)
@@ -110,7 +118,7 @@ def latency_figure(collective: str, series: list[Series], note: str = ""):
         sizes = np.array([m.size_bytes for m in s.rows], dtype=float)
         line, = ax.plot(sizes, [headline_time(m)[1] for m in s.rows], label=f"measured ({s.time_name} time): {s.label}",
                         **MEASURED_STYLE)
-        if s.predicted_s is not None:
+        if s.predicted_s is not None and drawable(s.predicted_s * 1e6):
             ax.plot(sizes, s.predicted_s * 1e6, color=line.get_color(), label=f"predicted: {s.label}",
                     **PREDICTED_STYLE)
     ax.set_xscale("log", base=2)
