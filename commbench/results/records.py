@@ -92,6 +92,10 @@ class RunHeader:
     # a sweep's entries as its identity hashes them (sweep.resume.identity_entries: defaults applied, a routing trace's
     # digest beside its path), so a refused --resume names the setting that changed; None elsewhere and before
     sweep_entries: list[dict[str, Any]] | None = None
+    # a sweep launch's resume: the run id of the run of this sweep it went on from in its file (`sweep --resume`, or
+    # fresh ranks after a hang), "" for a launch that resumed nothing; only such a header makes its run a continuation
+    # (results.resumed). None elsewhere and in files written before it, whose argv's `--resume` then says a resume
+    resumes_run_id: str | None = None
 
     def nccl_settings(self) -> dict[str, str]:
         """The NCCL_* settings NCCL ran with: `nccl_env`, then the files' where the environment leaves a key unset
