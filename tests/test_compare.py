@@ -33,6 +33,14 @@ def record(size, samples_us, *, run_id="r", **kw):
                        num_wrong=0, **kw)
 
 
+def as_collective(m: Measurement, collective: str) -> Measurement:
+    """`m` as a record of `collective`: its busbw at nccl-tests' factor for it (records.iter_records checks it on read)."""
+    from commbench.results.importers.nccl_tests import NCCL_TESTS_BUS_FACTOR
+
+    return dataclasses.replace(m, collective=collective,
+                               busbw_gbps=m.algbw_gbps * NCCL_TESTS_BUS_FACTOR[collective](m.group_size))
+
+
 def header_for(m: Measurement) -> RunHeader:
     """The header a run's first record stands under, as bench and sweep write one (the same setup every run)."""
     return RunHeader(run_id=m.run_id, started_at="t", argv=[], commbench_version="0", python_version="3",

@@ -9,6 +9,7 @@ import dataclasses
 
 import numpy as np
 
+from commbench.results.records import RunHeader
 from commbench.results.resumed import runs_holding_their_plan, sweeps_cut_short
 from tests.test_compare import header_for, record, write
 from tests.test_compare_runs import run_cli
@@ -36,7 +37,9 @@ def test_a_complete_run_and_a_cut_short_run_of_one_sweep_are_two_runs(tmp_path):
 
 
 def test_a_resumed_sweep_stays_one_run_and_a_launch_without_records_plans_nothing_of_its_own():
-    resumed = _run("first", SIZES[:2], 4) + [dataclasses.replace(r, run_id="again") for r in _run("x", SIZES[2:], 5)]
+    resumed = _run("first", SIZES[:2], 4) + [dataclasses.replace(r, run_id="again", resumes_run_id="first")
+                                             if isinstance(r, RunHeader) else dataclasses.replace(r, run_id="again")
+                                             for r in _run("x", SIZES[2:], 5)]
     assert sweeps_cut_short(resumed) == [] and set(runs_holding_their_plan(resumed)) == {"first", "again"}
     died = _run("died", SIZES, 6)[:1] + _run("whole", SIZES, 7)
     assert sweeps_cut_short(died) == [] and set(runs_holding_their_plan(died)) == {"whole"}

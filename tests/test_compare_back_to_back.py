@@ -9,7 +9,7 @@ import dataclasses
 
 import numpy as np
 
-from tests.test_compare import header_for, record, run, write
+from tests.test_compare import as_collective, header_for, record, run, write
 
 SIZES = (1024, 4096, 16384, 65536)
 
@@ -49,9 +49,9 @@ def test_base_runs_of_different_collectives_get_no_back_to_back_note(tmp_path):
     collectives = ("all_reduce", "all_gather", "broadcast")
     base, new = [], []
     for i, (started_at, collective) in enumerate(zip(close, collectives)):
-        points = [dataclasses.replace(m, collective=collective) for m in _runs(f"b{i}-", [started_at], i)[1:]]
+        points = [as_collective(m, collective) for m in _runs(f"b{i}-", [started_at], i)[1:]]
         base += [dataclasses.replace(header_for(points[0]), started_at=started_at), *points]
-        new += [dataclasses.replace(m, collective=collective) for m in _runs("n", ["x"], 9 + i)[1:]]
+        new += [as_collective(m, collective) for m in _runs("n", ["x"], 9 + i)[1:]]
     new = [dataclasses.replace(header_for(new[0]), started_at="2026-12-06T11:00:00+00:00"), *new]
     result = run(write(tmp_path / "base.jsonl", base), write(tmp_path / "new.jsonl", new))
     said = " ".join(result.output.split())

@@ -10,7 +10,7 @@ import json
 
 import numpy as np
 
-from tests.test_compare import header_for, record, write
+from tests.test_compare import as_collective, header_for, record, write
 from tests.test_compare_runs import run_cli
 
 SIZES = (1024, 4096, 16384, 65536)
@@ -18,8 +18,8 @@ SIZES = (1024, 4096, 16384, 65536)
 
 def _run(run_id, collective, sizes, seed, planned=len(SIZES)):
     rng = np.random.default_rng(seed)
-    records = [dataclasses.replace(record(size, 50 * np.exp(rng.normal(0, 0.01, 30)), run_id=run_id),
-                                   collective=collective) for size in sizes]
+    records = [as_collective(record(size, 50 * np.exp(rng.normal(0, 0.01, 30)), run_id=run_id), collective)
+               for size in sizes]
     header = dataclasses.replace(header_for(records[0]), planned_points=planned,
                                  argv=["commbench", "bench", collective])
     return [header, *records]

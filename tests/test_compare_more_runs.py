@@ -5,13 +5,12 @@ of every point, and x1000 of one collective, passed (exit 0) where the same NEW 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import numpy as np
 import pytest
 
-from tests.test_compare import record, write
+from tests.test_compare import as_collective, record, write
 from tests.test_compare_runs import run_cli
 
 SIZES = (4096, 65536, 1 << 20)
@@ -26,8 +25,8 @@ def _run(run_id, rng, *, shift=0.0, scale=1.0, point_sd=0.15, only=None):
         for size in SIZES:
             factor = scale if only in (None, collective) else 1.0
             level = 100 * (1 + size / 65536) * np.exp(shift + rng.normal(0, point_sd)) * factor
-            out.append(dataclasses.replace(record(size, level * np.exp(rng.normal(0, 0.01, 30)), run_id=run_id),
-                                           collective=collective))
+            out.append(as_collective(record(size, level * np.exp(rng.normal(0, 0.01, 30)), run_id=run_id),
+                                     collective))
     return out
 
 

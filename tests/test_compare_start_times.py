@@ -4,13 +4,12 @@ no zone within the widest UTC offset of BASE's) passed the same way."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import os
 
 from tests.results_files import invoke
-from tests.test_compare import write
+from tests.test_compare import as_collective, write
 from tests.test_compare_gate_notes import _run
 from tests.test_compare_runs import run_cli
 
@@ -119,7 +118,7 @@ def test_the_not_planned_error_names_benchs_collective_and_counts_points_per_run
 
     def run(run_id, seed, collective, started):
         header, *points = _run(run_id, seed, started=started, planned_points=4, argv=[*argv, collective])
-        return [header, *(dataclasses.replace(m, collective=collective) for m in points)]
+        return [header, *(as_collective(m, collective) for m in points)]
 
     base = write(tmp_path / "base.jsonl", [*run("r", 1, "all_reduce", "2026-12-05T12:00:00+00:00"),
                                            *run("g", 2, "all_gather", "2026-12-05T12:00:05+00:00")])

@@ -52,7 +52,8 @@ def test_the_note_names_a_tier_only_the_left_out_points_measured(tmp_path):
     the only scale-up all_reduce measurement, so the profile had no all_reduce scale-up curve without a word."""
     from tests.test_compare import header_for
 
-    across = [dataclasses.replace(m, dtype="bfloat16", world_size=4, group_size=4, group_layout="world")
+    across = [dataclasses.replace(m, dtype="bfloat16", world_size=4, group_size=4, group_layout="world",
+                                  busbw_gbps=m.algbw_gbps * 1.5)   # all_reduce's 2(n-1)/n on 4 ranks
               for m in _points()]
     inside = [dataclasses.replace(m, world_size=4, group_size=2, group_layout="contiguous") for m in _points()]
     header = dataclasses.replace(header_for(across[0]), hostnames=["n1", "n1", "n2", "n2"])

@@ -54,23 +54,37 @@ def test_a_row_missing_from_our_own_text_is_a_point_lost(capsys):
     assert any("2 held, 1 not in the log" in note for note in header_read.notes), header_read.notes
 
 
-def test_a_text_without_the_line_plans_nothing_as_before():
-    """Texts of commbench before the line: their banner's step may stand in for a list of sizes, so no plan."""
-    text = "\n".join([
+def _old_text(banner_sizes: str, sizes: tuple[int, ...]) -> str:
+    """commbench's text as written before its '# planned points:' line, a row per size in `sizes`."""
+    return "\n".join([
         "# nccl-tests version commbench-0.1.0 nccl-headers=0 nccl-library=0",
         "# Collective test starting: all_gather_perf",
-        "# nThread 1 nGpus 1 minBytes 1024 maxBytes 16384 step: 4(factor) warmup iters: 0 iters: 2 agg iters: 1 "
+        f"# nThread 1 nGpus 1 {banner_sizes} warmup iters: 0 iters: 2 agg iters: 1 "
         "validation: 1 graph: 0 unalign: 0",
         "#", "# Using devices",
         *[f"#  Rank {r:2d} Group  0 Pid      0 on         vm device  0 [0000:00:00] cpu" for r in range(2)],
         "#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   "
         "busbw  #wrong",
-        "        1024           128     float    none      -1    10.00    0.10    0.05       0      N/A     N/A     "
-        "N/A     N/A",
-        "       16384          2048     float    none      -1    20.00    0.82    0.41       0      N/A     N/A     "
-        "N/A     N/A",
+        *[f"{size:12d}  {size // 8:12d}     float    none      -1    20.00  {size / 20e3:6.2f}  {size / 40e3:6.2f}       0"
+          "      N/A     N/A     N/A     N/A" for size in sizes],
         "# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 0.23 ", "#",
         "# Collective test concluded: all_gather_perf"])
+
+
+def test_a_text_without_the_line_plans_from_its_banner_where_its_rows_lie_on_it():
+    """Probe P3: commbench's texts written before the line imported a row deleted as a whole run (no plan at all);
+    they plan from their banner's sweep as a real nccl-tests log does, where every row lies on that sweep."""
+    banner = "minBytes 1024 maxBytes 16384 step: 4(factor)"
+    (header,) = headers(parse_text(_old_text(banner, (1024, 16384)), "log.txt").records)   # the 4096 row deleted
+    assert header.planned_points == 3 and any("2 held, 1 not in the log" in n for n in header.notes), header.notes
+    (whole,) = headers(parse_text(_old_text(banner, (1024, 4096, 16384)), "log.txt").records)
+    assert whole.planned_points == 3 and any("3 held" in n and "not in" not in n for n in whole.notes), whole.notes
+
+
+def test_a_text_without_the_line_whose_step_stood_in_for_a_list_plans_nothing():
+    """A list of sizes (1K, 4K, 4992 B) printed the step of its first two (3072 bytes): 4992 is not on the banner's
+    sweep, which cannot plan the rows."""
+    text = _old_text("minBytes 1024 maxBytes 4992 step: 3072(bytes)", (1024, 4096, 4992))
     imported = parse_text(text, "log.txt")
     (header,) = headers(imported.records)
-    assert len(measurements(imported.records)) == 2 and header.planned_points is None
+    assert len(measurements(imported.records)) == 3 and header.planned_points is None

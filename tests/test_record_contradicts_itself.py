@@ -49,7 +49,8 @@ def test_a_record_whose_summary_disagrees_with_its_samples_is_refused(tmp_path):
     m = new_run[0]
     ordered = sorted(m.iter_times_us)
     upper = dataclasses.replace(m, time_us_median=ordered[len(ordered) // 2], time_us_min=m.time_us_min + 0.0004,
-                                algbw_gbps=m.size_bytes / ordered[len(ordered) // 2] / 1e3)  # algbw from that median
+                                algbw_gbps=m.size_bytes / ordered[len(ordered) // 2] / 1e3,   # algbw from that median
+                                busbw_gbps=m.size_bytes / ordered[len(ordered) // 2] / 1e3)   # x 1 (all_reduce, 2 ranks)
     write(tmp_path / "ok.jsonl", [upper])
     skipped: list = []
     assert len(list(iter_records(tmp_path / "ok.jsonl", on_bad_line=lambda n, why: skipped.append(why)))) == 2
@@ -112,7 +113,8 @@ def test_a_record_whose_size_is_not_its_algbw_times_its_time_is_refused(tmp_path
     printed = dataclasses.replace(m, time_us_median=None, time_us_mean=None, time_us_min=None, time_us_max=None,
                                   iter_times_us=[], loop_time_us={"avg": 33.94}, size_bytes=1024, count=256,
                                   algbw_gbps=0.03, busbw_gbps=0.03)
-    moe = dataclasses.replace(m, collective="moe_all_to_all", algbw_gbps=m.algbw_gbps * 3)
+    moe = dataclasses.replace(m, collective="moe_all_to_all", algbw_gbps=m.algbw_gbps * 3,
+                              busbw_gbps=m.algbw_gbps * 3 * 0.5)   # its bus factor (n-1)/n, checked (record_checks)
     write(tmp_path / "ok.jsonl", [printed, moe])
     skipped: list = []
     assert len(list(iter_records(tmp_path / "ok.jsonl", on_bad_line=lambda n, why: skipped.append(why)))) == 3

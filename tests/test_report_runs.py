@@ -15,12 +15,14 @@ from commbench.results.records import JsonlWriter, Measurement, RunHeader
 KIB = 1024
 
 
-def header(run_id, *, hosts=("h1",), nccl="2.27.3", sweep="s1", world=2, devices=("NVIDIA H100",), env=None):
+def header(run_id, *, hosts=("h1",), nccl="2.27.3", sweep="s1", world=2, devices=("NVIDIA H100",), env=None,
+           resumes=None):
     return RunHeader(run_id=run_id, started_at="2026-01-01T00:00:00+00:00", argv=["commbench", "sweep"],
                      commbench_version="0", python_version="3", torch_version=None, nccl_version=nccl,
                      cuda_version=None, cupy_version=None, backend="nccl", world_size=world,
                      hostnames=[hosts[i % len(hosts)] for i in range(world)], devices=list(devices) * world,
-                     nccl_env=env or {}, launcher="torchrun", sweep_identity=sweep)
+                     nccl_env=env or {}, launcher="torchrun", sweep_identity=sweep,
+                     resumes_run_id=resumes)
 
 
 def point(run_id, size, time_us, *, world=2, group=None, params=None, collective="all_reduce"):
@@ -67,7 +69,7 @@ def test_a_resumed_sweep_is_one_curve_and_one_table(tmp_path, monkeypatch):
     """Killed after 2 KiB and resumed (`sweep --resume`: a new header and run id holding only the rest): one
     run of the sweep, drawn as one line of four points and tabled once, as `compare` counts it."""
     path = write(tmp_path / "resumed.jsonl", [(header("first"), [(KIB, 10.0), (2 * KIB, 11.0)]),
-                                              (header("resumed"), [(4 * KIB, 12.0), (8 * KIB, 13.0)])])
+                                              (header("resumed", resumes="first"), [(4 * KIB, 12.0), (8 * KIB, 13.0)])])
     output, md, drawn = report(tmp_path, path, monkeypatch=monkeypatch)
     assert drawn == {"all_reduce": ["nccl float32 n=2"]}, drawn
     assert titles(output) == ["all_reduce — nccl float32 n=2 (measured)"], output
@@ -86,7 +88,7 @@ def test_runs_of_other_hosts_nccl_versions_or_world_sizes_are_apart_and_say_what
     assert md.count("| 1 KiB |") == 2 and "### nccl float32 n=2 (hosts h2)" in md, md
 
     versions = write(tmp_path / "versions.jsonl", [(header("old"), sizes),
-                                                   (header("new", nccl="2.21.5"), [(4 * KIB, 12.0)])])
+                                                   (header("new", nccl="2.21.5", resumes="old"), [(4 * KIB, 12.0)])])
     _, md, drawn = report(tmp_path, versions, monkeypatch=monkeypatch)
     assert drawn["all_reduce"] == ["nccl float32 n=2 (NCCL 2.27.3)", "nccl float32 n=2 (NCCL 2.21.5)"], drawn
 

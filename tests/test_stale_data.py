@@ -29,7 +29,7 @@ def test_a_sweep_resumed_after_its_first_points_is_no_empty_run(tmp_path):
     new = [dict(r, sweep_identity="s1") if r["record_type"] == "header" else r
            for r in _records(COMPARE / "gloo_all_reduce_b.jsonl")]
     header, points = new[0], new[1:]
-    resumed = [header, *points[:2], dict(header, run_id="resumed"),
+    resumed = [header, *points[:2], dict(header, run_id="resumed", resumes_run_id=header["run_id"]),
                *[dict(p, run_id="resumed") for p in points[2:]]]
     base_path = _write(tmp_path / "base.jsonl", base)
     result = _invoke("compare", base_path, _write(tmp_path / "resumed.jsonl", resumed))
@@ -37,7 +37,7 @@ def test_a_sweep_resumed_after_its_first_points_is_no_empty_run(tmp_path):
     assert "header and no measurement" not in result.output
     # a resume whose launch wrote its header and nothing counts as the run it continues (README; probe AC F6): the
     # gate still fails, on the points of BASE that run lacks, not on a run 'with every point of BASE missing'
-    stopped = [header, *points[:2], dict(header, run_id="resumed")]
+    stopped = [header, *points[:2], dict(header, run_id="resumed", resumes_run_id=header["run_id"])]
     result = _invoke("compare", base_path, _write(tmp_path / "stopped.jsonl", stopped), "--json")
     document = json.loads(result.stdout)
     assert result.exit_code == 1 and document["empty_runs"] == [] and len(document["missing"]) == len(points) - 2

@@ -6,8 +6,9 @@ parameter line with 2.18's trailing "unalign: %d"):
 - row: "%12li  %12li  %8s  %6s  %6s" (size, count, type, redop, root as "%6i"), then per placement,
   out-of-place first, "  %7s  %6s  %6s  %6g" (time, algbw, busbw, #wrong) or "  %7s  %6s  %6s    N/A"
   without a data check; numbers by getFloatStr: "%.2f" while it fits the width, else "%.1f", "%.0f",
-  then "%.1e" (width 7) / "%.0e". A placement the collective has not (or that failed) prints N/A in
-  every column, aligned.
+  then "%.1e" (width 7) / "%.0e". A placement the collective has not (or not measured) prints N/A in
+  every column, aligned; a failed one prints its time and bandwidths as nan (a time nccl-tests has no valid value
+  for), #wrong N/A, so an import keeps it failed.
 - footer: "# Out of bounds values : %d %s" (cells with #wrong > 0), "# Avg bus bandwidth    : %g "
   (the mean busbw over every measured cell, out-of-place and in-place: bw[0] / bw_count[0]), "#",
   "# Collective test concluded: %s".
@@ -29,6 +30,10 @@ NCCL_TYPE = {"float32": "float", "float16": "half", "float64": "double", "bfloat
              "int8": "int8", "uint8": "uint8", "int32": "int32", "int64": "int64"}
 NCCL_TEST_NAME = {"all_to_all": "alltoall"}  # nccl-tests' binary names where they differ from ours
 _ABSENT = f"  {'N/A':>7}  {'N/A':>6}  {'N/A':>6}  {'N/A':>6}"
+# a failed point's cell: the time (and the bandwidths from it) nan, as nccl-tests prints a time it has no valid value
+# for (getFloatStr of a NaN), which `import nccl-tests` reads back as a failed point; an all-N/A cell reads as a point
+# never reached (a cut-short run's), so a failure exported and imported again passed `compare` as not measured
+_FAILED = f"  {'nan':>7}  {'nan':>6}  {'nan':>6}  {'N/A':>6}"
 
 
 def program_name(collective: str) -> str:
@@ -110,7 +115,7 @@ def cell_numbers(m: Measurement, average: int) -> tuple[float, float, float] | N
 def _cell(m: Measurement | None, average: int) -> str:
     numbers = cell_numbers(m, average) if m is not None else None
     if numbers is None:
-        return _ABSENT
+        return _FAILED if m is not None and m.status == "failed" else _ABSENT
     time_us, algbw, busbw = numbers
     body = f"  {float_text(time_us, 7)}  {float_text(algbw, 6)}  {float_text(busbw, 6)}"
     return body + ("    N/A" if m.num_wrong is None else f"  {float(m.num_wrong):6g}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 
-from commbench.results.print_rounding import printed_bandwidth_slack_gbps
+from commbench.results.print_rounding import printed_bandwidth_slack_gbps, printed_half_unit_gbps
 
 STATUSES = ("ok", "failed", "skipped")
 MAX_SIZE_BYTES = 1 << 50  # 1 PiB: far above any buffer one collective moves
@@ -133,3 +133,84 @@ def check_algbw_matches_size(m) -> None:
         raise SummaryDisagrees(
             f"algbw_gbps={m.algbw_gbps:.6g} but size_bytes={m.size_bytes} / {time_name}={time_us_value:.6g} gives "
             f"{derived_gbps:.6g} GB/s: {BANDWIDTH_DISAGREES}, edited or corrupted, not a measurement to judge")
+
+
+BUSBW_DISAGREES = "its busbw is not algbw x nccl-tests' bus factor"   # how such a line's reason reads
+
+
+def _agrees(value: float, expected: float, own: bool, slack_gbps: float = 0.0) -> bool:
+    """`value` as `expected` within float precision (commbench's own record) or, for an import, `slack_gbps` (the
+    print rounding of the printed numbers it may hold)."""
+    return abs(value - expected) <= 1e-6 * abs(expected) + 1e-12 + (0.0 if own else slack_gbps)
+
+
+def check_busbw_matches_algbw(m) -> None:
+    """A measured record's busbw_gbps as its algbw_gbps x nccl-tests' bus factor for its collective on its group's
+    ranks (nccl-tests doc/PERFORMANCE.md: all_reduce 2(n-1)/n; all_gather, reduce_scatter, alltoall (n-1)/n; broadcast,
+    reduce, sendrecv 1; commbench's moe_all_to_all (n-1)/n, collectives/moe_all_to_all.py busbw_factor), as bench
+    (measure/harness.py) and import (importers/nccl_tests.derived_bandwidths) write it; and moe_all_to_all's algbw
+    (round_trip_bytes_max / its time) and its stage metrics (dispatch/combine algbw = their bytes / their time, busbw =
+    algbw x the factor, round_trip_us their sum) recomputed from the record's own bytes and times. An import may hold
+    printed 2-decimal bandwidths (files imported before the importer derived them): allowed their print rounding. A
+    record whose busbw or MoE figures were edited was printed as measured by `report`: a SummaryDisagrees naming them."""
+    from commbench.results.importers.nccl_tests import NCCL_TESTS_BUS_FACTOR, ROUND_TRIP_BUS_FACTOR
+
+    factors = {**NCCL_TESTS_BUS_FACTOR, **ROUND_TRIP_BUS_FACTOR}
+    if m.status != "ok" or m.collective not in factors or m.algbw_gbps is None:
+        return
+    own = m.time_us_median is not None
+    factor = factors[m.collective](m.group_size)
+    wrong = []
+    if m.busbw_gbps is not None:
+        slack = printed_half_unit_gbps(m.busbw_gbps) + factor * printed_half_unit_gbps(m.algbw_gbps)
+        if not _agrees(m.busbw_gbps, m.algbw_gbps * factor, own, slack):
+            wrong.append(f"busbw_gbps={m.busbw_gbps:.6g} but algbw_gbps={m.algbw_gbps:.6g} x {factor:.6g} "
+                         f"({m.collective} on {m.group_size} ranks) gives {m.algbw_gbps * factor:.6g}")
+    metrics = m.metrics or {}
+    if m.collective in ROUND_TRIP_BUS_FACTOR:
+        wrong += _moe_figures_disagree(m, metrics, factor, own)
+    if wrong:
+        raise SummaryDisagrees(f"{'; '.join(wrong)}: {BUSBW_DISAGREES} (or its MoE figures are not its bytes / its "
+                               "times), edited or corrupted, not a measurement to judge")
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _moe_figures_disagree(m, metrics: dict, factor: float, own: bool) -> list[str]:
+    """moe_all_to_all's figures that are not its bytes / its times (collectives/moe_all_to_all.py stage_metrics)."""
+    wrong = []
+    round_trip = metrics.get("round_trip_bytes_max")
+    time_us_value = m.time_us_median if own else next(
+        (m.loop_time_us[k] for k in ("avg", "rank0", "min", "max") if k in m.loop_time_us), None)
+    if _number(round_trip) and _number(time_us_value) and time_us_value > 0:
+        expected = round_trip / time_us_value / 1e3
+        slack = printed_bandwidth_slack_gbps(m.algbw_gbps, expected, time_us_value)
+        if not _agrees(m.algbw_gbps, expected, own, slack):
+            wrong.append(f"algbw_gbps={m.algbw_gbps:.6g} but round_trip_bytes_max={round_trip} / "
+                         f"{'time_us_median' if own else 'loop_time_us'}={time_us_value:.6g} gives {expected:.6g}")
+    stages = (("dispatch", m.size_bytes), ("combine", metrics.get("combine_bytes_max")))
+    for stage, num_bytes in stages:
+        stage_us = metrics.get(f"{stage}_us")
+        if not (_number(stage_us) and stage_us > 0 and _number(num_bytes)):
+            continue
+        algbw = num_bytes / stage_us / 1e3
+        for name, expected in ((f"{stage}_algbw_gbps", algbw), (f"{stage}_busbw_gbps", algbw * factor)):
+            value = metrics.get(name)
+            if _number(value) and not _agrees(value, expected, True):
+                wrong.append(f"metrics.{name}={value:.6g} but {num_bytes} B / {stage}_us={stage_us:.6g} "
+                             f"{'x ' + format(factor, '.6g') + ' ' if 'busbw' in name else ''}gives {expected:.6g}")
+    parts = [metrics.get("dispatch_us"), metrics.get("combine_us")]
+    total = metrics.get("round_trip_us")
+    if _number(total) and all(_number(p) for p in parts) and not _agrees(total, sum(parts), True, 0.0):
+        wrong.append(f"metrics.round_trip_us={total:.6g} but dispatch_us + combine_us gives {sum(parts):.6g}")
+    return wrong
+
+
+def check_world_size_matches_header(m, header_world_size: int | None) -> None:
+    """A record's world_size as its run header's (every writer takes both from one launch): a record edited to another
+    world size (4 in a 2-rank run) was drawn by `report` as a curve of its own. A SummaryDisagrees naming both."""
+    if header_world_size is not None and m.world_size != header_world_size:
+        raise SummaryDisagrees(f"world_size={m.world_size} but its run {m.run_id}'s header says {header_world_size} "
+                               "ranks: edited or corrupted, not a measurement to judge")

@@ -18,7 +18,8 @@ from typing import Any, Iterable, Iterator
 
 from commbench.errors import CommbenchError, ResultsNotWritten, first_line
 from commbench.files import MAX_LINE_BYTES, repair_torn_tail  # one bound for the readers and the repair
-from commbench.results.record_checks import (SummaryDisagrees, check_algbw_matches_size, check_measurement,
+from commbench.results.record_checks import (SummaryDisagrees, check_algbw_matches_size, check_busbw_matches_algbw,
+                                             check_measurement, check_world_size_matches_header,
                                              check_summary_matches_samples)
 from commbench.typed_json import check_fields
 
@@ -92,6 +93,10 @@ class RunHeader:
     # a sweep's entries as its identity hashes them (sweep.resume.identity_entries: defaults applied, a routing trace's
     # digest beside its path), so a refused --resume names the setting that changed; None elsewhere and before
     sweep_entries: list[dict[str, Any]] | None = None
+    # a sweep launch's resume: the run id of the run of this sweep it went on from in its file (`sweep --resume`, or
+    # fresh ranks after a hang), "" for a launch that resumed nothing; only such a header makes its run a continuation
+    # (results.resumed). None elsewhere and in files written before it, whose argv's `--resume` then says a resume
+    resumes_run_id: str | None = None
 
     def nccl_settings(self) -> dict[str, str]:
         """The NCCL_* settings NCCL ran with: `nccl_env`, then the files' where the environment leaves a key unset
@@ -321,8 +326,11 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
                     check_summary_matches_samples({**data, "iter_times_us": samples})
                 if isinstance(record, Measurement):
                     check_algbw_matches_size(record)
+                    check_busbw_matches_algbw(record)
+                    check_world_size_matches_header(record, runs.get(record.run_id, {}).get("world_size"))
                 if isinstance(record, RunHeader):
-                    runs[record.run_id] = {"launcher": record.launcher, "backend": record.backend}
+                    runs[record.run_id] = {"launcher": record.launcher, "backend": record.backend,
+                                           "world_size": record.world_size}
                 elif record.run_id in runs and AGG_GROUPED in record.params:
                     ungrouped_if_ours(runs[record.run_id], data)
                     record = from_dict(data)

@@ -3,11 +3,13 @@ hang), counted as that run: one logical run of the sweep, as `compare` counts ru
 
 A resumed sweep writes a new header and run id and measures only the points its file does not hold
 (sweep/resume.py: by point key), so its records say which run they continue only through their header's
-`sweep_identity` (the sweep's entries, world size and backend, hashed) and the points themselves. A run
-continues the latest earlier run of its file with the same identity when it holds none of that run's
-points: a resumed run never measures a point twice, while two separate runs of a sweep (files appended
-together, each starting from the first point) share the points both reached, so they stay two runs and a
-point one of them lacks is still missing. Runs without a sweep identity (`bench`, imports) stay apart.
+`sweep_identity` (the sweep's entries, world size and backend, hashed), the run their header says they resumed
+(`resumes_run_id`) and the points themselves. A run continues the run its header names when it holds none of that
+run's points: a resumed run never measures a point twice, while two separate runs of a sweep (files appended or
+concatenated together) are two runs, whatever points they hold, and a point one of them lacks is still missing.
+A header written before `resumes_run_id` continues the latest earlier run of its sweep only where its argv holds
+`--resume` (a launch restarted with fresh ranks after a hang then counts as a run of its own, cut short).
+Runs without a sweep identity (`bench`, imports) stay apart.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from commbench.results.records import Measurement, Record, RunHeader
 
 def continued_run_ids(records: Iterable[Record]) -> dict[str, str]:
     """{run id: the run id it continues} for the runs of one file (in file order) that continue an earlier
-    run of the same sweep; points are told apart as `compare` matches them (compare.match_key)."""
+    run of the same sweep; points are told apart as `compare` matches them (compare.match_key). A run continues only
+    the run its header says it resumed (resumes_run_id, followed through launches that measured nothing), or, in a
+    header written before that field, the latest earlier run of its sweep when its argv holds `--resume`."""
     return _joined_runs(records)[0]
 
 
@@ -36,13 +40,13 @@ def _joined_runs(records: Iterable[Record]) -> tuple[dict[str, str], dict[str, s
     """(continued_run_ids, latest_sweep_runs) of one file."""
     from commbench.results.compare import match_key
 
-    identity: dict[str, str] = {}
+    headers: dict[str, RunHeader] = {}
     points: dict[str, set] = {}
     order: list[str] = []
     for record in records:
         if isinstance(record, RunHeader):
-            if record.sweep_identity and record.run_id not in identity:
-                identity[record.run_id] = record.sweep_identity
+            if record.sweep_identity and record.run_id not in headers:
+                headers[record.run_id] = record
         elif isinstance(record, Measurement):
             if record.run_id not in points:
                 points[record.run_id] = set()
@@ -52,17 +56,40 @@ def _joined_runs(records: Iterable[Record]) -> tuple[dict[str, str], dict[str, s
     latest: dict[str, str] = {}  # sweep identity -> the logical run (its first run id) now being continued
     held: dict[str, set] = {}  # logical run -> the points its runs hold
     for run_id in order:
-        sweep = identity.get(run_id)
-        if sweep is None:
+        header = headers.get(run_id)
+        if header is None:
             continue
-        logical = latest.get(sweep)
-        if logical is not None and not (points[run_id] & held[logical]):
+        sweep = header.sweep_identity
+        resumed = _resumed_run(header, headers, points)
+        logical = latest.get(sweep) if resumed is _LATEST else continues.get(resumed, resumed) if resumed else None
+        if logical in held and not (points[run_id] & held[logical]):
             continues[run_id] = logical
             held[logical] |= points[run_id]
         else:
             latest[sweep] = run_id
             held[run_id] = set(points[run_id])
     return continues, latest
+
+
+_LATEST = object()   # a header written before resumes_run_id whose argv says --resume: the latest run of its sweep
+
+
+def _resumed_run(header: RunHeader, headers: dict[str, RunHeader], points: dict[str, set]):
+    """The run id `header`'s launch resumed (a launch of the same sweep that measured nothing is followed to the one it
+    resumed in turn), _LATEST for a header written before resumes_run_id whose argv holds `--resume`, else None: a
+    launch that resumed nothing, or that resumed a run this file does not hold (its own file's, concatenated here)."""
+    if header.resumes_run_id is None:
+        return _LATEST if "--resume" in (header.argv or ()) else None
+    seen = {header.run_id}
+    resumed = headers.get(header.resumes_run_id)
+    while resumed is not None and resumed.sweep_identity == header.sweep_identity and resumed.run_id not in seen:
+        if resumed.run_id in points:
+            return resumed.run_id
+        seen.add(resumed.run_id)
+        if resumed.resumes_run_id is None:
+            return _LATEST if "--resume" in (resumed.argv or ()) else None
+        resumed = headers.get(resumed.resumes_run_id)
+    return None
 
 
 def with_resumed_runs_joined(records: list[Record]) -> list[Measurement]:

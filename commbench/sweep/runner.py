@@ -131,7 +131,8 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
         identity = continued_identity(job.output_path, resume_identities(job.sweep, backend.world_size,
                                                                          backend.name)) or identity
     header = dataclasses.replace(header, sweep_identity=identity, planned_points=len(points),
-                                 sweep_entries=identity_entries(job.sweep))
+                                 sweep_entries=identity_entries(job.sweep),
+                                 resumes_run_id=resumed_run_id(job.output_path, identity) if job.resume and is_writer else "")
     refused = coord.share("resume-setup", resumed_on_another_setup(job.output_path, header)
                           if job.resume and is_writer else None, SHARE_TIMEOUT_S)
     if refused:  # every rank: nothing written, the group torn down together (as check_same_config's refusal)
@@ -267,6 +268,13 @@ def _earlier_headers(path) -> list:
     from commbench.results.records import RunHeader, iter_records
 
     return [r for r in iter_records(path, drop_samples=True) if isinstance(r, RunHeader)] if Path(path).exists() else []
+
+
+def resumed_run_id(path, identity: str) -> str:
+    """The run a --resume goes on from: the file's last run of this sweep identity (its last header of it), "" where
+    the file holds none. Recorded in the header (resumes_run_id), so readers join the two runs only when the header
+    says so: two separate launches of one sweep appended or concatenated into one file stay two runs."""
+    return next((h.run_id for h in reversed(_earlier_headers(path)) if h.sweep_identity == identity), "")
 
 
 def resumed_on_another_setup(path, header) -> str | None:

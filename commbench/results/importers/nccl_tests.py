@@ -515,6 +515,7 @@ class _TextRun:
         self.rows_from: int | None = None  # the line of the first row no footer has closed yet
         self.stopped: list[int] = []  # first row lines of runs that ended with no footer (stopped during the run)
         self.sizes: int | None = None  # sizes the banner's minBytes/maxBytes/step sweep (banner_sizes)
+        self.sweep: tuple[int, int, float, str] | None = None  # the banner's (minBytes, maxBytes, step, kind)
         self.moe: dict | None = None  # the MoE layer commbench's moe_all_to_all banner states (parse_moe_banner)
         self.ours = False  # the table is commbench's own --format nccl-tests text (its version line says so)
         self.stated_plan: int | None = None  # the planned points commbench's text states for each run of its table
@@ -532,6 +533,11 @@ class _TextRun:
         if self.table is not None and self.ours and self.stated_plan is not None:
             self.planned.update(self.table.stated(self.stated_plan, stopped))
         elif self.table is not None and (stopped or not self.ours):
+            self.planned.update(self.table.planned(stopped))
+        elif self.table is not None and (sizes := ours_banner_sizes(self.collective, self.sweep, self.table.row_points)):
+            # commbench's text written before its '# planned points:' line: planned from its banner's sweep as
+            # commbench aligned it, where every row lies on that sweep (else its step stood in for a list of sizes)
+            self.table.sizes = sizes
             self.planned.update(self.table.planned(stopped))
         self.table = None
 
@@ -795,6 +801,7 @@ def _parse_row(state: _TextRun, tokens: list[str], result: ImportResult, raw: st
         first = made[0]
         state.table.add_row(state.run_id, (first.dtype, first.op, (first.params or {}).get("root"),
                                            tuple(sorted(state.point.items()))), points, repeat=repeat)
+        state.table.row_points.update((r.size_bytes, r.dtype, r.group_size) for r in made)
 
 
 def _comment(state: _TextRun, line: str) -> str | None:
@@ -842,6 +849,7 @@ def _comment(state: _TextRun, line: str) -> str | None:
         sizes = _SIZES_RE.search(body)
         state.sizes = banner_sizes(int(sizes.group(1)), int(sizes.group(2)), float(sizes.group(3)),
                                    sizes.group(4)) if sizes else None
+        state.sweep = (int(sizes.group(1)), int(sizes.group(2)), float(sizes.group(3)), sizes.group(4)) if sizes else None
         agg, graph, unalign = _AGG_RE.search(body), _GRAPH_RE.search(body), _UNALIGN_RE.search(body)
         state.loop = loop_params(int(agg.group(1)) if agg else 1, int(graph.group(1)) if graph else 0, False,
                                  int(unalign.group(1)) if unalign else 0, grouped=not state.ours)
@@ -968,6 +976,43 @@ def banner_sizes(min_bytes: int, max_bytes: int, step: float, kind: str) -> int 
         count += 1
         size *= step
     return count
+
+
+BANNER_SIZES_LIMIT = 4096   # sizes of a banner sweep listed to align them (a 1-byte step over GiBs is not listed)
+
+
+def ours_banner_sizes(collective: str | None, sweep: tuple[int, int, float, str] | None,
+                      row_points: set[tuple[int, str, int]]) -> int | None:
+    """How many sizes commbench's own text (one written before its '# planned points:' line) measured of each data
+    type: its banner's sweep (`sweep`: minBytes, maxBytes, step, kind) aligned as its bench aligned it (nccl-tests'
+    alignment: measure/bench.aligned_sizes, each distinct size once), where every row (`row_points`: size, dtype,
+    ranks) lies on that aligned sweep and every data type/group aligns to the same count; else None: the banner's step
+    stood in for a list of sizes (nccl_tests_text.size_step), and the banner cannot plan the rows."""
+    from commbench.dtypes import get_dtype
+
+    if collective is None or sweep is None or not row_points:
+        return None
+    low, high, step, kind = sweep
+    count = banner_sizes(low, high, step, kind)
+    if count is None or count > BANNER_SIZES_LIMIT:
+        return None
+    listed, size = [], float(low)
+    for _ in range(count):
+        listed.append(int(size))
+        size = size * step if kind == "factor" else size + step
+    try:
+        from collectives import get_collective
+
+        workload = get_collective(collective)
+        counts = set()
+        for dtype, ranks in {(d, n) for _, d, n in row_points}:
+            aligned = dict.fromkeys(workload.count_for(s, get_dtype(dtype).itemsize, ranks)[1] for s in listed)
+            if any(size not in aligned for size, d, n in row_points if (d, n) == (dtype, ranks)):
+                return None
+            counts.add(len(aligned))
+    except (CommbenchError, ValueError):   # a collective or data type this commbench does not know: no plan
+        return None
+    return counts.pop() if len(counts) == 1 else None
 
 
 def with_planned(records: list, planned: dict[str, tuple[int, str]]) -> list:

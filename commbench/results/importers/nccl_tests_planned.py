@@ -16,7 +16,9 @@ nccl_tests_cycles), and the note says how many rows repeated a point.
 
 commbench's own `--format nccl-tests` text states its run's planned_points under the banner (nccl_tests_text.
 planned_line): its sizes are aligned and measured once each, its step may stand in for a list of sizes, so the banner's
-sweep does not count its rows; a table under that line plans each run's points from it (TableCount.stated).
+sweep does not count its rows; a table under that line plans each run's points from it (TableCount.stated). A text
+written before that line plans from its banner's sweep as commbench aligned it, where every row lies on it
+(nccl_tests.ours_banner_sizes); one whose rows do not (a step standing in for a list of sizes) plans nothing.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class TableCount:
     cells: list[tuple[str, int]] = field(default_factory=list)     # (run id, records) per row imported
     repeated: dict[str, int] = field(default_factory=dict)         # run id -> rows repeating a point it held
     rows_held: int = 0
+    row_points: set = field(default_factory=set)                  # (size_bytes, dtype, ranks) of every record imported
 
     def holds(self, run_id: str, points: list[tuple]) -> bool:
         """Whether `run_id` already holds every one of a row's `points` (the row prints its sweep's point again)."""
