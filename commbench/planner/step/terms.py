@@ -53,7 +53,9 @@ Terms (why each exists):
   leave-one-release-out (the same holds) 26.02 3.7% -> 3.2%, 25.11 6.8% -> 3.7%; calibration rows 51 / 55 -12.8 /
   -18.7% -> -6.9 / -13.1%. Against the shipped terms: newer releases 4.6% both (MoE 4.9% -> 5.1%, mean 8.4% -> 8.0%;
   gpt-oss MXFP8 GB200/GB300 26.06/26.08 +35..+37% -> +26..+28%, its bf16 flex rows of 26.04 +3..+4 points faster),
-  vendor_layouts median rank as published 11 -> 10, with the search's flags 9 -> 8, within band 68% / 69% -> 69% / 69%.
+  vendor_layouts unchanged (median rank 10 as published, 8 with the search's flags; within band 69% / 69%; the pairs'
+  measured gain error's 80th percentile 24.0% -> 22.3%), benchmarks/layout_ab.py steps closer (EP32 DeepEP +25.0% ->
+  +19.4%) but its ratios' mean |error| 19.6% -> 20.2% (the EP8 alltoall layout, which pays the sorts, +6.1% -> +11.4%).
   What stays unpriced is gpt-oss's still (its flex rows at 0.611 are 6-19% fast): candidates with no source sizing
   them are cuDNN's sink attention (TE 2.9 / 2.12 take cuDNN >= 9.13.1 for softmax_type learnable, FlashAttention
   refused: attention/dot_product_attention/utils.py) and whether its sliding window skips the masked tiles.
