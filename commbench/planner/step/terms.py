@@ -56,6 +56,14 @@ Terms (why each exists):
   vendor_layouts unchanged (median rank 10 as published, 8 with the search's flags; within band 69% / 69%; the pairs'
   measured gain error's 80th percentile 24.0% -> 22.3%), benchmarks/layout_ab.py steps closer (EP32 DeepEP +25.0% ->
   +19.4%) but its ratios' mean |error| 19.6% -> 20.2% (the EP8 alltoall layout, which pays the sorts, +6.1% -> +11.4%).
+  The RoPE alone (no sorts), refitted the same way (0.4066): GB300 6.3% (mean 7.6%, worst 22.8%), leave-one-release-out
+  26.02 3.7%, 25.11 5.9%, newer releases 4.6% (MoE 5.1%): the sorts carry the leave-one-release-out gain, and the
+  newer-release MoE rise comes with any higher value (gpt-oss's bf16 flex rows of 26.04, +3..+4 points).
+  Every term refitted from FIT_START (planner_calibration.py --fit), against main's physics refitted the same way:
+  in-sample 3.7% -> 3.5%, held-out GB300 6.2% -> 5.2% (mean 8.3% -> 6.8%, worst 25.3% -> 19.2%), gemm_efficiency_hopper
+  off its 0.8 bound (0.768; overlap_efficiency stays at 0.3), leave-one-release-out 26.02 5.3% -> 3.1%, 25.11 7.1% ->
+  7.0% (MoE 11.5% -> 13.2%), but newer releases 4.1% -> 4.8% (MoE 4.4% -> 5.2%; attention_efficiency 0.42 -> 0.56,
+  hbm_efficiency 0.37 -> 0.34): not kept, held out mixed.
   What stays unpriced is gpt-oss's still (its flex rows at 0.611 are 6-19% fast): candidates with no source sizing
   them are cuDNN's sink attention (TE 2.9 / 2.12 take cuDNN >= 9.13.1 for softmax_type learnable, FlashAttention
   refused: attention/dot_product_attention/utils.py) and whether its sliding window skips the masked tiles.
