@@ -133,7 +133,10 @@ REFERENCE = {"2026-12-05.1": [17.085285043756077, 29.81942600822918],
              "2026-12-06.22": [17.69713495440708, 30.430047134609158],  # memory only (TP-overlap userbuffers, fix-F1)
              # .23 moves recipe rows whose recompute is a module set (and mlp recompute) only (fix-F3)
              "2026-12-06.23": [17.69713495440708, 30.430047134609158],
-             "2026-12-06.24": [17.69713495440708, 30.430047134609158]}  # .24 moves hybrid vp rows only (fix-F9)
+             "2026-12-06.24": [17.69713495440708, 30.430047134609158],  # .24 moves hybrid vp rows only (fix-F9)
+             # .25 the alltoall dispatcher's sorts by local expert (these two: alltoall, 4 and 16 local experts) and
+             # gpt-oss's unfused YaRN RoPE as memory-bound passes (fix-F6)
+             "2026-12-06.25": [18.78128195544181, 31.563623505982733]}
 
 
 def test_the_step_model_identifier_moves_with_the_physics():

@@ -362,6 +362,42 @@ def test_clamped_glu_and_expert_bias_pay_their_unfused_passes():
     assert extra[1] == 0.0
 
 
+def test_yarn_with_a_concentration_factor_runs_megatrons_unfused_rope():
+    """gpt-oss's YaRN (factor 32, no mscale) has a concentration factor of 0.1 ln 32 + 1, which Megatron-Core's
+    apply_rotary_pos_emb refuses to TE's fused RoPE (core_v0.16.0 to core_v0.19.0): q and k take the unfused
+    implementation's 22 passes (forward + backward) instead of the fused 2 q_dim x 3 charged; DeepSeek-V3's MLA
+    YaRN (mscale = mscale_all_dim) has 1, and TorchTitan's launch is not Megatron's (nothing added)."""
+    import math
+
+    m = load_model("gpt-oss-120b")
+    assert memory.yarn_concentration(m) == pytest.approx(0.1 * math.log(32.0) + 1.0)
+    assert memory.yarn_concentration(load_model("deepseek-v3")) == pytest.approx(1.0)
+    fused = dataclasses.replace(m, architecture=dataclasses.replace(m.architecture, yarn_mscale=1.0,
+                                                                    yarn_mscale_all_dim=1.0))
+    arr = LayoutArrays.from_layouts([Layout(tp=1, dp=64, ep=64, mbs=1, gbs=64, precision="bf16")])
+    one = np.ones(1, int)
+    args = (arr, one, one, one, one.astype(bool), np.full(1, 4096.0))
+    extra = memory.elementwise_bytes_per_microbatch(m, *args) - memory.elementwise_bytes_per_microbatch(fused, *args)
+    rotated = m.q_dim + m.num_kv_heads * m.head_dim
+    assert extra[0] == pytest.approx(4096 * (22 * rotated - 6 * m.q_dim) * m.num_layers * 2, rel=1e-9)
+    titan = [memory.elementwise_bytes_per_microbatch(x, *args, framework="torchtitan") for x in (m, fused)]
+    assert titan[0][0] == titan[1][0]
+
+
+def test_alltoall_dispatcher_sorts_the_received_tokens_by_local_expert():
+    """Megatron-Core's alltoall dispatcher sorts the tokens it receives by local expert and back
+    (sort_chunks_by_idxs, where a rank holds more than one expert): 2 sorts x (read + write) of the top-k
+    copies forward and again backward; the flex dispatcher does not, nor does alltoall with one local expert."""
+    m = load_model("gpt-oss-120b")
+    lays = [Layout(tp=1, dp=dp, ep=ep, mbs=1, gbs=dp, precision="bf16", dispatcher=d)
+            for dp, ep in ((64, 8), (128, 128)) for d in ("alltoall", "flex")]
+    arr = LayoutArrays.from_layouts(lays)
+    one = np.ones(4, int)
+    b = memory.elementwise_bytes_per_microbatch(m, arr, one, one, one, one.astype(bool), np.full(4, 4096.0))
+    assert b[0] - b[1] == pytest.approx(4096 * 8 * m.top_k * m.hidden * m.num_moe_layers * 2, rel=1e-9)
+    assert b[2] == b[3]
+
+
 def test_mla_up_proj_recompute_repeats_the_up_projections_megatron_checkpoints():
     """mla_up_proj repeats the forward of linear_q_up_proj (or linear_q_proj without a query low rank) and
     linear_kv_up_proj (megatron-core 0.16.1 qkv_up_proj_and_rope_apply): for DeepSeek-V3 54.5M of the layer's

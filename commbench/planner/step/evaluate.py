@@ -309,7 +309,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
     local_experts = model.num_routed_experts / ep if model.is_moe else np.zeros(len(a))
     fused_mlp = kernels.fused_grouped_mlp(a.fused_moe, a.precision, gpu)
     gemm_s = gemm_s + kernels.expert_kernel_time_s(moe_stage, local_experts, fused_mlp, cal)
-    mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb, fused_mlp) * imbalance
+    mem_bytes = memory.elementwise_bytes_per_microbatch(model, a, tp, cp, pp, sp, tokens_mb, fused_mlp,
+                                                       framework) * imbalance
     # Memory-bound kernels (here, the optimizer step and MXFP8's parameter re-cast below) at hbm_efficiency of the HBM
     # peak x the SMs' power-limited rate (kernels.sustained_sm_rate: they run at the SMs' clock, far below the HBM peak)
     memory_rate = hbm * cal.hbm_efficiency * kernels.sustained_sm_rate(gpu)

@@ -708,7 +708,8 @@ def static_bytes_per_rank(model: ModelSpec, arr, gpu, loads: list[RankArrays], *
     return out
 
 
-def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, tokens_mb, fused_moe=None) -> np.ndarray:
+def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, tokens_mb, fused_moe=None,
+                                     framework: str = "megatron") -> np.ndarray:
     """HBM bytes the memory-bound kernels move for one micro-batch on one GPU, forward + backward
     (backward counted as twice the forward). Per token per layer, bf16, counted as reads + writes:
     per block (attention, MLP/MoE, Mamba, ...) one norm (read h, write h: 2h) and one residual add (read 2h,
@@ -717,14 +718,19 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
     every GEMM input) when the precision is 8- or 4-bit, and the unfused passes a clamped GLU or expert
     biases add (unfused_expert_epilogue_elements). The fused grouped MLP (fused_moe) removes the experts'
     activation pass, those passes and their FC2-input cast, nothing else. With context parallelism, each
-    attention layer adds the ring steps' merges (cp_merge_bytes_per_token)."""
+    attention layer adds the ring steps' merges (cp_merge_bytes_per_token). Under Megatron (`framework`), the
+    passes its code runs outside fused kernels for some models and dispatchers: unfused RoPE where YaRN's
+    concentration factor is not 1 (unfused_rope_elements: gpt-oss) and the alltoall dispatcher's sort of the
+    received tokens by local expert and back (sort_chunks_elements)."""
     h = model.hidden
     seq_shard = np.where(sp, tp, 1) * cp
     head_shard = tp * cp
     low_precision = arr.precision > 0
     cast = np.where(low_precision, 1.5, 0.0)   # (2 + 1) B per element / 2 B per counted element
     residual = dsv4.residual_elements(model)  # 3 h, or mHC's streams
-    attn = (2 * h + residual) / seq_shard + 2 * model.q_dim / head_shard \
+    megatron = framework == "megatron"
+    rope_extra = unfused_rope_elements(model) if megatron else 0.0
+    attn = (2 * h + residual) / seq_shard + (2 * model.q_dim + rope_extra) / head_shard \
         + cast * (h / seq_shard + model.attn_out_dim / head_shard)
     dense = (2 * h + residual) / seq_shard + (model.glu_factor * model.dense_ffn) / head_shard \
         + cast * (h / seq_shard + model.dense_ffn / head_shard)
@@ -739,7 +745,8 @@ def elementwise_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, sp, toke
         w = model.expert_width
         permute_and_input_cast = k * (4 * w + cast * w)
         fused = arr.fused_moe if fused_moe is None else fused_moe  # kernels.fused_grouped_mlp: where it runs
-        routed = (permute_and_input_cast + np.where(
+        sort = sort_chunks_elements(model, arr.dispatcher, arr.ep) if megatron else 0.0
+        routed = (permute_and_input_cast + sort + np.where(
             fused, 0.0, k * (model.glu_factor * ffn + cast * ffn + unfused_expert_epilogue_elements(model)))) / (tp * cp)
         shared = model.num_shared_experts * (model.glu_factor * ffn + cast * (h + ffn)) / head_shard
         moe = (2 * h + residual) / seq_shard + routed + shared
@@ -849,6 +856,66 @@ def selective_recompute_bytes_per_microbatch(model: ModelSpec, arr, tp, cp, pp, 
         kept = np.zeros(len(merge), dtype=bool) if graph_kept_norm is None else graph_kept_norm
         norm_elements = norm_elements + np.where(kept, 0.0, c.moe * 2.0 * h / seq_shard)
     return tokens_mb * (norm_elements * BF16 + c.attention * merge) / pp
+
+
+# Megatron-Core's unfused RoPE (models/common/embeddings/rope_utils.py _apply_rotary_pos_emb_bshd, core_v0.16.0 to
+# core_v0.19.0 and main at d98e8a64): per element of the rotated q or k, forward t * cos (read, write), _rotate_half's
+# negated half (read and write half) and torch.cat (read, write), x sin (read, write), the sum (read 2, write 1) and
+# the closing torch.cat with the empty pass-through part (read, write): 12; its autograd backward x sin and x cos
+# (2 each), the negation (1), the chunk's gradient concatenated (2) and the two gradients summed (3): 10. Transformer
+# Engine's fused RoPE reads and writes each once per pass (2 forward, 2 backward).
+UNFUSED_ROPE_PASSES = 12 + 10
+
+
+def yarn_concentration(model: ModelSpec) -> float:
+    """YaRN's concentration factor (the "mscale" Megatron-Core multiplies cos and sin by) as megatron-core builds
+    it: 0.1 ln(factor) + 1, or the ratio of that at mscale and at mscale_all_dim where both are set (core_v0.16.1
+    models/common/embeddings/yarn_rotary_pos_embedding.py _yarn_get_concentration_factor, _yarn_get_mscale);
+    1 without YaRN."""
+    import math
+    arch = model.architecture
+    if arch is None or arch.rope_scaling != "yarn" or arch.rope_scaling_factor <= 1:
+        return 1.0
+
+    def mscale(m: float) -> float:
+        return 0.1 * m * math.log(arch.rope_scaling_factor) + 1.0
+    if arch.yarn_mscale and arch.yarn_mscale_all_dim:
+        return mscale(arch.yarn_mscale) / mscale(arch.yarn_mscale_all_dim)
+    return mscale(1.0)
+
+
+def unfused_rope_elements(model: ModelSpec) -> float:
+    """Elements per token per attention layer (all heads, counted as elementwise_bytes_per_microbatch counts: x 3
+    for forward + backward) that Megatron-Core's unfused RoPE moves beyond the fused RoPE charged there (2 q_dim),
+    where it falls back to it: non-MLA attention with a YaRN concentration factor other than 1. apply_rotary_pos_emb
+    (core_v0.16.0 to core_v0.19.0 and main at d98e8a64, rope_utils.py) warns "mscale=... is not supported by TE's
+    fused RoPE. Using unfused implementation." for any mscale != 1.0, and SelfAttention passes
+    _yarn_get_concentration_factor_from_config(config) to it for query and key (transformer/attention.py). gpt-oss
+    (HF rope_scaling factor 32, no mscale: 1.347) takes it; DeepSeek-V3's MLA YaRN (mscale = mscale_all_dim = 1)
+    has 1 and stays fused. Rotated: q (heads x head_dim) and k (kv_heads x head_dim); UNFUSED_ROPE_PASSES each."""
+    if model.attention in ("mla", "dsv4") or abs(yarn_concentration(model) - 1.0) < 1e-12:
+        return 0.0
+    rotated = model.q_dim + model.num_kv_heads * model.head_dim
+    return (UNFUSED_ROPE_PASSES * rotated - 3.0 * 2.0 * model.q_dim) / 3.0
+
+
+# Megatron-Core's alltoall dispatcher sorts the tokens it receives by local expert after the all-to-all and back
+# before the combine (MoEAlltoAllTokenDispatcher dispatch_postprocess / combine_preprocess, sort_chunks_by_idxs,
+# "Permutation 2" / "Unpermutation 2", only where num_local_experts > 1: core_v0.16.0 to core_v0.19.0
+# transformer/moe/token_dispatcher.py), fused or not (moe_permute_fusion: one read and one write per element) and
+# their backward the same sorts of the gradient: 2 sorts x (read + write) forward and again backward. The flex
+# dispatcher (DeepEP, HybridEP) permutes once on each side, the permute / unpermute charged for every dispatcher.
+SORT_CHUNKS_PASSES = 2 * 2 * 2
+
+
+def sort_chunks_elements(model: ModelSpec, dispatcher, ep) -> np.ndarray:
+    """Elements per token per MoE layer (counted as elementwise_bytes_per_microbatch counts: x 3 for forward +
+    backward) the alltoall dispatcher's sorts by local expert move: SORT_CHUNKS_PASSES over its top-k copies,
+    where the layout's dispatcher is alltoall and a rank holds more than one expert."""
+    dispatcher = np.asarray(dispatcher)
+    local_experts = model.num_routed_experts / np.asarray(ep, dtype=np.float64)
+    sorts = (dispatcher == DISPATCHERS.index("alltoall")) & (local_experts > 1)
+    return np.where(sorts, SORT_CHUNKS_PASSES * model.top_k * model.expert_width / 3.0, 0.0)
 
 
 def unfused_expert_epilogue_elements(model: ModelSpec) -> float:
