@@ -52,3 +52,76 @@ def test_a_missing_rank_is_named_when_the_wait_ends():
                  namespace="b")
     line = str(info.value)
     assert "1 of 2 ranks joined (missing: rank 1)" in line and "--timeout=1 s" in line and "\n" not in line, line
+
+
+def test_two_launches_meeting_on_one_store_are_refused_in_one_line_naming_both():
+    """Probe P8: two jobs whose ranks met on one host and port (the same command) joined each other's ranks and both
+    exited 0; each rank now checks the launch it belongs to against the store's first."""
+    import threading
+
+    from commbench.comm.rank_checkin import LaunchesMet
+
+    port = free_port()
+    server = launch_store(master_addr="127.0.0.1", master_port=port, rank=0, world_size=2, timeout_s=30)
+    outcome = {}
+
+    def job_a_rank0():
+        try:
+            check_in(server, rank=0, world_size=2, address="tcp://x", where="a", timeout_s=30, namespace="m",
+                     launch="SLURM_JOB_ID=4242 SLURM_STEP_ID=0 world 2")
+        except LaunchesMet as exc:
+            outcome["a"] = str(exc)
+
+    waiting = threading.Thread(target=job_a_rank0)
+    waiting.start()
+    client = launch_store(master_addr="127.0.0.1", master_port=port, rank=1, world_size=2, timeout_s=30)
+    with pytest.raises(LaunchesMet) as info:
+        check_in(client, rank=1, world_size=2, address="tcp://x", where="b", timeout_s=30, namespace="m",
+                 launch="SLURM_JOB_ID=5242 SLURM_STEP_ID=0 world 2")
+    waiting.join(timeout=20)
+    line = str(info.value)
+    assert line.startswith("two launches met at tcp://x") and "SLURM_JOB_ID=5242" in line and "4242" in line, line
+    assert "\n" not in line and outcome.get("a") == line, outcome   # the waiting rank stops with the same line
+
+
+def test_the_launch_identity_names_the_launchers_job_and_the_world():
+    from commbench.comm.rank_checkin import launch_identity
+
+    assert launch_identity(4, {"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "1", "PATH": "/bin"}) == \
+        "SLURM_JOB_ID=7 SLURM_STEP_ID=1 world 4"
+    assert launch_identity(2, {"TORCHELASTIC_RUN_ID": "u1"}) != launch_identity(2, {"TORCHELASTIC_RUN_ID": "u2"})
+    assert launch_identity(2, {}) == "world 2"
+
+
+def test_a_timeout_after_rank_0s_store_closed_still_says_one_line():
+    """Probe P8: rank 0 (the store's server) timed out first and left; the others' reads of who joined failed with
+    torch's raw 'Failed to recv' instead of the timeout line."""
+    from commbench.comm.rank_checkin import _missing
+
+    class Gone:
+        def add(self, key, amount):
+            raise RuntimeError("Failed to recv, got 0 bytes")
+
+        def check(self, keys):
+            raise RuntimeError("Failed to recv, got 0 bytes")
+
+    failure = _missing(Gone(), "b", 4, "at tcp://x as rank 1 of 4", 10, "--timeout")
+    assert isinstance(failure, RunFailed)
+    line = str(failure)
+    assert "did not complete within --timeout=10 s: not all 4 ranks joined" in line and "rank 0 names them" in line
+
+
+def test_a_torchrun_restart_joins_under_its_attempts_prefix(monkeypatch):
+    """Probe P8: torchrun's agent store outlives a restart; under the bare 'default_pg' prefix gloo read the dead
+    attempt's rank addresses (3 of 8 restarts lost). The group's keys now sit under the attempt, as the check-in's."""
+    import torch.distributed as dist
+
+    from commbench.comm.torch_backend import checked_in_store
+
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "3")
+    port = free_port()
+    store = checked_in_store(f"tcp://127.0.0.1:{port}", rank=0, world_size=1, join_s=10, timeout_s=10,
+                             where="here", setting="--timeout")
+    store.set("probe", "1")
+    raw = dist.TCPStore("127.0.0.1", port, 1, False)
+    assert raw.check(["attempt_3/default_pg/probe"]) and not raw.check(["default_pg/probe"])

@@ -5,7 +5,11 @@ one overwrote the other's, and every rank waited out --timeout for a peer that n
 
 The first process to claim a rank holds it (TCPStore.compare_set on an unset key sets it, atomically on the
 server); a second finds it held, records why and wakes the others. A rank's check-in then waits until all
-`world_size` ranks have checked in (one counter, one key the last sets), so a missing rank is named at the timeout."""
+`world_size` ranks have checked in (one counter, one key the last sets), so a missing rank is named at the timeout.
+Every rank also checks the launch it belongs to (launch_identity: the launcher's job ids and the world size) against
+the first one recorded on the store, so two launches whose ranks meet on one host and port (two jobs' srun ports, or
+mpirun's fixed 29500) are refused in one line naming both, not joined into one job (probe P8: job B's rank 1 filled
+job A's empty slot, both exited 0 with another job's rank in their results)."""
 
 from __future__ import annotations
 
@@ -23,6 +27,23 @@ _instances = itertools.count()   # every rank joins its launches in the same ord
 
 class RankStartedTwice(CommbenchError):
     """Two processes of one launch were given the same rank."""
+
+
+class LaunchesMet(CommbenchError):
+    """Ranks of two launches met on one store (one host and port)."""
+
+
+# the variables that name a launch, per launcher (the same in every rank of it, different between launches): Slurm's
+# job and step, torchrun's run id, Open MPI's job id (PRRTE: OMPI_MCA_ess_base_jobid), a PMI launcher's KVS name
+LAUNCH_KEYS = ("SLURM_JOB_ID", "SLURM_STEP_ID", "TORCHELASTIC_RUN_ID", "OMPI_MCA_ess_base_jobid", "PMI_KVSNAME")
+
+
+def launch_identity(world_size: int, env=None) -> str:
+    """What tells this launch from another whose ranks could reach the same store: the launcher's job ids present and
+    the world size (ranks started by hand with RANK / WORLD_SIZE carry only the world size)."""
+    env = os.environ if env is None else env
+    named = [f"{key}={env[key]}" for key in LAUNCH_KEYS if env.get(key)]
+    return " ".join(named + [f"world {world_size}"])
 
 
 def torchelastic_agent_store() -> bool:
@@ -46,7 +67,7 @@ def _text(value: bytes) -> str:
 
 
 def check_in(store, *, rank: int, world_size: int, address: str, where: str, timeout_s: float,
-             setting: str = "--timeout", namespace: str | None = None) -> None:
+             setting: str = "--timeout", namespace: str | None = None, launch: str | None = None) -> None:
     """Claim `rank` on `store` and wait until every rank of the launch has claimed its own. RankStartedTwice (one
     line naming the rank and both processes) where another process holds `rank`, on that process and on every
     rank waiting; a RunFailed naming the ranks that did not check in when the store's timeout passes. `namespace`
@@ -56,6 +77,14 @@ def check_in(store, *, rank: int, world_size: int, address: str, where: str, tim
         namespace = f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{next(_instances)}"
     base = f"{PREFIX}/{namespace}"
     me = f"{socket.gethostname()} pid {os.getpid()}"
+    launch = launch_identity(world_size) if launch is None else launch
+    first = _text(store.compare_set(f"{base}/launch", "", launch))
+    if first != launch:
+        line = (f"two launches met at {address}: this rank {rank} ({me}) is of the launch '{launch}', the store's ranks "
+                f"of '{first}': their ranks would join one job; give each launch its own MASTER_PORT (or MASTER_ADDR)")
+        store.set(f"{base}/refused", line)
+        store.set(f"{base}/done", "refused")
+        raise LaunchesMet(line)
     held = _text(store.compare_set(f"{base}/rank{rank}", "", me))
     if held != me:
         line = (f"rank {rank} of {world_size} was started twice in the launch at {address}: {held} holds it, {me} "
@@ -71,18 +100,21 @@ def check_in(store, *, rank: int, world_size: int, address: str, where: str, tim
     except RuntimeError:   # the store's timeout (DistStoreError): a rank never came
         raise _missing(store, base, world_size, where, timeout_s, setting) from None
     if store.check([f"{base}/refused"]):
-        raise RankStartedTwice(_text(store.get(f"{base}/refused")))
+        refused = _text(store.get(f"{base}/refused"))
+        raise (LaunchesMet if refused.startswith("two launches met") else RankStartedTwice)(refused)
 
 
 def _missing(store, base: str, world_size: int, where: str, timeout_s: float, setting: str) -> CommbenchError:
     from commbench.comm.local_ranks import RunFailed
 
-    joined = store.add(f"{base}/count", 0)
-    named = ""
-    if world_size <= NAMED_MISSING_MAX_WORLD:
-        missing = [r for r in range(world_size) if not store.check([f"{base}/rank{r}"])]
-        shown = ", ".join(map(str, missing[:8])) + (f", ... ({len(missing)})" if len(missing) > 8 else "")
-        named = f" (missing: rank{'s' if len(missing) > 1 else ''} {shown})" if missing else ""
-    return RunFailed(f"rendezvous {where} did not complete within {setting}={timeout_s:g} s: {joined} of "
-                     f"{world_size} ranks joined{named} (is every rank of the launch running, and "
-                     "MASTER_ADDR/MASTER_PORT right?)")
+    try:
+        joined = f"{store.add(f'{base}/count', 0)} of {world_size} ranks joined"
+        named = ""
+        if world_size <= NAMED_MISSING_MAX_WORLD:
+            missing = [r for r in range(world_size) if not store.check([f"{base}/rank{r}"])]
+            shown = ", ".join(map(str, missing[:8])) + (f", ... ({len(missing)})" if len(missing) > 8 else "")
+            named = f" (missing: rank{'s' if len(missing) > 1 else ''} {shown})" if missing else ""
+    except RuntimeError:   # rank 0, which serves the store, timed out too and is gone: what joined is unread
+        joined, named = f"not all {world_size} ranks joined", " (which: rank 0's store closed first; rank 0 names them)"
+    return RunFailed(f"rendezvous {where} did not complete within {setting}={timeout_s:g} s: {joined}{named} (is "
+                     "every rank of the launch running, and MASTER_ADDR/MASTER_PORT right?)")

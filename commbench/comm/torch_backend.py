@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import time
 from typing import Sequence
 
@@ -144,7 +145,10 @@ def checked_in_store(method: str, *, rank: int, world_size: int, join_s: float, 
                         "another MASTER_PORT, or start each rank once") from None
     check_in(store, rank=rank, world_size=world_size, address=method, where=where, timeout_s=join_s, setting=setting)
     store.set_timeout(datetime.timedelta(seconds=timeout_s))
-    return dist.PrefixStore("default_pg", store)
+    # torchrun's agent store outlives a restart: without the attempt in the prefix gloo read the dead attempt's rank
+    # addresses (probe P8: 3 of 8 restarts lost, "connectFullMesh ... Connection refused" or a join timeout)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return dist.PrefixStore(f"attempt_{attempt}/default_pg", store)
 
 
 class TorchBackend:
