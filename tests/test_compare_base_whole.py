@@ -10,7 +10,7 @@ import json
 
 import numpy as np
 
-from tests.test_compare import header_for, record, write
+from tests.test_compare import as_collective, header_for, record, write
 from tests.test_compare_runs import run_cli
 
 SIZES = (1024, 4096, 16384, 65536)
@@ -21,8 +21,8 @@ POINTS = [("all_reduce", size) for size in SIZES] + [("all_gather", size) for si
 def _run(run_id, points, seed, *, slower=1.0, planned=len(POINTS)):
     """A sweep's run of `points` (all_gather's `slower` times slower), its header planning `planned` points."""
     rng = np.random.default_rng(seed)
-    records = [dataclasses.replace(record(size, 50 * (slower if name == "all_gather" else 1)
-                                          * np.exp(rng.normal(0, 0.01, 30)), run_id=run_id), collective=name)
+    records = [as_collective(record(size, 50 * (slower if name == "all_gather" else 1)
+                                    * np.exp(rng.normal(0, 0.01, 30)), run_id=run_id), name)
                for name, size in points]
     header = dataclasses.replace(header_for(records[0]), sweep_identity="s1", planned_points=planned,
                                  argv=["commbench", "sweep", "s.toml"])
