@@ -19,6 +19,7 @@ from collectives.patterns import (POISON, avg_rel_bound, count_wrong, pattern, p
                                   reduced_expected, reduction_data, reduction_inputs, salted, value_range)
 from commbench.comm.backend import Backend, Communicator
 from commbench.dtypes import DType
+from commbench.nccl_tests_counts import chunked_count, whole_buffer_count
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,8 +150,7 @@ class WholeBufferCollective(Collective):
     """"size" is one buffer of `count` elements (all_reduce, broadcast, sendrecv)."""
 
     def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        count = max(1, size_bytes // itemsize)
-        return count, count * itemsize
+        return whole_buffer_count(size_bytes, itemsize)
 
 
 @dataclass(frozen=True)
@@ -193,10 +193,5 @@ class ChunkedCollective(Collective):
         return (num_ranks - 1) / num_ranks
 
     def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        """Chunks are trimmed to 16-byte multiples, as nccl-tests does ((count/nranks) & -(16/eltSize)
-        in src/all_gather.cu, reduce_scatter.cu, alltoall.cu); below 16 B per rank, where nccl-tests
-        would run 0 elements, the untrimmed count (at least 1)."""
-        raw = size_bytes // (itemsize * num_ranks)
-        align = max(1, 16 // itemsize)
-        count = raw - raw % align or max(1, raw)
-        return count, count * num_ranks * itemsize
+        """Chunks trimmed to 16-byte multiples, as nccl-tests does (commbench.nccl_tests_counts.chunked_count)."""
+        return chunked_count(size_bytes, itemsize, num_ranks)

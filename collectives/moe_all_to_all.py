@@ -54,6 +54,7 @@ from commbench.moe.capacity import DROP_POLICY, drop_over_capacity, padding_rows
 from commbench.moe.params import DEFAULTS, MoeParams, sweep_params
 from commbench.moe.payload import HEADER_CHANNELS, dispatch_rows, encode, foreign_rows
 from commbench.moe.routing import load_trace, parse_routing, route, trace_replay, trace_sha256
+from commbench.nccl_tests_counts import whole_buffer_count
 
 _INT64 = get_dtype("int64")
 _MOE_KEYS = tuple(f.name for f in dataclasses.fields(MoeParams))
@@ -143,8 +144,7 @@ class MoeAllToAll(Collective):
         return (num_ranks - 1) / num_ranks
 
     def count_for(self, size_bytes: int, itemsize: int, num_ranks: int) -> tuple[int, int]:
-        count = max(1, size_bytes // itemsize)
-        return count, count * itemsize
+        return whole_buffer_count(size_bytes, itemsize)
 
     def plan_specs(self, params: dict[str, Any], num_ranks: int) -> list[tuple[PointSpec, str]]:
         """One point per tokens-per-rank value; spec.size_bytes is the nominal tokens * top_k rows

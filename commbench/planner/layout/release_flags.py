@@ -201,12 +201,10 @@ def release_pin_flags_refusal(model, release: str | None, pins: dict, domain_siz
 
 
 def release_core(release: str) -> tuple[str, str] | None:
-    """(the Megatron-LM ref, the megatron-core version) `release` runs, or None where the data has no such release. The
-    version is the recipe table's (recipes.json, the one source the step model's version rules read too)."""
-    from commbench.planner.layout.recipes import recipes_json_releases
-    data = megatron_release_flags_json()["releases"].get(release)
-    table = recipes_json_releases().get(release)
-    return None if data is None or table is None else (data["ref"], table["megatron_core"]["version"])
+    """(the Megatron-LM ref, the megatron-core version) `release` runs, or None where the data has no such release
+    (models/release_data.release_core, which the model stage reads too)."""
+    from commbench.planner.models.release_data import release_core as from_data
+    return from_data(release)
 
 
 # Each hybrid layer symbol: what it builds and the first Megatron-LM tag whose allocator takes it (the trees'
@@ -371,10 +369,8 @@ MEGATRON_LM_RELEASE = "core_v0.16.1"
 
 def core_key(version: str) -> tuple[int, int, int]:
     """A megatron-core version ('0.16.0rc0', '0.14', '0.19.0') as (major, minor, patch); an rc counts as its release."""
-    import re
-    found = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
-    assert found, version
-    return int(found[1]), int(found[2]), int(found[3] or 0)
+    from commbench.planner.models.release_data import core_version_key
+    return core_version_key(version)
 
 
 def megatron_release_name(release: str | None) -> tuple[str, str]:

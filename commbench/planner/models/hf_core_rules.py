@@ -9,6 +9,8 @@ every table release. A release the table lacks reads the newest one not newer (r
 
 from __future__ import annotations
 
+from commbench.planner.models.release_data import core_version_key, release_core, stand_in_release
+
 _TRANSFORMER_CONFIG = "megatron/core/transformer/transformer_config.py"
 _MOE_UTILS = "megatron/core/transformer/moe/moe_utils.py"
 _ARGUMENTS = "megatron/training/arguments.py"
@@ -61,13 +63,11 @@ CORE_RULES: dict[str, tuple[str, str, dict[str, int]]] = {
 
 def plan_release(release: str | None) -> str:
     """The table release a plan for `release` runs (None: the newest, as the plan's default)."""
-    from commbench.planner.layout.recipes import check_release, newest_release
-    return check_release(release) if release is not None else newest_release()
+    return stand_in_release(release)
 
 
 def core_name(release: str | None) -> str:
     """'megatron-core 0.19.0 (release 26.08's Megatron-LM cd4afffa6484)'."""
-    from commbench.planner.layout.release_flags import release_core
     rel = plan_release(release)
     ref, version = release_core(rel)
     return f"megatron-core {version} (release {rel}'s Megatron-LM {ref if ref.startswith('core_v') else ref[:12]})"
@@ -81,5 +81,5 @@ def core_line(rule: str, release: str | None) -> str:
 
 def expert_bias_scores(release: str | None) -> str:
     """The score functions the release's expert bias takes."""
-    from commbench.planner.layout.release_flags import release_core_at_least
-    return "sigmoid or sqrtsoftplus" if release_core_at_least(plan_release(release), (0, 18, 0)) else "sigmoid"
+    version = release_core(plan_release(release))[1]
+    return "sigmoid or sqrtsoftplus" if core_version_key(version) >= (0, 18, 0) else "sigmoid"

@@ -1001,12 +1001,12 @@ def ours_banner_sizes(collective: str | None, sweep: tuple[int, int, float, str]
         listed.append(int(size))
         size = size * step if kind == "factor" else size + step
     try:
-        from collectives import get_collective
+        from commbench.nccl_tests_counts import nccl_tests_count
 
-        workload = get_collective(collective)
         counts = set()
         for dtype, ranks in {(d, n) for _, d, n in row_points}:
-            aligned = dict.fromkeys(workload.count_for(s, get_dtype(dtype).itemsize, ranks)[1] for s in listed)
+            aligned = dict.fromkeys(nccl_tests_count(collective, s, get_dtype(dtype).itemsize, ranks)[1]
+                                    for s in listed)
             if any(size not in aligned for size, d, n in row_points if (d, n) == (dtype, ranks)):
                 return None
             counts.add(len(aligned))
