@@ -109,7 +109,10 @@ def test_a_rank_killed_by_sigkill_stays_a_failed_point(tmp_path):
     pids = rank_pids(proc, output)
     time.sleep(0.3)
     for pid in pids:
-        os.kill(pid, signal.SIGKILL)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:   # the other rank may leave on its own once the first is killed
+            pass
     code, _, err = finish(proc)
     assert code == 1 and err.strip().startswith("error: rank "), err
     assert [r["status"] for r in lines(output) if r["record_type"] == "measurement"] == ["failed"], err
