@@ -695,7 +695,8 @@ def recipe_size_if_release_contradicts(row: dict[str, Any], preset: str, model_n
     is. Then the table's column, not the run, is taken to be wrong, and the run is modelled at the recipe's value
     (the note names the recipe and both runs); None otherwise (the row is taken as published). A row that
     contradicts itself (GA) is recipe_mbs_if_row_contradicts'."""
-    from commbench.planner.layout.recipes import _version, normalised_release
+    from commbench.planner.layout.recipes import normalised_release
+    from commbench.planner.models.release_data import release_version
     release, tokens = row.get("release"), row.get("tokens_per_s_per_gpu")
     if not isinstance(release, str) or release.strip() in ("", "user") or not tokens or not model_name:
         return None
@@ -709,13 +710,13 @@ def recipe_size_if_release_contradicts(row: dict[str, Any], preset: str, model_n
         return None
     size, value = differ[0], int(recipe["sizes"][differ[0]])
     try:
-        precision, since = precision_of(row.get("precision")), _version(normalised_release(release))
+        precision, since = precision_of(row.get("precision")), release_version(normalised_release(release))
     except ValueError:
         return None
 
     def same_run(other: dict[str, Any]) -> bool:   # the row's run at another value of `size` or global batch
         try:
-            sizes, later = _sizes_of(other), _version(normalised_release(str(other.get("release") or "")))
+            sizes, later = _sizes_of(other), release_version(normalised_release(str(other.get("release") or "")))
             same_precision = precision_of(other.get("precision")) == precision
         except (ValueError, KeyError, TypeError):
             return False

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from commbench.errors import CommbenchError, invalid
+from commbench.planner.models.release_data import release_version
 
 RECIPE_KEYS = ("recompute", "cuda_graph", "dispatcher", "moe_a2a_overlap", "fused_moe", "fp8_attention")
 # Overlap flags every release has (not searched per release): a recipe's value is a fact the rows of that
@@ -38,8 +39,6 @@ OVERLAP_KEYS = ("tp_comm_overlap", "dp_overlap")
 MATCH_KEYS = ("num_gpus", "tp", "pp", "vp", "ep", "mbs", "gbs")
 
 
-def _version(release: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in release.split("."))
 
 
 @functools.cache
@@ -56,7 +55,7 @@ def _usable() -> list[dict[str, Any]]:
 
 def releases() -> tuple[str, ...]:
     """Releases in the table, oldest first."""
-    return tuple(sorted(_table()["releases"], key=_version))
+    return tuple(sorted(_table()["releases"], key=release_version))
 
 
 def newest_release() -> str:
@@ -84,7 +83,7 @@ def resolve_release(text: str) -> tuple[str | None, str]:
         return name, ""
     if not RELEASE_NAME.fullmatch(name):
         return None, f"release {text!r} is not a NeMo release name ({RELEASE_FORM}): no recipe"
-    older = [r for r in releases() if _version(r) <= _version(name)]
+    older = [r for r in releases() if release_version(r) <= release_version(name)]
     if not older:
         return None, f"{name} is older than the recipe table's oldest release ({releases()[0]}): no recipe"
     stand = _table()["releases"][older[-1]].get("same_as", older[-1])

@@ -9,13 +9,14 @@ import re
 from commbench.data.reference import megatron_release_flags_json, recipes_json
 
 
-def _version(release: str) -> tuple[int, ...]:
+def release_version(release: str) -> tuple[int, ...]:
+    """'26.02.01' -> (26, 2, 1): how releases order."""
     return tuple(int(p) for p in release.split("."))
 
 
 def table_releases() -> tuple[str, ...]:
     """The recipe table's releases, oldest first (layout/recipes.releases)."""
-    return tuple(sorted(recipes_json()["releases"], key=_version))
+    return tuple(sorted(recipes_json()["releases"], key=release_version))
 
 
 def release_core(release: str) -> tuple[str, str] | None:
@@ -37,7 +38,7 @@ def stand_in_release(release: str | None) -> str:
         return release
     if not re.fullmatch(r"\d+(\.\d+)*", release or ""):
         raise ValueError(f"not a release name: {release!r}")
-    older = [r for r in known if _version(r) <= _version(release)]
+    older = [r for r in known if release_version(r) <= release_version(release)]
     if not older:
         raise ValueError(f"release {release!r} is older than the recipe table ({known[0]} on)")
     return older[-1]
