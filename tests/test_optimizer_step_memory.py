@@ -41,3 +41,17 @@ def test_no_fp32_gradient_copy_under_megatron_fsdp_or_torchtitan():
     fsdp = _breakdown([Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64, recompute="full", fsdp=True)])
     titan = _breakdown([Layout(tp=1, pp=1, dp=8, mbs=1, gbs=64, recompute="full")], framework="torchtitan")
     assert np.all(fsdp.mem_optimizer_step_bytes == 0.0) and np.all(titan.mem_optimizer_step_bytes == 0.0)
+
+
+def test_plan_shows_the_gradient_copy_where_the_total_holds_it():
+    from typer.testing import CliRunner
+
+    from commbench.cli.app import app
+    args = ["plan", "--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8", "--seq-len", "2048", "--layout",
+            "tp=1,pp=1,vp=1,ep=1,dp=8,mbs=1,recompute={}"]
+    full = CliRunner().invoke(app, args[:-1] + [args[-1].format("full")], terminal_width=200)
+    assert full.exit_code == 0, full.output
+    assert "optimizer step's fp32 gradient copy (held instead of the activations)" in full.output
+    none = CliRunner().invoke(app, args[:-1] + [args[-1].format("none")], terminal_width=200)
+    assert none.exit_code == 0, none.output
+    assert "gradient copy" not in none.output
