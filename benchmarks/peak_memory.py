@@ -2,7 +2,7 @@
 
 Each row is a run NVIDIA published a peak-memory figure for (Megatron-Bridge skills, docs and model verification
 cards; the row names its source). "peak_allocated" rows compare the planner's allocated terms (weights + gradients +
-optimizer state + activations, without its reserve: torch.cuda.max_memory_allocated counts no CUDA context, NCCL,
+optimizer state + the larger of the activations and the optimizer step's fp32 gradient copy, "step", without its reserve: torch.cuda.max_memory_allocated counts no CUDA context, NCCL,
 DeepEP/HybridEP or TP-overlap userbuffers and no allocator cache) with the published peak allocated memory; "oom"
 rows ran out of memory, so the planner's total (with its reserve) must exceed the GPU's usable HBM. Held out: no term
 is fitted to these rows.
@@ -37,8 +37,9 @@ def predict(row: dict, cal) -> dict:
                           seq_len=int(row["seq_len"]),
                           loss=run_loss("megatron"))
     terms = {t: float(getattr(bd, f"mem_{t}_bytes")[0]) / GiB
-             for t in ("weights", "grads", "optimizer", "activations", "reserve", "capacity")}
-    terms["allocated"] = sum(terms[t] for t in ("weights", "grads", "optimizer", "activations"))
+             for t in ("weights", "grads", "optimizer", "activations", "optimizer_step", "reserve", "capacity")}
+    terms["allocated"] = sum(terms[t] for t in ("weights", "grads", "optimizer")) \
+        + max(terms["activations"], terms["optimizer_step"])
     terms["total"] = terms["allocated"] + terms["reserve"]
     return terms
 
@@ -50,7 +51,7 @@ def main(argv: list[str]) -> int:
     cal = calibration_of(parser, args.calibration)
     rows = json.loads(ROWS.read_text())
     print(f"step model {STEP_MODEL}; PREDICTED vs published peak memory per GPU, GiB ({ROWS.name})")
-    print(f"  {'run':86s} {'wts':>5} {'grad':>5} {'opt':>5} {'act':>6} {'alloc':>6} {'pub':>7} {'err%':>6}  "
+    print(f"  {'run':86s} {'wts':>5} {'grad':>5} {'opt':>5} {'act':>6} {'step':>5} {'alloc':>6} {'pub':>7} {'err%':>6}  "
           f"{'total':>6} {'hbm':>6}")
     errors, oom_right, ooms = [], 0, 0
     for row in rows:
@@ -65,7 +66,7 @@ def main(argv: list[str]) -> int:
             errors.append(t["allocated"] / pub - 1.0)
             verdict = f"{errors[-1] * 100:+6.1f}"
         print(f"  {row['name'][:86]:86s} {t['weights']:5.1f} {t['grads']:5.1f} {t['optimizer']:5.1f} "
-              f"{t['activations']:6.1f} {t['allocated']:6.1f} {pub:7.2f} {verdict}  {t['total']:6.1f} {t['capacity']:6.1f}")
+              f"{t['activations']:6.1f} {t['optimizer_step']:5.1f} {t['allocated']:6.1f} {pub:7.2f} {verdict}  {t['total']:6.1f} {t['capacity']:6.1f}")
     e = np.array(errors)
     print(f"peak allocated: {len(e)} runs, median |error| {np.median(np.abs(e)) * 100:.1f}%, median signed "
           f"{np.median(e) * 100:+.1f}%, worst under-count {e.min() * 100:+.1f}% (an under-count is a layout `plan` may "

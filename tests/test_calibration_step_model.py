@@ -136,7 +136,8 @@ REFERENCE = {"2026-12-05.1": [17.085285043756077, 29.81942600822918],
              "2026-12-06.24": [17.69713495440708, 30.430047134609158],  # .24 moves hybrid vp rows only (fix-F9)
              # .25 the alltoall dispatcher's sorts by local expert (these two: alltoall, 4 and 16 local experts) and
              # gpt-oss's unfused YaRN RoPE as memory-bound passes (fix-F6)
-             "2026-12-06.25": [18.78128195544181, 31.563623505982733]}
+             "2026-12-06.25": [18.78128195544181, 31.563623505982733],
+             "2026-12-06.26": [18.78128195544181, 31.563623505982733]}  # memory only (optimizer step's copy, fix-F3)
 
 
 def test_the_step_model_identifier_moves_with_the_physics():

@@ -342,6 +342,10 @@ def plan(
         console.print(styled("[bold red]WARNING[/]: {}", unfit), highlight=False)
     verdict = "fits" if row["fits"] else "[red]does not fit[/]"
     mem_rows = [[kind, f"{row[f'mem_{kind}_bytes'] / 1e9:.1f}"] for kind in MEM_ROWS]
+    if row["mem_optimizer_step_bytes"] > row["mem_activations_bytes"]:   # the peak is the optimizer step's, not theirs
+        mem_rows.insert(MEM_ROWS.index("activations") + 1,
+                        ["optimizer step's fp32 gradient copy (held instead of the activations)",
+                         f"{row['mem_optimizer_step_bytes'] / 1e9:.1f}"])
     mem_rows.append([f"[bold]total[/] of {row['mem_capacity_bytes'] / 1e9:.1f} ({verdict}; CUDA exposes "
                      f"{fabric.gpu.hbm_cuda_gib:g} GiB of the {fabric.gpu.name}'s {fabric.gpu.hbm_gb:g} GB)",
                      f"[bold]{row['mem_total_bytes'] / 1e9:.1f}[/]"])

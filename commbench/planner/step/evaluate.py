@@ -120,6 +120,7 @@ class StepBreakdown:
     mem_grads_bytes: np.ndarray
     mem_optimizer_bytes: np.ndarray
     mem_activations_bytes: np.ndarray
+    mem_optimizer_step_bytes: np.ndarray  # the optimizer step's fp32 gradient copy: the total holds max(it, activations)
     mem_reserve_bytes: np.ndarray
     mem_total_bytes: np.ndarray
     mem_capacity_bytes: np.ndarray
@@ -633,7 +634,8 @@ def evaluate_layouts(model: ModelSpec, system, layouts: LayoutArrays, *, seq_len
         tokens_per_s_per_gpu=tokens_per_s_per_gpu, model_tflops_per_gpu=model_tflops, peak_tflops=peak,
         mfu=model_tflops / peak,
         mem_weights_bytes=mem.weights, mem_grads_bytes=mem.grads, mem_optimizer_bytes=mem.optimizer,
-        mem_activations_bytes=mem.activations, mem_reserve_bytes=mem.reserve, mem_total_bytes=mem.total,
+        mem_activations_bytes=mem.activations, mem_optimizer_step_bytes=mem.optimizer_step,
+        mem_reserve_bytes=mem.reserve, mem_total_bytes=mem.total,
         mem_capacity_bytes=mem.capacity, mem_host_offload_bytes=mem.host_offload,
         mem_pipeline_rank=np.broadcast_to(mem.rank, np.shape(mem.capacity)).astype(np.int64),
         fits=valid & (mem.total <= mem.capacity) & (mem.host_offload <= mem.host_capacity),

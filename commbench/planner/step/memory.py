@@ -28,7 +28,8 @@ layers each add their own terms (Mamba's in step/mamba.py).
 Module-level offload of the fused grouped MLP (layout fused_mlp_offload_min, megatron-core 0.19.0) takes the routed
 experts' saved tensors that reach the element threshold off the GPU for all MoE layers but one
 (fused_mlp_offload_elements); HSDP's outer "optim" sharding splits the optimizer state across the replicas
-(outer_optim_shards). The reserve adds, where the launch runs --tp-comm-overlap, Transformer Engine's userbuffers
+(outer_optim_shards). The optimizer step holds an fp32 copy of the rank's gradient shard once the activations are
+freed (optimizer_step_grad_bytes): the total charges the larger of the two. The reserve adds, where the launch runs --tp-comm-overlap, Transformer Engine's userbuffers
 (step/tp_overlap_memory.py: HBM outside PyTorch's allocator).
 """
 
@@ -67,10 +68,17 @@ class MemoryBytes:
     host_offload: np.ndarray    # activations CPU offloading keeps in host memory
     host_capacity: np.ndarray   # host memory per GPU less the host reserve (inf without offloading)
     rank: np.ndarray            # the pipeline rank these bytes are of (the one that holds the most)
+    optimizer_step: np.ndarray  # the optimizer step's fp32 gradient copy (optimizer_step_grad_bytes), activations freed
+
+    @property
+    def transient(self) -> np.ndarray:
+        """Bytes beside the static terms at the peak: the saved activations (forward and backward) or the optimizer
+        step's gradient copy (after the last backward), whichever is larger: the two are never held together."""
+        return np.maximum(self.activations, self.optimizer_step)
 
     @property
     def total(self) -> np.ndarray:
-        return self.weights + self.grads + self.optimizer + self.activations + self.reserve
+        return self.weights + self.grads + self.optimizer + self.transient + self.reserve
 
 
 NVFP4 = PRECISIONS.index("nvfp4")
@@ -399,6 +407,28 @@ FUSED_MLP_KEPT_LAYERS = 1
 
 # Adam's optimizer state per trained parameter: fp32 master copy + two fp32 moments (search/memory_floor.py reads it)
 OPTIMIZER_STATE_BYTES_PER_PARAM = 12.0
+# The fp32 copy of a gradient the Megatron optimizer steps on (optimizer_step_grad_bytes)
+FP32_GRAD_COPY_BYTES_PER_PARAM = 4.0
+
+
+def optimizer_step_grad_bytes(optimizer_bytes, fsdp, framework: str = "megatron") -> np.ndarray:
+    """Bytes of the fp32 gradients a Megatron-Core optimizer step holds beside the optimizer state, for the
+    parameters whose state a rank holds (`optimizer_bytes`: OPTIMIZER_STATE_BYTES_PER_PARAM each, so the same share).
+
+    megatron-core 3758b54 (Megatron-Bridge 0026ec1's pin; the same at 2a75ac1) optimizer/distrib_optimizer.py
+    _copy_model_grads_to_main_grads: `shard_main_param.grad = shard_model_grad.float()` for each fp32 main-parameter
+    shard (optimizer.py Float16OptimizerWithFloat16Params does the same unsharded): with the bf16 gradient buffer the
+    plans launch (--grad-reduce-in-bf16) a new fp32 tensor, 4 B per parameter of the rank's shard. It is set in
+    prepare_grads, after the last micro-batch's backward has freed the activations, and dropped only by zero_grad
+    (set_to_none) at the start of the next train_step (Megatron-Bridge 0026ec1 training/train.py train_step:
+    zero_grad_buffer, optimizer.zero_grad before the forward-backward): never beside the activations, so the peak holds
+    the larger of the two (MemoryBytes.transient). Transformer Engine's FusedAdam (v2.x optimizers/fused_adam.py) steps
+    fp32 parameters with fp32 gradients in place, nothing more. Not under Megatron-FSDP (its step returns before the
+    copy: `if self.ddp_config.use_megatron_fsdp: return`), nor under TorchTitan (FSDP2's fp32 gradients are the
+    optimizer's, grad_bytes 4), nor with --use-precision-aware-optimizer (a decoupled bf16 gradient, no copy), which
+    the plans do not launch."""
+    copy = np.asarray(optimizer_bytes, dtype=float) * (FP32_GRAD_COPY_BYTES_PER_PARAM / OPTIMIZER_STATE_BYTES_PER_PARAM)
+    return np.where(np.asarray(fsdp, dtype=bool) | (framework != "megatron"), 0.0, copy)
 
 
 def fused_mlp_offloaded_layers(moe_layers) -> np.ndarray:
@@ -516,6 +546,7 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
                                      dense_group=static.of(dense_group), expert_group=static.of(expert_group),
                                      framework=framework, mamba_units=mamba_units))
     held = weights + grads + optimizer   # per rank x group
+    step_grads = optimizer_step_grad_bytes(optimizer, s.fsdp, framework)   # per rank x group
     rank = np.array([np.broadcast_to(load.rank, (len(static),)) for load in s_loads]).reshape(-1, len(static))
 
     # the MoE norm's CUDA-graph rule (layout/recompute.py graph_kept_moe_norm) reads the graph, its scope, the
@@ -549,9 +580,9 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
     in_static, in_act = static.expand(np.arange(len(static))), act.expand(np.arange(len(act)))
     scale = 1.0 + graph_full
     best = np.zeros(n, dtype=np.int64)
-    best_total = held[0][in_static] + activations[0][in_act] * scale
+    best_total = held[0][in_static] + np.maximum(activations[0][in_act] * scale, step_grads[0][in_static])
     for k in range(1, len(held)):
-        total = held[k][in_static] + activations[k][in_act] * scale
+        total = held[k][in_static] + np.maximum(activations[k][in_act] * scale, step_grads[k][in_static])
         best = np.where(total > best_total, k, best)
         best_total = np.maximum(total, best_total)
     at_static, at_act = best * len(static) + in_static, best * len(act) + in_act
@@ -572,6 +603,7 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
         host_offload=host,
         host_capacity=host_capacity,
         rank=rank.astype(np.int64).ravel()[at_static],
+        optimizer_step=step_grads.ravel()[at_static],
     )
 
 
