@@ -381,13 +381,21 @@ def headers(records: Iterable[Record]) -> list[RunHeader]:
     return [rec for rec in records if isinstance(rec, RunHeader)]
 
 
-def mixed_runs_text(values: dict[str, str]) -> str | None:
+def mixed_runs_text(values: dict[str, str], files: dict[str, list[str]] | None = None) -> str | None:
     """Where runs differ in a property ({run id: its value}): "value: run a, b, c ...; other: run d", naming at
-    most three runs per value; None where they all agree (the one-line refusal of mixed results names them)."""
+    most three runs per value; None where they all agree (the one-line refusal of mixed results names them).
+    With `files` (run id -> the files holding it, as given): "value: a.jsonl run a, b.jsonl run b", since the user
+    typed files, not run ids."""
     by_value: dict[str, list[str]] = {}
     for run_id, value in values.items():
         by_value.setdefault(value, []).append(run_id)
     if len(by_value) < 2:
         return None
-    return "; ".join(f"{value}: run {', '.join(sorted(ids)[:3])}" + (" ..." if len(ids) > 3 else "")
+
+    def named(ids: list[str]) -> str:
+        if files is None:
+            return "run " + ", ".join(ids)
+        return ", ".join(f"{', '.join(files[r])} run {r}" if files.get(r) else f"run {r}" for r in ids)
+
+    return "; ".join(f"{value}: {named(sorted(ids)[:3])}" + (" ..." if len(ids) > 3 else "")
                      for value, ids in sorted(by_value.items()))
