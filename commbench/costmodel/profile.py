@@ -230,13 +230,19 @@ def _kept_latency_only(fits: list[CurveFit], usable: list[CurveFit], base: Fabri
 
 
 def _one_fit_per_curve(fits: list[CurveFit]) -> list[CurveFit]:
-    """Where several fits describe the same curve (a plain sweep and a workload's stage), keep the
-    one with the most points."""
+    """Where several fits describe the same curve (a plain sweep and a workload's stage), keep the collective's own
+    (the plain sweep's: what `predict COLLECTIVE` asks for), else the one with the most points. Session 45: a
+    grad_reduce_scatter flat 'stage total' curve of more points predicted `predict reduce_scatter` beside the
+    reduce_scatter sweep's own curve."""
     best: dict[tuple, CurveFit] = {}
+
+    def rank(fit: CurveFit) -> tuple[bool, int]:
+        return fit.key.source in (None, fit.key.collective), fit.num_points
+
     for fit in fits:
         k = fit.key
         ident = (k.collective, k.algorithm, k.group_size, k.num_domains, k.layout)
-        if ident not in best or fit.num_points > best[ident].num_points:
+        if ident not in best or rank(fit) > rank(best[ident]):
             best[ident] = fit
     return list(best.values())
 
