@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from commbench.errors import CommbenchError, invalid
-from commbench.planner.models.release_data import release_version
+from commbench.planner.models.release_data import release_version, stand_in_release
 
 RECIPE_KEYS = ("recompute", "cuda_graph", "dispatcher", "moe_a2a_overlap", "fused_moe", "fp8_attention")
 # Overlap flags every release has (not searched per release): a recipe's value is a fact the rows of that
@@ -83,11 +83,12 @@ def resolve_release(text: str) -> tuple[str | None, str]:
         return name, ""
     if not RELEASE_NAME.fullmatch(name):
         return None, f"release {text!r} is not a NeMo release name ({RELEASE_FORM}): no recipe"
-    older = [r for r in releases() if release_version(r) <= release_version(name)]
-    if not older:
+    try:   # the one "newest table release not newer than it" (the model stage's, which may not import this one)
+        older = stand_in_release(name)
+    except ValueError:   # a release name (RELEASE_NAME) stand_in_release refuses is older than the table
         return None, f"{name} is older than the recipe table's oldest release ({releases()[0]}): no recipe"
-    stand = _table()["releases"][older[-1]].get("same_as", older[-1])
-    where = f"newest {newest_release()}" if older[-1] == newest_release() else f"releases {', '.join(releases())}"
+    stand = _table()["releases"][older].get("same_as", older)
+    where = f"newest {newest_release()}" if older == newest_release() else f"releases {', '.join(releases())}"
     return stand, f"{name} is not in the recipe table ({where}): its recipes are {stand}'s"
 
 
