@@ -60,3 +60,18 @@ def test_a_wrong_point_in_both_files_still_fails():
     wrong = [dataclasses.replace(m, num_wrong=3) if i == 2 else m for i, m in enumerate(measurements(read_records([A])))]
     result = compare(wrong, wrong, max_regression=0.1)
     assert [p.verdict for p in result.regressions] == ["wrong"]
+
+
+def test_the_library_fails_a_point_base_never_measured_good_as_the_cli_refuses_it(tmp_path):
+    """Session 45: `compare` refuses (exit 2) a BASE with no good record of a point NEW measured good unless
+    --allow-cut-short, but the library's Comparison.passed said True: it now says what the CLI says."""
+    base = _with_failed(A, 1, "a")
+    new = [dataclasses.replace(m, run_id="n") for m in measurements(read_records([B]))]
+    refused = compare(base, new, max_regression=0.1)
+    assert len(refused.base_not_ok) == 1 and not refused.passed
+    allowed = compare(base, new, max_regression=0.1, allow_cut_short=True)
+    assert allowed.base_not_ok == refused.base_not_ok and allowed.passed
+    paths = [write(tmp_path / "base.jsonl", base), write(tmp_path / "new.jsonl", new)]
+    assert CliRunner().invoke(app, ["compare", *paths]).exit_code == 2
+    out = CliRunner().invoke(app, ["compare", *paths, "--allow-cut-short", "--json"])
+    assert out.exit_code == 0 and '"passed": true' in out.stdout, out.output

@@ -331,7 +331,7 @@ def test_a_profile_names_the_runs_it_was_fitted_from_and_an_emulated_one_says_so
     assert not any("emulated" in w for w in fabric.warnings)
     emulated = tmp_path / "emulated.jsonl"
     _two_runs(emulated, {"emulated": {"emulated": True, "num_racks": 1}, "hostnames": ["h"]})
-    with pytest.raises(CommbenchError, match="mix fabrics .*real fabric: run"):
+    with pytest.raises(CommbenchError, match="mix fabrics .*real fabric: .*emulated.jsonl run run_a"):
         fit_result_files([str(emulated)])
     alone = tmp_path / "emulated-alone.jsonl"
     with JsonlWriter(alone) as writer:

@@ -49,13 +49,19 @@ def results_file(tmp_path_factory) -> Path:
     return path
 
 
-def test_pinned_and_searched_plans_share_one_schema(tmp_path):
-    searched = run_json(PLAN + ["--json", "--top", "3", "--out", str(tmp_path / "s")])
+def test_pinned_and_searched_plans_share_one_schema(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)   # -O given relative: written_files names the files relative to here, as given
+    searched = run_json(PLAN + ["--json", "--top", "3", "--out", "s"])
     winner = ",".join(f"{k}={str(v).lower()}" for k, v in searched["layout"].items() if k not in ("dp", "precision"))
-    pinned = run_json(PLAN + ["--layout", winner, "--json", "--out", str(tmp_path / "p")])
-    for doc in (pinned, searched, json.loads((tmp_path / "p" / "plan.json").read_text()),
-                json.loads((tmp_path / "s" / "plan.json").read_text())):
+    pinned = run_json(PLAN + ["--layout", winner, "--json", "--out", "p"])
+    on_disk = [json.loads((tmp_path / folder / "plan.json").read_text()) for folder in ("p", "s")]
+    for doc in (pinned, searched, *on_disk):
         validate(doc, "plan")
+    # session 45: the --json document did not say where -O's files went (the terminal's line did)
+    for doc, folder in ((pinned, "p"), (searched, "s")):
+        assert sorted(doc["written_files"]) == sorted(f"{folder}/{f.name}" for f in (tmp_path / folder).iterdir())
+        assert f"{folder}/megatron_args.txt" in doc["written_files"]
+    assert not any("written_files" in doc for doc in on_disk)   # plan.json is read from other directories
     assert pinned["mode"] == "pinned" and searched["mode"] == "search"
     assert pinned["layout"] == searched["layout"]  # the search's winner, pinned, predicts the same step
     assert pinned["predicted"]["step_s"] == pytest.approx(searched["predicted"]["step_s"])

@@ -45,6 +45,25 @@ def test_a_torchtitan_graph_with_ep_or_pp_names_torchtitans_check(system, pin):
     assert "_validate_cuda_graphs" in line and "Megatron-Bridge" not in line and "most often broken" not in line
 
 
+def test_a_torchtitan_graph_on_h100_is_torchtitans_to_refuse_not_megatron_bridges(tmp_path):
+    """Session 45: `--framework torchtitan --layout cuda_graph=full` on H100 (pp=1, ep=1) was refused as "not in the
+    Megatron-Bridge recipes of release 26.08 on H100": NVIDIA's recipes for another framework. TorchTitan 0.3.0
+    graphs the whole step by default on any GPU (config/configs.py:66 disable_cuda_graphs=False; trainer.py:179-207
+    refuses it only with PP > 1 or EP > 1): the pin is planned and launched with the graph. Megatron keeps the
+    recipes' bound."""
+    args = ("--model", "llama3-8b", "--system", "h100-hgx", "--gpus", "8", "--top", "1", "--layout", "cuda_graph=full")
+    result = CliRunner().invoke(app, ["plan", *args, "--framework", "torchtitan", "-O", str(tmp_path)])
+    assert result.exit_code == 0 and "Megatron-Bridge recipes of" not in result.output, result.output
+    import json
+    doc = json.loads((tmp_path / "plan.json").read_text())
+    assert doc["layout"]["cuda_graph"] == "full" and doc["layout"]["pp"] == doc["layout"]["ep"] == 1
+    assert doc["torchtitan"]["sections"]["training"]["disable_cuda_graphs"] is False
+    line = _refusal(*args, "--framework", "megatron")
+    assert "not in the Megatron-Bridge recipes of release" in line and "on H100" in line, line
+    line = _refusal(*args[:-1], "cuda_graph=full,pp=2", "--framework", "torchtitan")   # TorchTitan's own refusal
+    assert "_validate_cuda_graphs" in line and "Megatron-Bridge" not in line, line
+
+
 def test_a_torchtitan_recompute_pin_says_the_launch_keeps_the_config_functions():
     line = _refusal(*EIGHT_B, "--framework", "torchtitan", "--layout", "recompute=none")
     assert "TorchTitan 0.3.0 runs recompute" not in line

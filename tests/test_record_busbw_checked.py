@@ -52,6 +52,23 @@ def test_a_record_of_another_world_size_than_its_header_is_refused(tmp_path):
     assert len(kept) == 2 and len(bad) == 1 and "world_size=4 but its run r's header says 2 ranks" in bad[0][1], bad
 
 
+def test_a_record_before_its_header_is_checked_against_it(tmp_path):
+    # session 45: the check read the header only once it was read, so records above it (two files concatenated
+    # header-last, or edited) passed unchecked; they are checked as they are below it, and kept in file order
+    points = _points()
+    path = write(tmp_path / "late.jsonl", [points[0], dataclasses.replace(points[1], world_size=4), points[2],
+                                           header_for(points[0])], with_headers=False)
+    kept, bad = _read(path)
+    assert [n for n, _ in bad] == [2] and "world_size=4 but its run r's header says 2 ranks" in bad[0][1], bad
+    assert [type(r).__name__ for r in kept] == ["Measurement", "Measurement", "RunHeader"], kept
+    assert [r.size_bytes for r in kept[:2]] == [points[0].size_bytes, points[2].size_bytes]
+    # a run whose header never comes is read as before (unchecked: no header to check against), in file order
+    other = dataclasses.replace(points[2], run_id="q", world_size=4, group_size=4, busbw_gbps=points[2].algbw_gbps * 1.5)
+    kept, bad = _read(write(tmp_path / "headerless.jsonl", [header_for(points[0]), other, points[0], points[1]],
+                           with_headers=False))
+    assert bad == [] and [getattr(r, "run_id", None) for r in kept] == ["r", "q", "r", "r"], kept
+
+
 def _moe(**metrics) -> Measurement:
     size, combine, time_us = 8704, 8704, 600.0
     dispatch_us, combine_us = 150.0, 170.0

@@ -182,7 +182,8 @@ def test_compare_and_fit_see_a_file_mixing_thread_counts(tmp_path):
     assert result.exit_code == 2 and "torch threads on gloo" in result.output, result.output
     result = _invoke("fit", mixed)
     assert result.exit_code == 2, result.output
-    assert "the results mix torch threads on gloo (1 torch thread(s) per rank: run " + run in " ".join(result.output.split())
+    said = " ".join(result.output.split())   # each run beside the file it came from
+    assert f"the results mix torch threads on gloo (1 torch thread(s) per rank: {mixed} run {run}" in said, said
 
 
 def _resume(sweep: Path, out: Path, *, env: dict | None = None, code: int = 0) -> str:

@@ -645,7 +645,7 @@ def compare_cmd(
                                  if run not in empty_runs_of([*base_headers, *base_records])
                                  and run not in new_continuations],
                      complete_runs=plans, cut_short_runs=cut_runs, new_started=new_started,
-                     allow_fewer_iters=allow_fewer_iters)
+                     allow_fewer_iters=allow_fewer_iters, allow_cut_short=allow_cut_short)
     base_short = base_short + check_base_points_good(base, result, allow_cut_short=allow_cut_short)
     plan_change = plan_change_text(base_headers, plans, base_records) if result.not_planned else ""
     if as_json:

@@ -306,7 +306,8 @@ def plan(
         check_emit(doc, emit)   # a refused launch asked for: one line, before any file is written
         written = write_plan_files(doc, out, force=force) if out else []
         if as_json or emit == "json":
-            print_json(doc, default=float)
+            from commbench.cli.search_view import written_paths
+            print_json(doc | written_paths(out, written), default=float)
             if refusal:
                 raise CommbenchError(refusal)
             return

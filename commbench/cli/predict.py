@@ -118,7 +118,15 @@ def fitted_range(fabric: Fabric, collective: str, num_domains: int, phase: str |
     if not rows or not any(c.collective == collective and c.tier == tier and c.source.startswith("fitted")
                            and phase in (None, c.algorithm) for c in fabric.curves):
         return None
-    return {"curve": f"{collective}{f'[{phase}]' if phase else ''} ({tier})",
+    # as the profile kept them (profile._one_fit_per_curve): the collective's own curve over another workload's stage
+    def ident(r):
+        return r.get("algorithm"), r.get("group_size"), r.get("num_domains"), r.get("layout")
+
+    own = {ident(r) for r in rows if r.get("source") in (None, collective)}
+    rows = [r for r in rows if r.get("source") in (None, collective) or ident(r) not in own]
+    stages = sorted({f"{r['source']} stage {r.get('stage')}" for r in rows if r.get("source") not in (None, collective)})
+    return {"curve": f"{collective}{f'[{phase}]' if phase else ''} ({tier})"
+                     + (f" from {', '.join(stages)} (no {collective} sweep of its own there)" if stages else ""),
             "min_size_bytes": min(int(r["min_size_bytes"]) for r in rows),
             "max_size_bytes": max(int(r["max_size_bytes"]) for r in rows),
             "group_sizes": sorted({int(r["group_size"]) for r in rows}), "collective": collective,
@@ -397,6 +405,9 @@ def predict(
         console.print(styled("[yellow]latency-only[/]: {}", prediction_line(latency_only, fabric.name)), highlight=False)
     else:
         console.print(styled("[yellow]predicted[/] by the cost model, not measured"), highlight=False)
+    for name in curve_ranges(measured):   # a curve of another workload's stage predicts: say which
+        if " stage " in name:
+            console.print(styled("[yellow]curve[/]: {}", name), highlight=False)
     if fabric.source == "preset":   # the sources `commbench systems` names for the same curves
         gpu = f" (GPU: {fabric.gpu.source})" if fabric.gpu is not None and fabric.gpu.source else ""
         console.print(f"sources: {fabric.name}: {fabric.notes[0] if fabric.notes else ''}{gpu}; link rates from "

@@ -97,10 +97,17 @@ def print_launch_notes(section: dict) -> None:
         err_console.print(styled("[yellow]note:[/] {}", note), highlight=False)
 
 
+def written_paths(out: str | None, written: list[str]) -> dict[str, list[str]]:
+    """`written_files` for a --json document with -O: the path of every file written, -O as given joined to
+    its name (relative to the working directory where -O is), as print_written's line names them; {} without -O.
+    Only the printed document holds it: plan.json is read from other directories."""
+    return {"written_files": [str(Path(out) / name) for name in written]} if out else {}
+
+
 def print_written(out: str | None, written: list[str], *, stdout_is_output: bool) -> None:
     """`plan → OUT: plan.json, ...`: where -O's files went. Where stdout holds the launch (--emit megatron or
     torchtitan), the line goes to stderr, so a pipe still reads the arguments alone. (--json's stdout stays the
-    document alone: the files are where -O says.)"""
+    document alone, which names them in written_files.)"""
     if not out:
         return
     from commbench.cli.base import err_console
@@ -181,7 +188,7 @@ def run_plan_search(req: SearchRequest, *, system: str, top: int, emit: str | No
     if as_json or emit == "json":
         print_json({k: v for k, v in doc.items() if k != "placement"} |
                    {"placement": {k: v for k, v in doc["placement"].items()
-                                  if k in ("gpus_per_rack", "num_racks", "summary")}},
+                                  if k in ("gpus_per_rack", "num_racks", "summary")}} | written_paths(out, written),
                    default=float)
     elif emit == "megatron":
         console.print(megatron_launch_text(meg), highlight=False, markup=False, soft_wrap=True)

@@ -87,7 +87,8 @@ def tune(
         if refusal:
             raise CommbenchError(refusal)
     check_pins_in_release(pins, release, system,
-                          precision.lower(), int(load_preset(system, num_gpus=gpus).domain_size))  # before the sweep
+                          precision.lower(), int(load_preset(system, num_gpus=gpus).domain_size),
+                          framework=check_framework(framework))  # before the sweep
     if check_framework(framework) == "megatron":   # a pin whose flags the release cannot parse, before the sweep
         from commbench.planner.layout.release_flags import release_pin_flags_refusal
         refusal = release_pin_flags_refusal(spec, release, pins, int(load_preset(system, num_gpus=gpus).domain_size))

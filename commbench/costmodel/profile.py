@@ -230,13 +230,19 @@ def _kept_latency_only(fits: list[CurveFit], usable: list[CurveFit], base: Fabri
 
 
 def _one_fit_per_curve(fits: list[CurveFit]) -> list[CurveFit]:
-    """Where several fits describe the same curve (a plain sweep and a workload's stage), keep the
-    one with the most points."""
+    """Where several fits describe the same curve (a plain sweep and a workload's stage), keep the collective's own
+    (the plain sweep's: what `predict COLLECTIVE` asks for), else the one with the most points. Session 45: a
+    grad_reduce_scatter flat 'stage total' curve of more points predicted `predict reduce_scatter` beside the
+    reduce_scatter sweep's own curve."""
     best: dict[tuple, CurveFit] = {}
+
+    def rank(fit: CurveFit) -> tuple[bool, int]:
+        return fit.key.source in (None, fit.key.collective), fit.num_points
+
     for fit in fits:
         k = fit.key
         ident = (k.collective, k.algorithm, k.group_size, k.num_domains, k.layout)
-        if ident not in best or fit.num_points > best[ident].num_points:
+        if ident not in best or rank(fit) > rank(best[ident]):
             best[ident] = fit
     return list(best.values())
 
@@ -399,8 +405,9 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
                                                     options=dtype_op_options, runs=runs)
     check_no_wrong_data(points, paths, leave_out_wrong)
     unknown_notes = check_setup_known(per_file, points, runs, bad_of)
-    sources = check_one_fabric(points, runs)
-    domain = check_one_domain(points, runs, files_of_runs(per_file))
+    files = files_of_runs(per_file)
+    sources = check_one_fabric(points, runs, files)
+    domain = check_one_domain(points, runs, files)
     loop_note = check_one_loop(points)
     if base is not None:
         check_on_base(points, runs, base)
@@ -565,10 +572,11 @@ def check_setup_known(per_file: list[tuple[str, list]], points: list, runs: dict
     return [f"{line}; fitted alone, as measured" for line in lines]
 
 
-def check_one_fabric(points: list, runs: dict) -> list[str]:
+def check_one_fabric(points: list, runs: dict, files: dict[str, list[str]] | None = None) -> list[str]:
     """Refuse points whose runs differ in NCCL version, devices, emulation (real vs `commbench emulate`, or two
     emulated fabrics), on gloo the torch version or threads per rank, or NCCL_* settings (run_setup.fabric_env): their medians per size would be merged into one curve of
     no real fabric.
+    The refusal names each run's files (`files`: files_of_runs) beside its id.
     Returns a note per run used with a header (its provenance), for the profile; a run without one is
     check_setup_known's (refused beside others, noted where fitted alone)."""
     from commbench.errors import CommbenchError
@@ -586,7 +594,7 @@ def check_one_fabric(points: list, runs: dict) -> list[str]:
                     if what not in _UNKNOWN_IS_NO_CHANGE or _known(h, what) else "")
                    for what in GATE_FIELDS) + (("NCCL_* settings", fabric_env),)
     for what, value in checks:
-        named = mixed_runs_text({run_id: v for run_id, h in known.items() if (v := value(h))})
+        named = mixed_runs_text({run_id: v for run_id, h in known.items() if (v := value(h))}, files)
         if named:
             raise CommbenchError(f"the results mix {what} ({named}): one fit would merge them into curves of no "
                                  "real fabric; fit each from the results measured with it (one fabric profile per "

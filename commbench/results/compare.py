@@ -172,6 +172,7 @@ class Comparison:
     # "label (why)" per point of BASE with no good record (failed, wrong, skipped in every run) that NEW holds good:
     # NEW's point is judged on nothing, as beyond a BASE cut short (the CLI refuses it unless --allow-cut-short)
     base_not_ok: list[str] = field(default_factory=list)
+    allow_cut_short: bool = False   # base_not_ok judged on the points BASE holds, as compare --allow-cut-short
 
     @property
     def lost(self) -> list[str]:
@@ -218,8 +219,11 @@ class Comparison:
 
     @property
     def passed(self) -> bool:
+        """The gate as `compare` judges it: a point BASE holds no good record of where NEW measured it good
+        (base_not_ok) fails it unless allow_cut_short (the CLI refuses it, exit 2; session 45: this said passed)."""
         return not (self.regressions or self.regressed_collectives or (self.unchecked and not self.allow_unchecked)
-                    or self.failed_only_in_new or ((self.empty_runs or self.unmatched_runs) and not self.allow_missing))
+                    or self.failed_only_in_new or ((self.empty_runs or self.unmatched_runs) and not self.allow_missing)
+                    or (self.base_not_ok and not self.allow_cut_short))
 
 
 def match_key(m: Measurement) -> tuple:
@@ -554,7 +558,8 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
             statistic: str = AUTO, history: Iterable[Measurement] = (), allow_missing: bool = False,
             allow_unchecked: bool = False, alpha: float = ALPHA, empty_runs: Iterable[str] = (),
             complete_runs: Iterable[str] = (), cut_short_runs: Iterable[str] = (),
-            new_started: dict[str, datetime.datetime] | None = None, allow_fewer_iters: bool = False) -> Comparison:
+            new_started: dict[str, datetime.datetime] | None = None, allow_fewer_iters: bool = False,
+            allow_cut_short: bool = False) -> Comparison:
     """Judge every run of `new` against `base` (+ `history` runs for the run-to-run noise). `empty_runs`: run ids of
     NEW's file with a header and no record (empty_runs_of): each misses every point of BASE. `complete_runs`: run
     ids of NEW whose records hold every point their header plans (results.resumed.runs_holding_their_plan): a point
@@ -564,7 +569,8 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     points it holds. `new_started`: {run id of NEW: when its header says it started} (run_start_times), which tells NEW's
     newest run (newest_run); without it, or where a run has none, the file's last run is taken as the newest.
     A run of NEW that measured a point of BASE over fewer iterations than BASE did is refused unless
-    `allow_fewer_iters` (compare_iters)."""
+    `allow_fewer_iters` (compare_iters). `allow_cut_short`: a point BASE holds no good record of (base_not_ok) does not
+    fail `passed` (the CLI refuses it without --allow-cut-short)."""
     from commbench.results.compare_judge import judge
 
     base, new, history = list(base), list(new), list(history)
@@ -610,7 +616,7 @@ def compare(base: Iterable[Measurement], new: Iterable[Measurement], *, max_regr
     return dataclasses.replace(result, repeated_runs=repeated, failed_only_in_new=failed_only_in_new(new_runs, base_keys),
                                empty_runs=list(empty_runs), history_of_new=history_of_new,
                                unmatched_runs=[f"{where}: {why}" for _, where, why in unmatched],
-                               fewer_iters=fewer)
+                               fewer_iters=fewer, allow_cut_short=allow_cut_short)
 
 
 def run_start_times(records) -> dict[str, datetime.datetime]:

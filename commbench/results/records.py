@@ -291,12 +291,31 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
     `on_bad_line(line_number, reason)`, a measurement whose summary disagrees with its own samples
     (record_checks.SummaryDisagrees) to `on_self_contradicting(line_number, reason)` where given. `drop_samples`: measurements without `iter_times_us` (for
     readers that never use them: a large file then takes a fraction of the memory), except those whose
-    record (the parsed JSON object) `keep_samples_of` returns true for (a reader that needs some)."""
+    record (the parsed JSON object) `keep_samples_of` returns true for (a reader that needs some).
+    A measurement read before its run's header (files concatenated or edited) is held, with the lines after it,
+    until that header comes, and checked against it as one after it is (session 45: it passed unchecked); a run
+    whose header never comes is yielded at the end, in file order, as a run without a header."""
     try:
         handle = Path(path).open("rb")
     except OSError as exc:
         raise CommbenchError(f"results file {str(path)!r} cannot be read: {exc.strerror}") from None
-    runs: dict[str, dict] = {}   # run id -> its header's launcher and backend (ungrouped_if_ours)
+    runs: dict[str, dict] = {}   # run id -> its header's launcher, backend and world size
+    held: list[tuple[int, dict, Record]] = []   # from the first measurement whose header is not read yet, in order
+    waiting: set[str] = set()   # the run ids of held measurements whose header is not read yet
+
+    def report(line_number: int, exc: Exception) -> None:
+        callback = (on_self_contradicting or on_bad_line) if isinstance(exc, SummaryDisagrees) else on_bad_line
+        if callback is not None:
+            callback(line_number, first_line(exc))
+
+    def released() -> Iterator[Record]:
+        for line_number, data, record in held:
+            try:
+                yield _with_header(record, data, runs.get(record.run_id))
+            except (SummaryDisagrees, ValueError, TypeError, RecursionError) as exc:
+                report(line_number, exc)
+        held.clear()
+
     with handle:
         line_number, first = 0, True
         while raw := handle.readline(MAX_LINE_BYTES):
@@ -327,24 +346,35 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
                 if isinstance(record, Measurement):
                     check_algbw_matches_size(record)
                     check_busbw_matches_algbw(record)
-                    check_world_size_matches_header(record, runs.get(record.run_id, {}).get("world_size"))
-                if isinstance(record, RunHeader):
-                    runs[record.run_id] = {"launcher": record.launcher, "backend": record.backend,
-                                           "world_size": record.world_size}
-                elif record.run_id in runs and AGG_GROUPED in record.params:
-                    ungrouped_if_ours(runs[record.run_id], data)
-                    record = from_dict(data)
-                yield record
             except UnicodeDecodeError as exc:
                 if on_bad_line is not None:
                     on_bad_line(line_number, f"not UTF-8 text (byte 0x{raw[exc.start]:02x})")
-            except SummaryDisagrees as exc:
-                report = on_self_contradicting or on_bad_line
-                if report is not None:
-                    report(line_number, first_line(exc))
-            except (ValueError, TypeError, RecursionError) as exc:
-                if on_bad_line is not None:
-                    on_bad_line(line_number, first_line(exc))
+                continue
+            except (SummaryDisagrees, ValueError, TypeError, RecursionError) as exc:
+                report(line_number, exc)
+                continue
+            if isinstance(record, RunHeader):
+                runs[record.run_id] = {"launcher": record.launcher, "backend": record.backend,
+                                       "world_size": record.world_size}
+                waiting.discard(record.run_id)
+            elif record.run_id not in runs:
+                waiting.add(record.run_id)
+            held.append((line_number, data, record))
+            if not waiting:
+                yield from released()
+        yield from released()   # runs whose header never came: unchecked against one, as before
+
+
+def _with_header(record: Record, data: dict, header: dict | None) -> Record:
+    """A measurement checked against its run's header (`header`: launcher, backend, world size; None where the run
+    has none) and read as it says (ungrouped_if_ours); a header as it is."""
+    if not isinstance(record, Measurement) or header is None:
+        return record
+    check_world_size_matches_header(record, header.get("world_size"))
+    if AGG_GROUPED in record.params:
+        ungrouped_if_ours(header, data)
+        return from_dict(data)
+    return record
 
 
 def _check_first_line(path: str | os.PathLike[str], raw: bytes) -> None:
@@ -381,13 +411,21 @@ def headers(records: Iterable[Record]) -> list[RunHeader]:
     return [rec for rec in records if isinstance(rec, RunHeader)]
 
 
-def mixed_runs_text(values: dict[str, str]) -> str | None:
+def mixed_runs_text(values: dict[str, str], files: dict[str, list[str]] | None = None) -> str | None:
     """Where runs differ in a property ({run id: its value}): "value: run a, b, c ...; other: run d", naming at
-    most three runs per value; None where they all agree (the one-line refusal of mixed results names them)."""
+    most three runs per value; None where they all agree (the one-line refusal of mixed results names them).
+    With `files` (run id -> the files holding it, as given): "value: a.jsonl run a, b.jsonl run b", since the user
+    typed files, not run ids."""
     by_value: dict[str, list[str]] = {}
     for run_id, value in values.items():
         by_value.setdefault(value, []).append(run_id)
     if len(by_value) < 2:
         return None
-    return "; ".join(f"{value}: run {', '.join(sorted(ids)[:3])}" + (" ..." if len(ids) > 3 else "")
+
+    def named(ids: list[str]) -> str:
+        if files is None:
+            return "run " + ", ".join(ids)
+        return ", ".join(f"{', '.join(files[r])} run {r}" if files.get(r) else f"run {r}" for r in ids)
+
+    return "; ".join(f"{value}: {named(sorted(ids)[:3])}" + (" ..." if len(ids) > 3 else "")
                      for value, ids in sorted(by_value.items()))

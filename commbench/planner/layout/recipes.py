@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from commbench.errors import CommbenchError, invalid
-from commbench.planner.models.release_data import release_version
+from commbench.planner.models.release_data import release_version, stand_in_release
 
 RECIPE_KEYS = ("recompute", "cuda_graph", "dispatcher", "moe_a2a_overlap", "fused_moe", "fp8_attention")
 # Overlap flags every release has (not searched per release): a recipe's value is a fact the rows of that
@@ -83,11 +83,12 @@ def resolve_release(text: str) -> tuple[str | None, str]:
         return name, ""
     if not RELEASE_NAME.fullmatch(name):
         return None, f"release {text!r} is not a NeMo release name ({RELEASE_FORM}): no recipe"
-    older = [r for r in releases() if release_version(r) <= release_version(name)]
-    if not older:
+    try:   # the one "newest table release not newer than it" (the model stage's, which may not import this one)
+        older = stand_in_release(name)
+    except ValueError:   # a release name (RELEASE_NAME) stand_in_release refuses is older than the table
         return None, f"{name} is older than the recipe table's oldest release ({releases()[0]}): no recipe"
-    stand = _table()["releases"][older[-1]].get("same_as", older[-1])
-    where = f"newest {newest_release()}" if older[-1] == newest_release() else f"releases {', '.join(releases())}"
+    stand = _table()["releases"][older].get("same_as", older)
+    where = f"newest {newest_release()}" if older == newest_release() else f"releases {', '.join(releases())}"
     return stand, f"{name} is not in the recipe table ({where}): its recipes are {stand}'s"
 
 
@@ -549,11 +550,21 @@ def check_precision_in_release(precision: str, release: str, asked: str | None =
                   f"(first in {where}); the releases that run {value}: {', '.join(running)} (or newer)")
 
 
+# Pins a --framework torchtitan launch checks against TorchTitan's own source, not NVIDIA's Megatron-Bridge recipes:
+# TorchTitan 0.3.0 graphs the whole forward-backward by default on any GPU (config/configs.py:66
+# Training.disable_cuda_graphs = False; trainer.py:179-207 _validate_cuda_graphs refuses it only with PP > 1 or EP > 1
+# under a CPU-synchronising dispatcher: search/pin_rules.py TITAN_GRAPH_RULE). Session 45: a TorchTitan cuda_graph=full
+# pin on H100 was refused as "not in the Megatron-Bridge recipes of release 26.08 on H100".
+TITAN_OWN_RULE_KEYS = ("cuda_graph",)
+
+
 def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None = None,
-                          precision: str | None = None, domain_size: int | None = None) -> None:
+                          precision: str | None = None, domain_size: int | None = None,
+                          framework: str = "megatron") -> None:
     """Refuse a precision the release cannot run (check_precision_in_release), then a --layout value the release's
     recipes never use on the GPU at the precision, or that the fabric (`domain_size`) cannot run of them
-    (dispatch_limits) (one line naming field, release, GPU and precision)."""
+    (dispatch_limits) (one line naming field, release, GPU and precision). With `framework` torchtitan the
+    TITAN_OWN_RULE_KEYS are TorchTitan's to refuse (framework_pins, pin_rules), not the recipes'."""
     if precision is not None:
         check_precision_in_release(precision, release)
     features = release_features(release, gpu, precision, domain_size=domain_size)
@@ -561,6 +572,8 @@ def check_pins_in_release(pins: dict[str, object], release: str, gpu: str | None
     stand = f" ({feature_gpu_note(gpu)})" if feature_gpu_note(gpu) else ""
     where = (f" on {gpu_key(gpu).upper()}" if gpu else "") + (f" at {str(precision).upper()}" if precision else "")
     for key in RECIPE_KEYS:
+        if framework == "torchtitan" and key in TITAN_OWN_RULE_KEYS:
+            continue
         if key in pins and pins[key] not in features[key]:
             have = ", ".join(sorted(str(v).lower() for v in features[key]))
             why = f" ({limits[key]})" if key in limits else ""

@@ -29,8 +29,9 @@ def release_core(release: str) -> tuple[str, str] | None:
 
 def stand_in_release(release: str | None) -> str:
     """The table release a plan for `release` runs: the newest with none (the plan's default), a table release itself,
-    else the newest table release not newer than it (layout/recipes.resolve_release; `plan` and `tune` refuse a release
-    older than the table or not a release name before any model is read)."""
+    else the newest table release not newer than it; ValueError for one older than the table or not a release name
+    (`plan` and `tune` refuse those before any model is read). The one copy of that rule: layout/recipes.resolve_release
+    calls it (and turns the refusal into its note)."""
     known = table_releases()
     if release is None:
         return known[-1]

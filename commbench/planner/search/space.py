@@ -124,7 +124,7 @@ class SearchRequest:
         if refusal:
             raise CommbenchError(refusal)
         check_pins_in_release(self.pins, self.software, self.gpu_name, self.precision,  # the user's pins, first
-                              self.domain_size)
+                              self.domain_size, framework=str(self.framework))
         etp = self.pins.get("etp")
         if etp is not None and not self.model.is_moe and etp != self.pins.get("tp", etp if etp == 1 else None):
             # a dense model has no expert layer: the search set etp = tp and dropped the pin without a word
