@@ -155,6 +155,9 @@ class Rule:
     lowered_channels: int = 0
     lowered_below_bytes: int = 0
     nvls_channels: int = 0  # channels 0 written for a measured N that NVLS does not run on (nvlsChannels instead)
+    # channels 0 written for a CollNet rule measured with N: NCCL schedules a tuner's CollNet count uncapped by the
+    # channels it set up, so commbench's plugin drops a CollNet count (results.nccl_channels)
+    collnet_channels: int = 0
     # "nvls/simple": this rule stands in for a rule of that pair above it over the same sizes, for the calls NCCL
     # does not allow that pair (Cell.fallback; NCCL's example plugin then tries later rules)
     fallback_for: str = ""
