@@ -176,6 +176,9 @@ def kept_comment(cell: Cell, statistic: str) -> str:
     elif cell.predicted:
         why = (f"best {cell.best.label} leads the next by {cell.speedup:.2f}x, within the cost model's "
                f"{100 * cell.noise_rel:g}% error")
+    elif cell.within_run_spread:
+        why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), within NCCL default's "
+               f"{100 * cell.default_spread:.1f}% run-to-run spread (--allow-run-spread keeps it)")
     elif cell.speedup is None and cell.default_failed:
         why = ("NCCL default FAILED at this size (its record failed or gave wrong data): nothing shows "
                f"{cell.best.label} beats it")
