@@ -887,3 +887,11 @@ def test_a_gain_smaller_than_the_defaults_run_to_run_spread_is_left_to_nccl_unle
                                          "-O", str(tmp_path / "p.conf")])
     assert predicted.exit_code == 2 and predicted.output.startswith("error: --allow-run-spread is not used with --system")
 
+
+def test_predicted_gpus_have_one_lower_bound(tmp_path):
+    """Found from outside: --gpus 0 was refused as 'an integer from 1 to 131,072', and --gpus 1 then 'needs >= 2
+    ranks'. One bound, 2, in one line for both (exit 2); 2 itself writes a file."""
+    for gpus in ("0", "1", "131073"):
+        out = CliRunner().invoke(app, ["nccl-tuner", "--system", "h100-hgx", "--gpus", gpus, "-O", str(tmp_path / "x.conf")])
+        assert out.exit_code == 2 and len(out.output.strip().splitlines()) == 1, out.output
+        assert f"--gpus={gpus} is invalid: an integer from 2 " in out.output and "131,072" in out.output, out.output

@@ -226,9 +226,11 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
         if gpus is None:
             raise CommbenchError("--gpus is missing: predicted rules (--fabric/--system) need the communicator's "
                                  "rank count, e.g. --gpus 72")
-        from commbench.limits import check_world_size
+        from commbench.limits import MAX_WORLD_SIZE
 
-        check_world_size(gpus, "--gpus")
+        if not 2 <= gpus <= MAX_WORLD_SIZE:   # one lower bound: 1 passed a 1.. check, then 'needs >= 2 ranks'
+            raise invalid("--gpus", gpus, f"an integer from 2 (a collective needs >= 2 ranks) to {MAX_WORLD_SIZE:,} "
+                                          "(commbench's bound on ranks in one job)")
         if nodes is not None and not 1 <= nodes <= gpus:  # -1 in a rule would match every node count
             raise invalid("--nodes", nodes, f"from 1 to --gpus ({gpus}): nNodes as NCCL reports it")
         if channels is not None and not 0 <= channels <= NCCL_MAX_CHANNELS:
