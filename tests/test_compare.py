@@ -205,6 +205,20 @@ def test_user_errors_exit_2(tmp_path):
             parse_threshold(bare)
 
 
+def test_the_threshold_is_printed_as_given_and_a_non_finite_one_is_invalid(tmp_path):
+    """Found from outside: --max-regression 9.99% printed 'beyond 10%' and 1e-9 'beyond 0%' (rounded to whole
+    percents); 'inf' was answered 'ambiguous ... would be inf%' rather than as an invalid value."""
+    base = write(tmp_path / "base.jsonl", [record(1024, [10.0] * 5)])
+    for given, said in (("9.99%", "9.99%"), ("1e-9", "1e-07%"), ("0.1", "10%")):
+        result = run(base, base, "--max-regression", given, "--allow-same-run", "--allow-stale")
+        assert f"none slower than {said} beyond the noise" in " ".join(result.output.split()), (given, result.output)
+    for bad in ("inf", "-inf", "nan", "inf%"):
+        result = run(base, base, "--max-regression", bad)
+        assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, (bad, result.output)
+        assert "is invalid: a fraction like 0.1 or a percentage like 10%" in result.output and "ambiguous" not in \
+            result.output, (bad, result.output)
+
+
 def test_a_slowdown_at_every_size_fails_as_a_collective_even_when_each_point_is_noisy(tmp_path):
     rng = np.random.default_rng(7)
     base = [record(size, 100 * np.exp(rng.normal(0, 0.5, 20))) for size in (1 << k for k in range(10, 22))]

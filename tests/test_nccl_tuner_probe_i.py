@@ -102,7 +102,8 @@ def test_repeat_spread_notes_skip_fill_ins():
 
     combo = TuningCombo(algo="tree", proto="simple", channels=16)
     cell = Cell(collective="allreduce", nodes=1, ranks=8, min_bytes=0, max_bytes=10, size_bytes=5, choice=combo,
-                speedup=0.4, noise_rel=0.01, best=combo, filled=True, default_spread=0.0)
+                speedup=1.02, noise_rel=0.01, best=combo, filled=True, default_spread=0.3,
+                within_run_spread=True)
     assert repeat_spread_notes([cell]) == []
 
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import os
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
+from commbench.comm.nccl_tuning import TuningCombo
 from commbench.tuner_plugin import LIBRARY_NAME, build_plugin, find_compiler
 from tests.test_nccl_tuner import _results_file, reproduced_plugin_load
 
@@ -578,4 +580,64 @@ def test_a_dropped_line_names_its_first_bad_field(library, tmp_path, config_env,
                     logger_address=ctypes.cast(fake.fakeLog, ctypes.c_void_p).value)
     log = ctypes.string_at(ctypes.addressof(ctypes.c_char.in_dll(fake, "fakeLogText"))).decode()
     assert f"line 1 dropped: {reason}\n" in log, log
+    driver.close()
+
+
+def _applies_as_written(library, conf: str, rules, *, ranks: int, nodes: int) -> None:
+    """The plugin warns of nothing (drops none of the file's lines), and each rule decides its bounds with its own channel count."""
+    driver = Driver(library, conf, ranks=ranks, nodes=nodes)
+    assert not [f for level, f in driver.logged if level == 2], (Path(conf).read_text(), driver.formats)  # no WARN
+    for rule in rules:
+        for nbytes in (rule.min_bytes, rule.max_bytes):
+            channels, table = driver.call("allreduce", nbytes)
+            assert (picked(table), channels) == ((rule.algo, rule.proto), rule.channels), (rule, nbytes)
+    driver.close()
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS)
+def test_every_rule_the_writer_can_emit_is_read_by_the_plugins_own_parser(library, tmp_path, config_env, algo):
+    """Whatever channel count an algorithm was measured with (1, 4, 64: NCCL's MAXCHANNELS), at sizes below, across
+    and above where NCCL lowers it, on one node and three, with an NCCL before and after 2.28: every line the writer
+    makes of it (results.nccl_channels, then the file) is one commbench's plugin keeps -- a CollNet rule with a count
+    was written and then dropped by the plugin (NCCL would schedule that count uncapped, src/enqueue.cc)."""
+    from commbench.results.nccl_channels import leave_lowered_channels_to_nccl
+    from commbench.results.nccl_tuner import Rule
+    from commbench.results.nccl_tuner_file import plugin_config_text
+
+    ranges = ((0, 1023), (1024, 64 << 20), (1 << 30, 8 << 30))
+    for proto in PROTOCOLS:
+        for channels in (1, 4, 64):
+            for nodes in (1, 3):
+                for version in ("2.27.3", "2.28.9"):
+                    measured = [Rule(collective="allreduce", min_bytes=lo, max_bytes=hi, algo=algo, proto=proto,
+                                     channels=channels, nodes=nodes, ranks=8 * nodes, pipe_ops=1, reg_buff=0,
+                                     sizes_bytes=(lo, hi), speedups=(2.0, 2.0), run_ids=("a",)) for lo, hi in ranges]
+                    rules = leave_lowered_channels_to_nccl(measured, {"a": {}}, {"a": version})
+                    conf = tmp_path / f"{proto}-{channels}-{nodes}-{version}.conf"
+                    conf.write_text(plugin_config_text(rules, [], intro=[], statistic="median"))
+                    _applies_as_written(library, str(conf), rules, ranks=8 * nodes, nodes=nodes)
+
+
+def test_measured_collnet_rules_say_nccls_own_count_and_apply(library, tmp_path, config_env):
+    """3 hosts x 2 ranks, all-reduce: CollNet direct (small sizes) and chain (large) measured on 4 channels and 2x
+    faster than NCCL's default: the rules say channels 0 (found from outside: `collnet_direct,simple,4` was written and
+    commbench's plugin dropped it, with a WARN on every rank)."""
+    from commbench.results.records import JsonlWriter
+    from tests.test_nccl_tuner import DEFAULT, _header, _record
+
+    hosts = ["h0", "h0", "h1", "h1", "h2", "h2"]
+    direct = TuningCombo(algo="collnet_direct", proto="simple", channels=4)
+    chain = TuningCombo(algo="collnet_chain", proto="simple", channels=4)
+    path = tmp_path / "collnet.jsonl"
+    with JsonlWriter(path) as writer:
+        for index, combo in enumerate((DEFAULT, direct, chain)):
+            writer.write(_header(f"run{index}", hosts))
+            for size in (1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20):
+                fast = combo == (direct if size <= 4 << 20 else chain)
+                writer.write(_record(f"run{index}", size, combo, (50.0 if fast else 100.0) * size / (1 << 20), world=6))
+    conf, configs = write_config(tmp_path, str(path))
+    assert {(c["algo"], c["channels"]) for c in configs} == {("collnet_direct", 0), ("collnet_chain", 0)}
+    assert "NCCL_MIN/MAX_NCHANNELS=4" in Path(conf).read_text()
+    driver = check_every_rule(library, conf, configs, ranks=6, nodes=3)
+    assert not [f for level, f in driver.logged if level == 2], driver.formats  # no WARN (NCCL_LOG_WARN 2)
     driver.close()

@@ -19,7 +19,7 @@ from commbench.errors import CommbenchError
 from commbench.results.noise import ASSUMED_POINT_SD, ASSUMED_SHIFT_PER_POINT_SD, SHIFT_PRIOR_RATIO
 from commbench.results.compare import (AUTO, AUTO_TAIL, GATE_STATISTICS, MIN_SAMPLES_FOR_TAIL, TAIL_STATISTICS,
                                        check_statistic, compare, empty_runs_of, parse_threshold,
-                                       unchecked_on_both_sides)
+                                       threshold_text, unchecked_on_both_sides)
 from commbench.results.records import RunHeader, read_records
 from commbench.results.run_setup import setup_changes
 from commbench.results.resumed import with_resumed_runs_joined
@@ -755,10 +755,10 @@ def compare_cmd(
         slow = [p for p in result.regressions if p.verdict == "REGRESSED"]
         bad = [p for p in result.regressions if p.verdict != "REGRESSED"]
         parts = [f"{name} slower as a whole: geomean x{result.geomean_by_collective[name]:.2f} beyond "
-                 f"{threshold:.0%} and the noise" for name in result.regressed_collectives]
+                 f"{threshold_text(threshold)} and the noise" for name in result.regressed_collectives]
         if slow:
             worst = max(slow, key=lambda p: p.ratio)
-            parts.append(f"{len(slow)} point(s) regressed beyond {threshold:.0%} and the noise; worst: {worst.label} "
+            parts.append(f"{len(slow)} point(s) regressed beyond {threshold_text(threshold)} and the noise; worst: {worst.label} "
                          f"x{worst.ratio:.2f} ({worst.statistic}, {worst.detail}, noise {worst.noise_text()})")
         if (slow or result.regressed_collectives) and not (result.run_to_run and result.run_to_run.shift_known):
             parts.append(f"run-to-run noise not measured (one baseline run, "
@@ -813,7 +813,7 @@ def compare_cmd(
                              f" ({base_bad} not ok in base: not judged)" if base_bad else "",
                              f" ({unreached} not reached by a run cut short: --allow-cut-short)" if unreached else "",
                              f" ({absent} of the base's not in the new file: --allow-missing)" if absent else "",
-                             f"{threshold:.0%}",
+                             threshold_text(threshold),
                              (" (data unchecked on both sides: -c 0, a wrong result cannot be seen)"
                               if len(unchecked_both) >= len(result.points) - apart - absent - unreached else
                               f" or wrong ({len(unchecked_both)} point(s) with data unchecked on both sides: -c 0)")

@@ -47,7 +47,8 @@ def _write(path: str, text: str, option: str = "--out") -> None:
 
 _OPTION_NAMES = {"files": "RESULTS", "statistic": "--statistic", "old_stat": "--stat", "min_gain": "--min-gain",
                  "csv_path": "--csv", "fabric_path": "--fabric", "system": "--system", "gpus": "--gpus",
-                 "nodes": "--nodes", "channels": "--channels", "min_bytes": "--min-bytes", "max_bytes": "--max-bytes"}
+                 "nodes": "--nodes", "channels": "--channels", "min_bytes": "--min-bytes", "max_bytes": "--max-bytes",
+                 "allow_run_spread": "--allow-run-spread"}
 
 
 def _typed(**values) -> dict[str, object]:
@@ -61,7 +62,8 @@ def _refuse_unused(where: str, why: str, given: dict[str, object]) -> None:
     would say (a scale, a channel count, a size range, a threshold), so its being ignored can only mislead."""
     if given:
         option, value = next(iter(given.items()))
-        raise CommbenchError(f"{option}={value!r} is not used {where}: {why}; leave it out")
+        named = option if value is True else f"{option}={value!r}"   # a flag: its name alone
+        raise CommbenchError(f"{named} is not used {where}: {why}; leave it out")
 
 
 def _fill_in_range(cells: list) -> str:
@@ -128,6 +130,7 @@ def nccl_tuner(
     statistic: Annotated[Optional[str], typer.Option("--statistic", help="Measured: statistic that ranks combinations: median (default), mean, min, max or p99 (p99 needs >= 100 iterations), or nccl-tests' time by its -a mode: nccl-avg, nccl-rank0, nccl-min, nccl-max (the one time an imported nccl-tests log holds); the same option name as compare's.")] = None,
     old_stat: Annotated[Optional[str], typer.Option("--stat", hidden=True)] = None,
     min_gain: Annotated[Optional[float], typer.Option("--min-gain", help="Measured: also require the winner to beat NCCL's default by this fraction (0.05 = 5%; default 0), on top of the measured noise.")] = None,
+    allow_run_spread: Annotated[bool, typer.Option("--allow-run-spread", help="Measured: also write a rule whose gain over NCCL's default is smaller than that default's own run-to-run spread at the size (measured more than once); by default NCCL decides there, since the 'win' may be a whole run shifting.")] = False,
     csv_path: Annotated[Optional[str], typer.Option("--csv", help="Also write the input CSV of NCCL's scripts/optimize_config.py: only the sizes where a combination beat NCCL's default, that combination only (the script cannot say 'NCCL default'; docs/nccl-tuner.md).")] = None,
     fabric_path: Annotated[Optional[str], typer.Option("--fabric", help="PREDICTED rules from a fabric profile (commbench fit) instead of results.")] = None,
     system: Annotated[Optional[str], typer.Option("--system", help="PREDICTED rules from a preset (commbench systems), e.g. gb300-nvl72.")] = None,
@@ -163,7 +166,8 @@ def nccl_tuner(
         _refuse_unused("with --build-plugin", "it builds the plugin and exits, writing no config: build it in one "
                        "command and write the config in another", _typed(files=files, statistic=statistic,
                        old_stat=old_stat, min_gain=min_gain, csv_path=csv_path, fabric_path=fabric_path, system=system,
-                       gpus=gpus, nodes=nodes, channels=channels, min_bytes=min_bytes, max_bytes=max_bytes))
+                       gpus=gpus, nodes=nodes, channels=channels, min_bytes=min_bytes, max_bytes=max_bytes,
+                       allow_run_spread=allow_run_spread or None))
 
         library = build_plugin(build_plugin_dir)
         console.print(styled("[green]built[/] {}: export NCCL_TUNER_PLUGIN={} NCCL_TUNER_CONFIG_FILE=<config from "
@@ -180,7 +184,7 @@ def nccl_tuner(
     if predicted:  # one predicted time per point, no measured NCCL default: nothing to rank or to beat
         _refuse_unused("with --system/--fabric (predicted rules)", "it applies to measured rules (results files): "
                        "a predicted point has one time and no measured NCCL default to beat",
-                       _typed(statistic=statistic, min_gain=min_gain))
+                       _typed(statistic=statistic, min_gain=min_gain, allow_run_spread=allow_run_spread or None))
     elif files:  # the results name their own scales, channel counts and sizes
         _refuse_unused("with results files (measured rules)", "it sets predicted rules (--system/--fabric); "
                        "results name their own ranks, nodes, channel counts and sizes",
@@ -203,11 +207,11 @@ def nccl_tuner(
         if csv_path is not None:  # --csv '' is refused there (empty), not taken as "no CSV"
             held.enter_context(_claim(csv_path, "--csv", force))
         _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpus, nodes, channels, min_bytes,
-              max_bytes, target)
+              max_bytes, target, allow_run_spread)
 
 
 def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpus, nodes, channels, min_bytes,
-          max_bytes, target) -> None:
+          max_bytes, target, allow_run_spread=False) -> None:
     from commbench.results.nccl_tuner_file import comment_pieces, optimize_config_csv, plugin_config_text
     from commbench.workflows import nccl_tuner as flow
 
@@ -222,9 +226,11 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
         if gpus is None:
             raise CommbenchError("--gpus is missing: predicted rules (--fabric/--system) need the communicator's "
                                  "rank count, e.g. --gpus 72")
-        from commbench.limits import check_world_size
+        from commbench.limits import MAX_WORLD_SIZE
 
-        check_world_size(gpus, "--gpus")
+        if not 2 <= gpus <= MAX_WORLD_SIZE:   # one lower bound: 1 passed a 1.. check, then 'needs >= 2 ranks'
+            raise invalid("--gpus", gpus, f"an integer from 2 (a collective needs >= 2 ranks) to {MAX_WORLD_SIZE:,} "
+                                          "(commbench's bound on ranks in one job)")
         if nodes is not None and not 1 <= nodes <= gpus:  # -1 in a rule would match every node count
             raise invalid("--nodes", nodes, f"from 1 to --gpus ({gpus}): nNodes as NCCL reports it")
         if channels is not None and not 0 <= channels <= NCCL_MAX_CHANNELS:
@@ -256,7 +262,8 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
         if not files:
             raise CommbenchError("nothing to tune from: give results files (from commbench bench/sweep --nccl-algo ...) "
                                  "for measured rules, or --system/--fabric with --gpus for predicted ones")
-        result = flow.from_results(list(files), statistic=statistic, min_gain=min_gain, target=target)
+        result = flow.from_results(list(files), statistic=statistic, min_gain=min_gain, target=target,
+                                   allow_run_spread=allow_run_spread)
         runs = ",".join(result.sources[:6]) + ("..." if len(result.sources) > 6 else "")
         intro = [f"commbench nccl-tuner: measured rules from {', '.join(files)}", f"runs {runs}",
                  *(f"requires: {what}" for what in result.requires),
@@ -264,7 +271,9 @@ def _tune(files, output, statistic, min_gain, csv_path, fabric_path, system, gpu
                     "(requires: lines)"]
                    if result.requires else []),
                  result.measured, f"a rule only where the {statistic} beats NCCL's default by more than the noise"
-                 + (f" and {100 * min_gain:g}%" if min_gain else ""),
+                 + (f" and {100 * min_gain:g}%" if min_gain else "")
+                 + (" (--allow-run-spread: also within NCCL's default's run-to-run spread)" if allow_run_spread
+                    else ", and by more than NCCL's default's own run-to-run spread (where measured more than once)"),
                  "that noise is widened for picking the fastest of the K combinations measured at a size (Bonferroni "
                  "over K: docs/nccl-tuner.md)", *result.notes]
     text = plugin_config_text(result.rules, result.cells, intro=intro, statistic=statistic, target=target,

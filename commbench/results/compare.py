@@ -303,13 +303,20 @@ def parse_threshold(text: str) -> float:
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
     except ValueError:
-        raise CommbenchError(f"--max-regression={text!r} is invalid: a fraction like 0.1 or a percentage like 10%") from None
+        value = math.nan
+    if not math.isfinite(value):   # 'inf' is no fraction to call ambiguous
+        raise CommbenchError(f"--max-regression={text!r} is invalid: a fraction like 0.1 or a percentage like 10%")
     if value >= 1 and not raw.endswith("%"):   # '5' is 500% as a fraction: almost surely 5% meant ('10': 10%)
         raise CommbenchError(f"--max-regression={text!r} is ambiguous: a fraction like 0.05 or a percentage like "
                              f"5%; a bare number of 1 or more would be {value:.0%}, write it with % if meant")
     if not 0 <= value < 10:
         raise CommbenchError(f"--max-regression={text!r} is invalid: from 0% up to (not including) 1000%")
     return value
+
+
+def threshold_text(value: float) -> str:
+    """A --max-regression as a percentage, as given: 0.0999 -> '9.99%', 1e-9 -> '1e-07%' (not '10%', '0%')."""
+    return f"{100 * value:g}%"
 
 
 def check_statistic(name: str) -> str:

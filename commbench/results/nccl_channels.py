@@ -22,8 +22,13 @@ v2.30.7-1): with `nc = comm->nChannels`, `nt = comm->maxThreads[algo][proto]` an
   * PAT: the branch of ring/tree, but NCCL never sets comm->maxThreads[PAT] (src/graph/tuning.cc
     ncclTopoTuneModel; the communicator is calloc'ed, src/init.cc), so nt = 0 and nothing is lowered;
   * CollNet direct: a loop of its own by `collnetDirect.nHeads` that halves the threshold on the way down,
-    so its result depends on the starting count, and on nHeads, which no run records: not handled here
-    (commbench's plugin drops CollNet rules with a channel count; docs/nccl-tuner.md).
+    so its result depends on the starting count, and on nHeads, which no run records.
+
+CollNet (direct and chain) rules say channels 0 at every size: NCCL schedules a CollNet call on the tuner's count as
+it is (src/enqueue.cc scheduleCollTasksToPlan, `if (task->isCollnet) { int nChannels = task->nMaxChannels;`:
+v2.24.3-1 :521, v2.28.9-1 :569, v2.30.7-1 :625), where every other call is capped at the channels NCCL set up,
+so commbench's plugin drops a CollNet rule with a count (tuner_plugin/commbench_tuner.c parseRule). Channels 0 runs
+NCCL's own count from the communicator's, as measured where the communicator has the measured N.
 
 The tuner's count overrides all of that: ncclGetAlgoInfo calls the plugin's getCollInfo, then
 topoGetAlgoInfo, then `info->nMaxChannels = nMaxChannels == 0 ? info->nMaxChannels : nMaxChannels`
@@ -64,6 +69,7 @@ THRESHOLD_ENV_ORDER = (("tree", "ll"), ("tree", "ll128"), ("tree", "simple"),
                        ("ring", "ll"), ("ring", "ll128"), ("ring", "simple"))
 RING_TREE = ("ring", "tree")
 NEVER_LOWERED = ("nvls", "nvls_tree", "pat")  # nvlsChannels, or PAT's nt of 0: no lowering by size
+COLLNET = ("collnet_direct", "collnet_chain")  # a count of the tuner's is scheduled uncapped: always 0
 
 
 def _threads_from_env(value: str | None, minimum: int, maximum: int) -> int:
@@ -172,13 +178,17 @@ def leave_lowered_channels_to_nccl(rules: list, env_of_run: dict[str, dict],
     """Each rule with a channel count N, at the sizes where NCCL may have lowered N while it was measured
     (lowering_bound_bytes, the largest over the rule's runs' NCCL_* settings; none given: NCCL's defaults), says
     channels 0 instead -- NCCL's own count, lowered by NCCL as in the measurement -- and keeps N from that size up;
-    a rule across that size becomes two. Rules whose bound is unknown (CollNet direct) are kept as they are; NVLS
-    tree and one-node NVLS rules (and multi-node NVLS measured with NCCL before 2.28: `version_of_run`), measured on
-    nvlsChannels whatever N (count_not_measured), say 0 at every size."""
+    a rule across that size becomes two. CollNet rules (direct and chain) say 0 at every size: NCCL would schedule
+    their N uncapped, and commbench's plugin drops such a line (module docstring). NVLS tree and one-node NVLS rules
+    (and multi-node NVLS measured with NCCL before 2.28: `version_of_run`), measured on nvlsChannels whatever N
+    (count_not_measured), say 0 at every size."""
     out = []
     for rule in rules:
         if rule.channels <= 0:
             out.append(rule)
+            continue
+        if rule.algo in COLLNET:
+            out.append(dataclasses.replace(rule, channels=0, collnet_channels=rule.channels))
             continue
         combo = TuningCombo(algo=rule.algo, proto=rule.proto, channels=rule.channels)
         if count_not_measured(combo, rule.nodes, tuple((version_of_run or {}).get(r) for r in rule.run_ids)):
@@ -186,9 +196,6 @@ def leave_lowered_channels_to_nccl(rules: list, env_of_run: dict[str, dict],
             continue
         bounds = [lowering_bound_bytes(combo, rule.ranks, env_of_run.get(run_id, {}))
                   for run_id in (rule.run_ids or ("",))]
-        if any(bound is None for bound in bounds):
-            out.append(rule)
-            continue
         bound = max(bounds)
         if bound <= rule.min_bytes:
             out.append(rule)

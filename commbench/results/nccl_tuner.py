@@ -110,6 +110,9 @@ class Cell:
     # NCCL's default measured more than once here: the largest run-to-run spread (slowest / fastest - 1) over the
     # (dtype, way) pairs judged; 0.0 for a single measurement (repeat_spread_notes)
     default_spread: float = 0.0
+    # the best beat NCCL's default by less than default_spread: NCCL's default kept (choose_cells; allow_run_spread
+    # keeps the rule)
+    within_run_spread: bool = False
     # NCCL's default was measured at this size and failed (or gave wrong data) in every record of it: not "not
     # measured" (failed_default_sizes, with_failed_defaults)
     default_failed: bool = False
@@ -155,6 +158,9 @@ class Rule:
     lowered_channels: int = 0
     lowered_below_bytes: int = 0
     nvls_channels: int = 0  # channels 0 written for a measured N that NVLS does not run on (nvlsChannels instead)
+    # channels 0 written for a CollNet rule measured with N: NCCL schedules a tuner's CollNet count uncapped by the
+    # channels it set up, so commbench's plugin drops a CollNet count (results.nccl_channels)
+    collnet_channels: int = 0
     # "nvls/simple": this rule stands in for a rule of that pair above it over the same sizes, for the calls NCCL
     # does not allow that pair (Cell.fallback; NCCL's example plugin then tries later rules)
     fallback_for: str = ""
@@ -300,7 +306,8 @@ def unpaired_reason(by_pair: dict, judged: list[tuple], combo: TuningCombo) -> s
 
 
 def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_baseline: bool = True,
-                 any_channels: bool = False, predicted_margin: float = 0.0) -> list[Cell]:
+                 any_channels: bool = False, predicted_margin: float = 0.0,
+                 allow_run_spread: bool = False) -> list[Cell]:
     """One Cell per (collective, nodes, ranks, regBuff regime, measured size); of repeated points of one
     combination, dtype, way of measuring and size the one least favourable to a rule counts (against_a_rule).
     Per size the (dtype, way) pairs with NCCL's default measured are judged, each against its own default: the
@@ -309,7 +316,10 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
     plugin would apply it to those calls too, and nothing shows it beats NCCL there).
     `need_baseline=False` (predicted curves: the model has no "NCCL default"): the fastest wins where it leads
     every other combination by more than `predicted_margin` (the model's error: within it NCCL's own model may
-    rightly pick another, so NCCL decides; the lead is the cell's speedup, its noise the margin)."""
+    rightly pick another, so NCCL decides; the lead is the cell's speedup, its noise the margin).
+    A winner whose gain is smaller than NCCL's default's own run-to-run spread at that size (measured more than
+    once: max / min - 1) is no winner unless `allow_run_spread`: a whole run shifting that much (clocks, load,
+    placement) may be all the 'win' is, and a config must never make NCCL slower than no config."""
     table, default_times = judged_table(points)
     cells = []
     for (collective, nodes, ranks, reg_buff), by_size in sorted(table.items()):
@@ -350,26 +360,39 @@ def choose_cells(points: Iterable[TunedPoint], *, min_gain: float = 0.0, need_ba
                     by_dtype[d][c].time_us <= by_dtype[d][TuningCombo()].time_us for d in judged))
             spreads = [max(t) / min(t) - 1.0 for d in judged if need_baseline
                        for t in [default_times.get(((collective, nodes, ranks, reg_buff), size, *d), [])] if t]
+            within_spread = (choice is not None and need_baseline and speedup is not None
+                             and max(spreads, default=0.0) > speedup - 1.0)
+            if within_spread and not allow_run_spread:
+                choice = None
             cells.append(Cell(collective=collective, nodes=nodes, ranks=ranks, min_bytes=lo, max_bytes=hi,
                               size_bytes=size, choice=choice, speedup=speedup, noise_rel=noise, best=best,
                               run_ids=run_ids, reg_buff=reg_buff, not_slower=not_slower,
                               default_spread=max(spreads, default=0.0), unpaired_reason=unpaired,
+                              within_run_spread=within_spread,
                               predicted=any(p.predicted for d in by_dtype.values() for p in d.values())))
     return cells
 
 
+ALLOW_RUN_SPREAD_OPTION = "--allow-run-spread"
+
+
 def repeat_spread_notes(cells: list[Cell]) -> list[str]:
-    """A note per rule cell whose NCCL default, measured more than once, differs run to run by more than the gain
-    the rule claims: the runs' noise bounds each one's own samples only, and a shift of a whole run (clocks,
-    load, placement) as large as the gain may be all the 'win' is (--min-gain above the spread drops it). Fill-ins
-    (Cell.filled: written for NCCL's example plugin where no combination won) claim no gain and get no such note."""
+    """A note per cell whose best beat NCCL's default by less than that default, measured more than once, differs
+    run to run (Cell.within_run_spread): the runs' noise bounds each one's own samples only, and a shift of a whole
+    run (clocks, load, placement) as large as the gain may be all the 'win' is. By default NCCL's default is kept
+    there and the note names the option that keeps the rule; with it, the rule stands and the note says maybe noise.
+    Fill-ins (Cell.filled: written for NCCL's example plugin where no combination won) claim no gain: no note."""
     from commbench.units import format_size
 
-    return [f"{c.collective} nNodes={c.nodes} nRanks={c.ranks} at {format_size(c.size_bytes)}: NCCL's default varies "
-            f"{100 * c.default_spread:.1f}% run to run, more than the rule's {c.speedup:.2f}x gain: maybe noise "
-            f"(--min-gain {math.ceil(100 * c.default_spread) / 100:g} drops it)"
-            for c in cells if c.choice is not None and c.speedup is not None and not c.predicted and not c.filled
-            and c.speedup > 1.0 and c.default_spread > c.speedup - 1.0]
+    notes = []
+    for c in cells:
+        if not c.within_run_spread or c.filled:
+            continue
+        where = (f"{c.collective} nNodes={c.nodes} nRanks={c.ranks} at {format_size(c.size_bytes)}: NCCL's default "
+                 f"varies {100 * c.default_spread:.1f}% run to run, more than {c.best.label}'s {c.speedup:.2f}x gain")
+        notes.append(f"{where}: maybe noise, NCCL default kept ({ALLOW_RUN_SPREAD_OPTION} keeps the rule)"
+                     if c.choice is None else f"{where}: maybe noise, rule kept as {ALLOW_RUN_SPREAD_OPTION} asks")
+    return notes
 
 
 # Neighbouring measured sizes further apart than this: a rule stops at its measured size towards the other one

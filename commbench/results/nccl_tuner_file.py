@@ -176,6 +176,9 @@ def kept_comment(cell: Cell, statistic: str) -> str:
     elif cell.predicted:
         why = (f"best {cell.best.label} leads the next by {cell.speedup:.2f}x, within the cost model's "
                f"{100 * cell.noise_rel:g}% error")
+    elif cell.within_run_spread:
+        why = (f"best {cell.best.label} is {cell.speedup:.2f}x ({statistic}), within NCCL default's "
+               f"{100 * cell.default_spread:.1f}% run-to-run spread (--allow-run-spread keeps it)")
     elif cell.speedup is None and cell.default_failed:
         why = ("NCCL default FAILED at this size (its record failed or gave wrong data): nothing shows "
                f"{cell.best.label} beats it")
@@ -234,6 +237,10 @@ def plugin_config_text(rules: list[Rule], cells: list[Cell], *, intro: list[str]
             body.append(comment(f"channels 0 (NCCL's NVLS count, nvlsChannels): measured with NCCL_MIN/MAX_NCHANNELS="
                                 f"{rule.nvls_channels}, which {rule.algo} does not run on here (src/enqueue.cc, "
                                 f"src/transport/nvls.cc); a count here would cap it at {rule.nvls_channels}"))
+        if rule.collnet_channels:
+            body.append(comment(f"channels 0 (NCCL's CollNet count): measured with NCCL_MIN/MAX_NCHANNELS="
+                                f"{rule.collnet_channels}; NCCL runs a tuner's CollNet count uncapped (src/enqueue.cc): "
+                                f"as measured where NCCL creates {rule.collnet_channels} channels"))
         body.append(",".join(rule.csv_fields()))
     if not rules:
         lines.append(comment("no rule: NCCL keeps its own choice at every size (the lines above say why)"))

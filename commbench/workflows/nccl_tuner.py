@@ -251,7 +251,10 @@ def measured_with(points: list[TunedPoint]) -> str:
             "to other dtypes and ops of its sizes, never measured")
 
 
-def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench") -> TunerResult:
+def from_results(paths: list[str], *, statistic: str, min_gain: float, target: str = "commbench",
+                 allow_run_spread: bool = False) -> TunerResult:
+    """Rules from measured results; `allow_run_spread`: keep a winner whose gain is within NCCL's default's own
+    run-to-run spread (results.nccl_tuner.choose_cells; by default NCCL decides there)."""
     from commbench.results.records import Measurement, headers, read_records
 
     bad: list[str] = []
@@ -300,7 +303,8 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     from commbench.results.nccl_tuner import failed_default_sizes, with_failed_defaults
     failed_defaults = failed_default_sizes(records)   # a kept cell says the default failed there, not "not measured"
     cells, uncovered, switches = for_target(with_failed_defaults(choose_cells(points, min_gain=min_gain,
-                                                                              any_channels=any_channels),
+                                                                              any_channels=any_channels,
+                                                                              allow_run_spread=allow_run_spread),
                                                                  failed_defaults), points, target, statistic,
                                           min_gain)
     notes += uncovered
@@ -325,7 +329,8 @@ def from_results(paths: list[str], *, statistic: str, min_gain: float, target: s
     if target != "commbench":   # --csv: only the wins, as commbench's plugin's rules name them (optimize_config_csv)
         from commbench.results.nccl_tuner import hold_to_measured
 
-        csv_cells = hold_to_measured(choose_cells(measured_points, min_gain=min_gain, any_channels=True))
+        csv_cells = hold_to_measured(choose_cells(measured_points, min_gain=min_gain, any_channels=True,
+                                                  allow_run_spread=allow_run_spread))
         csv_rules = rules_for(csv_cells, "commbench", env_of_run, version_of_run)
     return TunerResult(points=measured_points, cells=cells, rules=rules, csv_cells=csv_cells, csv_rules=csv_rules,
                        notes=notes,
