@@ -7,6 +7,12 @@ DeepEP/HybridEP or TP-overlap userbuffers and no allocator cache) with the publi
 rows ran out of memory, so the planner's total (with its reserve) must exceed the GPU's usable HBM. Held out: no term
 is fitted to these rows.
 
+Units: a row gives its figure in the unit its source logs, `published_gb` (decimal, 1e9 B) or `published_gib` (2^30 B),
+and the table converts it to GiB. Megatron-Bridge logs decimal GB from v0.2.0 (25.11) on: training/utils/train_utils.py
+report_memory divides torch.cuda.memory_stats()'s bytes by 1.0e9 and rounds to 5 significant digits (067f987:1204;
+v0.2.0:696; its "(after N iterations) memory (GB)" line, :1146), so a card's or skill's "GiB" over such a figure (e.g.
+rank0_peak_allocated_gib 62.166) is that log's GB. Its 25.09 (v0.1.0rc4) log was MiB ("memory (MB)", / 1024^2).
+
     python benchmarks/peak_memory.py
 """
 
@@ -28,6 +34,17 @@ from commbench.planner.step.terms import STEP_MODEL
 
 ROWS = Path(__file__).parent / "data" / "published-peak-memory.json"
 GiB = 2 ** 30
+UNIT_BYTES = {"published_gb": 1e9, "published_gib": float(GiB)}
+
+
+def published_gib(row: dict, field: str = "published") -> float:
+    """A row's published figure in GiB, from the one unit field it gives (`field`_gb or `field`_gib)."""
+    given = [(name, row[name]) for name in (f"{field}_gb", f"{field}_gib") if name in row]
+    if len(given) != 1:
+        raise ValueError(f"{row['name']}: give exactly one of {field}_gb (decimal) or {field}_gib, got "
+                         f"{[name for name, _ in given] or 'neither'}")
+    name, value = given[0]
+    return float(value) * UNIT_BYTES[name.replace(field, "published")] / GiB
 
 
 def predict(row: dict, cal) -> dict:
@@ -50,13 +67,14 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     cal = calibration_of(parser, args.calibration)
     rows = json.loads(ROWS.read_text())
-    print(f"step model {STEP_MODEL}; PREDICTED vs published peak memory per GPU, GiB ({ROWS.name})")
+    print(f"step model {STEP_MODEL}; PREDICTED vs published peak memory per GPU, GiB ({ROWS.name}; pub: the "
+          f"published figure in GiB, converted from the unit its source logs)")
     print(f"  {'run':86s} {'wts':>5} {'grad':>5} {'opt':>5} {'act':>6} {'step':>5} {'alloc':>6} {'pub':>7} {'err%':>6}  "
           f"{'total':>6} {'hbm':>6}")
     errors, oom_right, ooms = [], 0, 0
     for row in rows:
         t = predict(row, cal)
-        pub = float(row["published_gib"])
+        pub = published_gib(row)
         if row["measure"] == "oom":
             ooms += 1
             over = t["total"] > t["capacity"]

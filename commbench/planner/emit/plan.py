@@ -749,7 +749,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                                 gpu=req.fabric.gpu)
     assumptions = [
         f"routing: busiest EP rank receives {req.moe_imbalance:g}x the mean tokens (1 = perfectly balanced)",
-        f"memory: predicted total incl. the model's reserve (CUDA context, NCCL, workspaces, fragmentation) "
+        f"memory: predicted total incl. the model's reserve (CUDA context, NCCL, workspaces, CUDA graph pools, "
+        f"fragmentation) "
         f"leaves >= {req.headroom_fraction * 100:g}% of HBM free"
         + (f", on pipeline rank {int(bd.mem_pipeline_rank[0])}: the one whose layers, embedding/output copies and "
            "micro-batches in flight hold the most" if lay.pp > 1 else ""),

@@ -172,18 +172,20 @@ def graph_kept_moe_norm(model: ModelSpec, arr) -> np.ndarray:
 
 def graph_kept_permuted_tokens(model: ModelSpec, arr) -> np.ndarray:
     """Per layout, whether a per-layer CUDA graph holds each MoE layer's permuted tokens (top-k x the rank's tokens,
-    hidden wide, bf16) from the layer's forward to its backward, as a saved tensor would be: the graph captures
+    hidden wide, bf16) from the layer's forward to its backward, in the graph's pool: the graph captures
     moe_router + moe_preprocess and the dispatcher is alltoall (EP > 1), whose preprocess permutes the tokens before
     the all-to-all (megatron-core 0.16.1 token_dispatcher.py MoEAlltoAllTokenDispatcher.dispatch_preprocess), so the
-    permuted tokens are a static output of the captured region. Transformer Engine keeps a graph's static outputs
-    until that graph's backward (v2.9 pytorch/graph.py _make_graphed_callables: per_callable_static_outputs are made
-    weak references, reusable, only when the backward graph is built, under the _reuse_graph_input_output_buffers
-    megatron-core 0.16.1 cuda_graphs.py sets from TE 2.7), and megatron-core says they cannot be freed
+    permuted tokens are a static output of the captured region, and megatron-core says they cannot be freed
     (models/gpt/fine_grained_callables.py should_free_input: "If moe_preprocess is in cuda graph scope, tokens and
-    probs are fixed size tensors, so they cannot be freed"). The flex dispatcher's preprocess does not permute (its
-    tokens are the norm output the router keeps). Published: Qwen3-30B-A3B BF16 on 16 H100, EP16 mbs 1, alltoall,
-    graphs over moe_router + moe_preprocess, 61.351 GB peak allocated (Megatron-Bridge docs/training/
-    moe-optimization.md, "Short-run H100 sanity check")."""
+    probs are fixed size tensors, so they cannot be freed"). Transformer Engine holds a forward graph's static
+    outputs until its backward graph is captured, then makes them weak references (v2.9 to v2.18 pytorch/graph.py
+    _make_graphed_callables under _reuse_graph_input_output_buffers, which megatron-core sets from TE 2.7): graph-pool
+    memory, reserved but not allocated in training, so step/memory.py charges them with the reserve
+    (graph_pool_permuted_bytes), not the activations torch.cuda.max_memory_allocated counts. Published: Qwen3-30B-A3B
+    BF16 on 16 H100, EP16 mbs 1, alltoall, graphs over moe_router + moe_preprocess, 61.351 GB (decimal: Megatron-
+    Bridge's log) peak allocated (docs/training/moe-optimization.md, "Short-run H100 sanity check"), consistent
+    with that: the same layout's HybridEP run published 62.166 GB. The flex
+    dispatcher's preprocess does not permute (its tokens are the norm output the router keeps)."""
     scope = resolved_masks(model, arr.cuda_graph_scope)
     captured = (arr.cuda_graph == CUDA_GRAPHS.index("layer")) & ((scope & BIT["moe_router"]) != 0) \
         & ((scope & BIT["moe_preprocess"]) != 0)

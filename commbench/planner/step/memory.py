@@ -18,8 +18,9 @@ experts' activation output, MLA's up-projections; never a fused norm or a dense 
 table the emitter writes --recompute-modules from. The last stage also holds what its loss keeps of the logits for
 backward, by the cross entropy the run runs (step/loss_memory.py: TE's 2 B, megatron-core native's 4 B per logit), or
 the backward's working set where larger (full recompute's re-run layer, a MoE layer's returning gradient:
-rank_activation_bytes), never both; an alltoall layer graph over moe_preprocess keeps the permuted tokens
-(layout/recompute.py graph_kept_permuted_tokens).
+rank_activation_bytes), never both. An alltoall layer graph over moe_preprocess holds the permuted tokens in its
+graph pool, charged with the reserve, not the activations (layout/recompute.py graph_kept_permuted_tokens,
+graph_pool_permuted_bytes).
 The embedding, output layer and logits have the rows the
 framework builds (models/counts.step_vocab: Megatron-LM's vocabulary padded to make_vocab_size_divisible_by x TP,
 TorchTitan's unpadded). Blocks are
@@ -139,7 +140,7 @@ def router_map_elements(model: ModelSpec) -> float:
 
 
 def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision, keep=None,
-                        framework: str = "megatron", graph_tokens=0.0):
+                        framework: str = "megatron"):
     """(attention, dense MLP, MoE MLP) stored bf16-equivalent elements per micro-batch token on one GPU.
 
     GEMM inputs saved for backward are fp8 copies (half a bf16 element) in 8/4-bit recipes, as
@@ -150,9 +151,6 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision,
     `keep` (layout/recompute.py keep_factors: per saved tensor, 0 where the row's recompute frees it; default
     Megatron's table with no graphed router) says which norm outputs, activation outputs and MLA up-projections
     a selective-granularity recompute drops.
-
-    `graph_tokens` (layout/recompute.py graph_kept_permuted_tokens, 1.0 or 0.0 per layout): a per-layer CUDA graph
-    holds the MoE layer's permuted tokens, top-k x the expert width per token, until the layer's backward.
 
     Megatron (megatron-core 0.14 to 0.16.1, Transformer Engine >= 2.6; every 8/4-bit recipe the planner launches is
     a non-delayed one: --fp8-recipe tensorwise / mxfp8, or nvfp4) keeps, as counted here:
@@ -226,8 +224,7 @@ def _per_token_elements(model: ModelSpec, tp, cp, etp, sp, recompute, precision,
         copy = np.where((gemm_in < 1.0) & (model.num_shared_experts > 0) & (not megatron), gemm_in, 0.0)
         norm_out = h * (1.0 + copy)
         maps = router_map_elements(model) if megatron else 0.0
-        permuted = np.asarray(graph_tokens, dtype=float) * k * w   # the graph's static permuted tokens (bf16)
-        moe_mlp = (res + keep[rc.MOE_NORM] * norm_out + k + maps + permuted) / seq_shard + routed + shared
+        moe_mlp = (res + keep[rc.MOE_NORM] * norm_out + k + maps) / seq_shard + routed + shared
     else:
         moe_mlp = np.zeros_like(attn)
     full = recompute == 2
@@ -291,7 +288,7 @@ class SavedElements:
         keep = (rc.keep_factors(model, self.arr, recompute, self.framework, graph_kept=self.graph_kept_norm)
                 if keep is None else keep)
         attn, dense_mlp, moe_mlp = _per_token_elements(model, tp, cp, etp, sp, recompute, precision, keep,
-                                                       framework=self.framework, graph_tokens=self.graph_tokens)
+                                                       framework=self.framework)
         kinds = {"attention": attn, "dense": dense_mlp, "moe": moe_mlp, "recompute": recompute}
         if model.linear_attention_freq:  # Gated DeltaNet blocks in place of attention (step/gdn.py)
             kinds["linear"] = np.where(recompute == 2, self.input_elements,
@@ -334,6 +331,18 @@ class SavedElements:
         else:
             layer = np.maximum(present("attention"), present("linear")) + np.maximum(present("dense"), present("moe"))
         return np.where(full, np.maximum(layer - self.input_elements, 0.0), 0.0)
+
+    def graph_permuted_elements(self) -> np.ndarray:
+        """Elements per micro-batch token per MoE layer of the permuted tokens a per-layer CUDA graph holds in its
+        pool (graph_pool_permuted_bytes): top-k x the expert width, on the sequence-sharded tokens; none for the
+        layers full recompute re-runs (all of them, or block recompute's share)."""
+        model, tp, cp = self.model, self.tp, self.cp
+        if not model.is_moe:
+            return np.zeros(np.shape(np.asarray(self.arr.recompute)))
+        per_token = np.asarray(self.graph_tokens, dtype=float) * model.top_k * model.expert_width \
+            / (np.where(self.sp, tp, 1) * cp)
+        kept = 1.0 - self.share if self.share is not None else 0.0
+        return per_token * np.where(np.asarray(self.arr.recompute) == 2, kept, 1.0)
 
     def of(self, counts=None) -> np.ndarray:
         """Elements per token of the blocks `counts` holds (default the whole model's, step/mamba.block_counts)."""
@@ -463,6 +472,37 @@ def moe_backward_transient_bytes(model: ModelSpec, *, tp, cp, etp, tokens_mb, fl
     return copies * rows * model.expert_width * BF16
 
 
+def microbatches_in_flight(arr, load: RankArrays, *, vp, n_mb) -> np.ndarray:
+    """Micro-batches' worth of a rank's model chunks in flight at its peak: its chunks in flight over vp, at most
+    n_mb. --overlap-moe-expert-parallel-comm runs one more forward chunk before the steady state (megatron-core
+    0.16.1 pipeline_parallel/schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1, interleaved only)."""
+    chunks = load.chunks_in_flight + np.where(arr.moe_a2a_overlap & (vp > 1), 1, 0)
+    return np.minimum(chunks / vp, n_mb)
+
+
+def graph_pool_permuted_bytes(arr, load: RankArrays, saved: SavedElements, *, vp, n_mb, tokens_mb,
+                              elements=None) -> np.ndarray:
+    """Bytes of the permuted tokens a per-layer CUDA graph over moe_router + moe_preprocess with the alltoall
+    dispatcher holds in its graph pool on one rank (layout/recompute.py graph_kept_permuted_tokens): one bf16
+    [tokens x top-k, expert width] static output per MoE layer and micro-batch in flight. HBM the allocator keeps
+    reserved for the graphs, not allocated: charged with the reserve, beside the activations and the optimizer step.
+
+    Transformer Engine 2.15 (Megatron-Bridge 29ec910's lock, the alltoall run's month) to 2.18 (067f987's)
+    pytorch/graph.py _make_graphed_callables captures every graph in one mempool in the schedule's order and, with
+    _reuse_graph_input_output_buffers (megatron-core sets it from TE 2.7: e41b370 / 2a75ac1
+    transformer/cuda_graphs.py), keeps each forward graph's static outputs until its backward graph is captured,
+    then make_weak_ref's them ("These two type of tensors are both in cudagraph mempool, so we just deallocate
+    them": v2.15 :719-729): the pool holds the in-flight layers' outputs side by side, while
+    torch.cuda.max_memory_allocated, which NVIDIA's peaks report, counts none of it in training (a replay
+    allocates nothing; the freed pool blocks are reserved, not allocated). megatron-core e41b370
+    transformer_layer.py _te_cuda_graph_replay hands the static hidden_states to the dispatcher uncopied.
+    `elements`: saved.graph_permuted_elements() where the caller has it."""
+    elements = saved.graph_permuted_elements() if elements is None else elements
+    if not np.any(elements):
+        return np.zeros(np.shape(elements))
+    return tokens_mb * elements * load.counts.moe * microbatches_in_flight(arr, load, vp=vp, n_mb=n_mb) * BF16
+
+
 def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedElements, *, vp, n_mb, tokens_mb,
                           logits, fused_offload=0.0, transient=0.0) -> np.ndarray:
     """Activation bytes one pipeline rank (`load`: stage_memory.candidate_arrays) keeps at its peak: its blocks'
@@ -477,10 +517,7 @@ def rank_activation_bytes(model: ModelSpec, arr, load: RankArrays, saved: SavedE
         per_mb_rank = per_mb_rank - tokens_mb * fused_offload * fused_mlp_offloaded_layers(load.counts.moe) * BF16
     if np.any(arr.cpu_offload_layers):                                  # offloading keeps the other layers'
         per_mb_rank = per_mb_rank * (1.0 - offloaded_share(model, arr, None, layers_local=load.counts.layers))
-    # --overlap-moe-expert-parallel-comm runs one more forward chunk before the steady state (megatron-core 0.16.1
-    # pipeline_parallel/schedules.py get_pp_rank_microbatches: num_warmup_microbatches + 1, interleaved only)
-    chunks = load.chunks_in_flight + np.where(arr.moe_a2a_overlap & (vp > 1), 1, 0)
-    mb_equiv = np.minimum(chunks / vp, n_mb)                              # micro-batches' worth in flight
+    mb_equiv = microbatches_in_flight(arr, load, vp=vp, n_mb=n_mb)
     # full recompute: the layer being re-run holds its whole saved activations for one micro-batch. The loss stage's
     # logits are not held then: the loss and output layer's backward consume them (the logits' gradient, written in
     # place by the fused cross entropy, is the output layer's grad_output and is freed with it) before autograd
@@ -568,28 +605,42 @@ def memory_per_gpu(model: ModelSpec, arr, gpu, cal, *, tp, cp, pp, vp, ep, etp, 
                                                framework=framework)
     transient = moe_backward_transient_bytes(model, tp=a_tp, cp=a_cp, etp=act.of(etp), tokens_mb=a_tokens,
                                              flex=act.of(flex))
+    a_loads = candidate_arrays(model, act.of(pp), a_vp, a_tp, framework)
     activations = np.array([np.broadcast_to(rank_activation_bytes(model, a, load, saved, vp=a_vp, n_mb=act.of(n_mb),
                                                                   tokens_mb=a_tokens, logits=logits,
                                                                   fused_offload=fused_offload, transient=transient),
                                             (len(act),))
-                            for load in candidate_arrays(model, act.of(pp), a_vp, a_tp, framework)])
+                            for load in a_loads])
     activations = activations.reshape(-1, len(act))
+    pool_elements = saved.graph_permuted_elements()
+    pooled = bool(np.any(pool_elements))
+    graph_pool = None
+    if pooled:
+        graph_pool = np.array([np.broadcast_to(graph_pool_permuted_bytes(a, load, saved, vp=a_vp, n_mb=act.of(n_mb),
+                                                                         tokens_mb=a_tokens, elements=pool_elements),
+                                               (len(act),))
+                               for load in a_loads]).reshape(-1, len(act))
     assert len(activations) == len(held)   # the same (pp, vp, tp) keys: the same candidates, in the same order
 
     # per row: its largest rank (the first of equal ones)
     in_static, in_act = static.expand(np.arange(len(static))), act.expand(np.arange(len(act)))
     scale = 1.0 + graph_full
     best = np.zeros(n, dtype=np.int64)
-    best_total = held[0][in_static] + np.maximum(activations[0][in_act] * scale, step_grads[0][in_static])
-    for k in range(1, len(held)):
+    def rank_total(k):
         total = held[k][in_static] + np.maximum(activations[k][in_act] * scale, step_grads[k][in_static])
+        return total + graph_pool[k][in_act] if pooled else total
+    best_total = rank_total(0)
+    for k in range(1, len(held)):
+        total = rank_total(k)
         best = np.where(total > best_total, k, best)
         best_total = np.maximum(total, best_total)
     at_static, at_act = best * len(static) + in_static, best * len(act) + in_act
     activations = activations.ravel()[at_act]
+    graph_pool = graph_pool.ravel()[at_act] if pooled else 0.0
     # CUDA graph pools (stated assumptions in Calibration): static buffers per captured layer, or
-    # for a full-iteration graph a share of the activations the pool cannot reuse.
-    graph_bytes = np.where(arr.cuda_graph == 1, cal.graph_layer_bytes, graph_full * activations)
+    # for a full-iteration graph a share of the activations the pool cannot reuse; and the permuted tokens an
+    # alltoall layer graph over moe_preprocess holds there (graph_pool_permuted_bytes).
+    graph_bytes = np.where(arr.cuda_graph == 1, cal.graph_layer_bytes, graph_full * activations) + graph_pool
     # TP-overlap userbuffers: HBM outside PyTorch's allocator, held all run (step/tp_overlap_memory.py)
     ub_bytes = tp_overlap_buffer_bytes(model, tokens_mb=tokens_mb, cp=cp, tp=tp, sp=sp, precision=arr.precision,
                                        tp_comm_overlap=arr.tp_comm_overlap, framework=framework)
