@@ -193,7 +193,8 @@ GroupedLinear's per-GEMM torch ops, TransformerEngine #1499) instead of GPU time
 Checked (session 46, fix-F9; STEP_MODEL unchanged), row 97 (Qwen3-235B-A22B 256x H100, 25.09, tokendrop: TP2 PP8 VP4
 EP32 alltoall, no EP overlap; 1,204 MEASURED): published 28.55 s predicted (1,148, -4.7%), 13.86 s of it the
 all-to-all; best TP2 PP8 VP4 EP8 18.51 s (1,770: +54.2%, +47.0% over the measured row). Inside the 7.2% band the EP8
-layout would cost >= 25.4 s: 6.9 s (37%) uncharged. Each candidate, searched with it (--steps 97 terms; PREDICTED):
+layout would cost >= 25.4 s against the measured row (26.6 s against the predicted one): 6.9-8.1 s uncharged. Each
+candidate, the search run with it (PREDICTED):
 - cross-node all-to-all: 134.2 MB per rank, 24/32 of it (100.6 MB) over the rank's own ConnectX-7, 2.26 ms each at
   47 GB/s (hardware.toml net_efficiency) against the 400 Gb/s floor 2.01 ms; an H100 alltoall runs at one NIC's rate,
   "up to 48-49 GB/s per NIC" (NVIDIA/nccl-tests #267). PXN (on unless NCCL_PXN_DISABLE: NVIDIA/nccl v2.27.7-1
