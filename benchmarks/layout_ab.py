@@ -17,6 +17,12 @@ the model's ranking of layouts, the question vendor_layouts.py asks of the publi
 The first layout is the cross-node EP32 one NVIDIA's Megatron-Bridge recipe runs on H100 (TP2 PP8 VP4 EP32); the
 others are the team's "intra-node EP strategy" tries, EP8 inside one node, each at a size that fits BF16.
 
+Read against the steps, not only the ratios (session 46, fix-F9): the reference itself is predicted +19% (EP32
+DeepEP, 23.5 s against 19.7 s MEASURED), so the TP4 EP8 layout's -18% ratio error is mostly the reference's (its own
+step -2.6%); the PP32 EP8 alltoall layout is predicted +33% and the FSDP one +79%. No EP8 layout here is predicted
+faster than it ran. TP2 PP8 EP8, the structure vendor_layouts.py row 97 ranks first at FP8, is absent: at BF16 it is
+predicted at 98.7% of HBM (vendor_layouts.py docstring, fix-F9).
+
     python benchmarks/layout_ab.py
 """
 

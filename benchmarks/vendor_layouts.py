@@ -190,6 +190,37 @@ No term was found pricing the best above what the measured re-tunings allow; the
 finds NVIDIA's later releases measured, not model errors. Probed, not kept: expert_gemm_kernel_s as host time (TE
 GroupedLinear's per-GEMM torch ops, TransformerEngine #1499) instead of GPU time, unrefitted: rows 41 / 62 go to
 +0.1 / +4.3% but the DeepSeek-V3 B200 / B300 rows +7..+32% (the fit put GPU-side time there too): a refit, not done.
+Checked (session 46, fix-F9; STEP_MODEL unchanged), row 97 (Qwen3-235B-A22B 256x H100, 25.09, tokendrop: TP2 PP8 VP4
+EP32 alltoall, no EP overlap; 1,204 MEASURED): published 28.55 s predicted (1,148, -4.7%), 13.86 s of it the
+all-to-all; best TP2 PP8 VP4 EP8 18.51 s (1,770: +54.2%, +47.0% over the measured row). Inside the 7.2% band the EP8
+layout would cost >= 25.4 s against the measured row (26.6 s against the predicted one): 6.9-8.1 s uncharged. Each
+candidate, the search run with it (PREDICTED):
+- cross-node all-to-all: 134.2 MB per rank, 24/32 of it (100.6 MB) over the rank's own ConnectX-7, 2.26 ms each at
+  47 GB/s (hardware.toml net_efficiency) against the 400 Gb/s floor 2.01 ms; an H100 alltoall runs at one NIC's rate,
+  "up to 48-49 GB/s per NIC" (NVIDIA/nccl-tests #267). PXN (on unless NCCL_PXN_DISABLE: NVIDIA/nccl v2.27.7-1
+  src/graph/paths.cc:569, 696-714) relays a send over NVLink to the GPU local to the chosen NIC, so a node's 8 NICs
+  still share its off-node bytes evenly. The measured step leaves the other terms at their price only with the
+  all-to-all at 0.904x (2.04 ms, 1.01x the line-rate floor): no room for a dearer one, and a cheaper one only brings
+  the gain to the +47.0% over the measured row.
+- token drop: 25.09 runs this model with apply_moe_token_drop (Megatron-Bridge v0.1.0rc3 scripts/performance/
+  run_script.py:103-109; src/megatron/bridge/training/utils/moe_token_drop.py:18-21: capacity factor 1.0, padded).
+  megatron-core core_v0.14.0 token_dispatcher.py:444-466 then moves capacity = ceil(2048 x 8 / 128 x 1.0) = 128
+  tokens per expert from every rank (moe_utils.py:159), 16,384 rows = the top-k copies charged at moe_imbalance 1, at
+  EP8 and EP32 alike, with no device-to-host sync (cuda_sync_point "no_sync", :414). --moe-capacity-factor 1: +54.2%.
+- memory: the EP8 best holds 80.2 of 84.9 GB (weights 8.7, gradients 8.7, optimizer 11.4, activations 42.8, reserve
+  8.5), EP32 69.3; FP8 parameters are the 25.09 FP8-CS recipe's (mixed_precision.py:251-269 fp8_param_gather). Search
+  headroom 0.05: the same best, +54.2%; 0.10: TP4 PP8 VP6 EP8 mbs2, +50.7% (+43.6% over the measured row).
+- expert GEMMs at 16 local experts x 1,024 tokens against 4 x 4,096: GEMM 6.73 vs 4.47 s, expert_gemm_kernel_s 2.99 vs
+  0.75 s of it. That term x2: best TP1 PP4 VP12 EP8 mbs4 full recompute, +43.6% (+34.3%), row 97 itself -6.5%; x4:
+  +42.4% (+27.8%), row -10.2%. grouped_gemm_8bit_efficiency x0.75: +51.7% (+41.4%), row -6.8%; x0.5: +47.2% (+30.9%),
+  row -11.1%. None closes the gap, and each moves the published row further from its measurement.
+- expert DP (EDP 4 at EP8, 1 at EP32): gradient reduce-scatter 0.113 s + FP8 parameter all-gather 0.057 s per step,
+  0.121 s exposed: +0.05 s if nothing hid them.
+MEASURED in-node EP8 on this model and 256 H100 (benchmarks/layout_ab.py, BF16): TP2 PP8 EP8 is not among them, and the
+model says why: at BF16 it needs 83.8 of 84.9 GB (98.7%; PP16 VP2 85.5: OOM), so the team ran PP32 (24.2 s; predicted
+32.2 s, +33%) or TP4 (29.0 s; 28.2 s, -2.6%); the in-node Megatron-FSDP EP8 layout measured 17.6 s, equal to EP32 with
+EP overlap. The EP8 layouts are priced at or above their measured steps. No sourced term was found missing on either
+side; the gain stays a prediction nothing measured here refutes (what would: an FP8 TP2 PP8 EP8 run on H100).
 """
 
 from __future__ import annotations
