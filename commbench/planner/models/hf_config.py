@@ -30,6 +30,7 @@ from commbench.errors import CommbenchError, read_user_file
 from commbench.planner.models import dsv4
 from commbench.planner.models.hf_arch import architecture_from_hf, rope_table
 from commbench.planner.models.hf_checks import check_sizes
+from commbench.planner.models.hf_classes import class_refusal
 from commbench.planner.models.hf_core_rules import core_line, core_name
 from commbench.planner.models.hf_defaults import class_default, null_is_derived
 from commbench.planner.models.hf_refused import NOT_MODELLED, architecture_key_refusal, not_modelled, refused_class
@@ -841,6 +842,9 @@ def load_hf_model(spec: str, seq_len: int | None = None, release: str | None = N
     if reader is None:
         raise c.fail(f"model_type={c.model_type!r} is not known: the planner reads {', '.join(sorted(READERS))} "
                      "(config.json's model_type, or its text_config's)")
+    other_class = class_refusal(top.get("architectures"), c.model_type)   # another model's class (hf_classes.py)
+    if other_class:
+        raise c.fail(other_class)
     stray = architecture_key_refusal(c.raw, c.model_type)   # a key of another architecture (hf_refused.py)
     if stray:
         raise c.fail(stray)
