@@ -492,8 +492,8 @@ def test_plan_framework_torchtitan_builds_an_mla_model_no_flavor_is(folder, buil
                        "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 0.707}},
      "architecture.yarn_mscale=1.0 with yarn_mscale_all_dim=0.707, it builds yarn_mscale = yarn_mscale_all_dim only"),
     # norm_topk_prob true and top_k / topk_group = 2: a sigmoid router megatron-core builds as transformers does
-    ({"model_type": "deepseek_v3", "scoring_func": "sigmoid", "topk_method": "noaux_tc", "n_group": 64, "topk_group": 3,
-      "norm_topk_prob": True},
+    ({"model_type": "deepseek_v3", "architectures": ["DeepseekV3ForCausalLM"], "scoring_func": "sigmoid",
+      "topk_method": "noaux_tc", "n_group": 64, "topk_group": 3, "norm_topk_prob": True},
      "architecture.router_groups=64, it builds groups that divide the 64 experts into groups of >= 2"),
 ])
 def test_plan_framework_torchtitan_refuses_an_mla_model_it_cannot_build_by_field(changes, says, tmp_path):

@@ -170,16 +170,15 @@ RECIPES = {
         "--squared-relu --num-layers 108 --hidden-size 8192 --num-attention-heads 64 --group-query-attention "
         "--num-query-groups 2 --ffn-hidden-size 5120 --kv-channels 128 --normalization RMSNorm"),
     # Qwen3-Next: left out are ffn_hidden_size 5120 (no layer has a dense MLP: config.json mlp_only_layers is
-    # empty), max_position_embeddings (inherited from Qwen3MoEModelProvider's 40960 while seq_length is
-    # 262144) and rotary_base 10000000: the zoo's 5000000 is config.json's rope_theta as the public copy in
-    # tests/data/hf gives it, which this provider's default contradicts; Qwen3NextBridge (the zoo's source)
-    # takes rope_theta from config.json, so the value stands on that copy until the published file is read.
+    # empty) and max_position_embeddings (inherited from Qwen3MoEModelProvider's 40960 while seq_length is
+    # 262144); rotary_base 10000000 is the provider's and the release config.json's rope_theta (the zoo had
+    # Qwen3-Coder-Next's 5000000: Megatron-MoE-ModelZoo e865051 Qwen3-Next-80B-A3B.yaml:53 --rotary-base 10000000).
     "qwen3-next-80b-a3b": (
         f"{BRIDGE}:src/megatron/bridge/models/qwen/qwen_provider.py (Qwen3NextModelProvider80B_A3B + "
         "Qwen3NextModelProvider + Qwen3MoEModelProvider, as flags)",
         "--normalization RMSNorm --swiglu --disable-bias-linear --qk-layernorm --untie-embeddings-and-output-weights "
         "--norm-epsilon 1e-6 --position-embedding-type rope --vocab-size 151936 --apply-layernorm-1p "
-        "--group-query-attention --num-query-groups 2 --kv-channels 256 --rotary-percent 0.25 "
+        "--group-query-attention --num-query-groups 2 --kv-channels 256 --rotary-percent 0.25 --rotary-base 10000000 "
         "--attention-output-gate --num-experts 512 --moe-router-topk 10 --moe-shared-expert-gate "
         "--moe-router-dtype fp32 --moe-router-load-balancing-type global_aux_loss --moe-aux-loss-coeff 1e-3 "
         "--experimental-attention-variant gated_delta_net --linear-attention-freq 4 --linear-conv-kernel-dim 4 "

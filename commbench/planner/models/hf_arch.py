@@ -23,6 +23,7 @@ from commbench.errors import CommbenchError
 from commbench.planner.models.architecture import ARCH_FIELDS, Architecture, Source
 from commbench.planner.models.hf_checks import check_router_groups
 from commbench.planner.models.hf_core_rules import core_line, core_name, expert_bias_scores
+from commbench.planner.models.hf_fields import config_refusal
 from commbench.planner.models.hf_router import HF_GROUP_TOP, router_value
 
 MLA_TYPES = ("deepseek_v2", "deepseek_v3", "kimi_k2", "glm4_moe_lite")  # latent q/kv norms: Megatron's qk_layernorm
@@ -392,5 +393,5 @@ def architecture_from_hf(c, fields: dict[str, Any], path: Path) -> Architecture:
         if out.get("router_expert_bias"):   # a training setting the config has not: the bridge's
             sources["router_bias_update_rate"] = bias_update_source(t)
         return Architecture(**out, sources=sources)
-    except CommbenchError as exc:   # named by --model as every other refusal of the file (it had no prefix)
-        raise c.fail(str(exc)) from None
+    except CommbenchError as exc:   # named by --model and by the config.json key it was read from (hf_fields.py)
+        raise c.fail(config_refusal(c, rope_table(c), str(exc))) from None

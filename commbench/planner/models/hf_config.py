@@ -10,7 +10,8 @@ names, its per-layer lists, DeepSeek-V4's split rope_parameters: tests/data/hf-r
 they came from. What the planner
 does not model is refused by name (e.g. a sliding window on every layer over a longer sequence than the window, dense
 layers after MoE ones, an MTP pattern other than attention + MoE), never approximated silently; so are the model types people train
-that it would have to approximate (hf_refused.py, each with what it lacks).
+that it would have to approximate (hf_refused.py, each with what it lacks), a class in `architectures` that is not
+model_type's (hf_classes.py) and a key the reader never looks up unless known to change nothing (hf_unread.py).
 
 Parameters are counted as the transformers modules create them (models/counts.py): Qwen2's and GLM-4.5's QKV
 biases, gpt-oss's attention, expert and router biases and attention sinks, q/k norms, shared-expert gates. The
@@ -30,11 +31,13 @@ from commbench.errors import CommbenchError, read_user_file
 from commbench.planner.models import dsv4
 from commbench.planner.models.hf_arch import architecture_from_hf, rope_table
 from commbench.planner.models.hf_checks import check_sizes
+from commbench.planner.models.hf_classes import class_refusal
 from commbench.planner.models.hf_core_rules import core_line, core_name
 from commbench.planner.models.hf_defaults import class_default, null_is_derived
 from commbench.planner.models.hf_refused import NOT_MODELLED, architecture_key_refusal, not_modelled, refused_class
 from commbench.planner.models.hf_router import router_value
 from commbench.planner.models.hf_task import head_refusal, multimodal_notes
+from commbench.planner.models.hf_unread import ReadKeys, unread_key_refusal
 from commbench.planner.models.spec import ModelSpec
 
 PREFIX = "hf:"
@@ -827,7 +830,7 @@ def load_hf_model(spec: str, seq_len: int | None = None, release: str | None = N
         tied = {"tie_word_embeddings": raw["tie_word_embeddings"]} if raw.get("tie_word_embeddings") is not None else {}
         raw = dict(text, model_type=text.get("model_type", raw.get("model_type")), **tied)
     raw = dict(raw, model_type=ALIASES.get(str(raw.get("model_type", "")), raw.get("model_type")))
-    c = _Config(raw, where, release=release)
+    c = _Config(ReadKeys(raw), where, release=release)   # records the keys read (hf_unread.py)
     reader = READERS.get(c.model_type)
     if reader is None and c.model_type in NOT_MODELLED:
         raise c.fail(f"model_type={c.model_type!r} is not modelled: {not_modelled(c.model_type, release)}")
@@ -841,6 +844,9 @@ def load_hf_model(spec: str, seq_len: int | None = None, release: str | None = N
     if reader is None:
         raise c.fail(f"model_type={c.model_type!r} is not known: the planner reads {', '.join(sorted(READERS))} "
                      "(config.json's model_type, or its text_config's)")
+    other_class = class_refusal(top.get("architectures"), c.model_type)   # another model's class (hf_classes.py)
+    if other_class:
+        raise c.fail(other_class)
     stray = architecture_key_refusal(c.raw, c.model_type)   # a key of another architecture (hf_refused.py)
     if stray:
         raise c.fail(stray)
@@ -860,6 +866,9 @@ def load_hf_model(spec: str, seq_len: int | None = None, release: str | None = N
     check_sizes(c, fields)
     fields["architecture"] = architecture_from_hf(c, fields, path)
     fields = _named_mtp_rope(c, fields)
+    unread = unread_key_refusal(c.raw, c.model_type)   # a key no reader looked up that may change the network
+    if unread:
+        raise c.fail(unread)
     try:
         return ModelSpec(**fields)
     except (CommbenchError, TypeError, ValueError) as exc:

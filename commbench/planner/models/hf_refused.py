@@ -97,7 +97,8 @@ _MUP_KEY = "is a muP multiplier (Granite's): " + _MUP
 # named in `read_by`): set on a config of another type, they say the checkpoint is that other architecture (a
 # DeepSeek-V3.2 config written as deepseek_v3 keeps its index_* keys), so planning the reader's model would plan
 # another one. key -> (values that leave the network as the reader builds it, why, the types that read the key).
-# Keys that do not change the network (torch_dtype, quantization_config, bos_token_id, use_cache, ...) are not listed.
+# Keys that do not change the network (torch_dtype, quantization_config, bos_token_id, use_cache, ...) are not listed;
+# any other key no reader looks up is refused after reading (hf_unread.py), unless hf_unread.INERT_KEYS says why not.
 # Sources: transformers configuration_deepseek_v32.py (index_topk / index_n_heads / index_head_dim),
 # configuration_llama4.py (attention_chunk_size), configuration_gemma2.py (attn_logit_softcapping,
 # final_logit_softcapping), configuration_olmoe.py (clip_qkv), configuration_granitemoe.py (the multipliers).
