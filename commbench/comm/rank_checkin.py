@@ -62,6 +62,29 @@ def launch_store(*, master_addr: str, master_port: int, rank: int, world_size: i
                          datetime.timedelta(seconds=timeout_s), wait_for_workers=False, multi_tenant=True)
 
 
+def checked_in_launch_store(*, master_addr: str, master_port: int, rank: int, world_size: int, join_s: float,
+                            timeout_s: float, where: str, setting: str = "--timeout"):
+    """The launch's store (launch_store), this rank checked in on it (check_in: a rank started twice, or two launches
+    met, stop every rank in one line), its timeout then `timeout_s` (the collectives'): the one path every backend's
+    join takes before it builds its communicator (torch's process group, cupy-nccl's NCCL unique-id exchange).
+    `join_s`: how long the check-in waits for every rank, named as `setting`."""
+    try:
+        store = launch_store(master_addr=master_addr, master_port=master_port, rank=rank, world_size=world_size,
+                             timeout_s=join_s)
+    except RuntimeError as exc:
+        if rank != 0 or "EADDRINUSE" not in str(exc):
+            raise
+        from commbench.comm.local_ranks import RunFailed
+
+        raise RunFailed(f"rendezvous {where} failed: port {master_port} is in use on this host (EADDRINUSE) as rank 0 "
+                        "starts the launch's store: another launch's store is on it, or rank 0 was started twice; set "
+                        "another MASTER_PORT, or start each rank once") from None
+    check_in(store, rank=rank, world_size=world_size, address=f"tcp://{master_addr}:{master_port}", where=where,
+             timeout_s=join_s, setting=setting)
+    store.set_timeout(datetime.timedelta(seconds=timeout_s))
+    return store
+
+
 def _text(value: bytes) -> str:
     return value.decode("utf-8", "replace")
 
