@@ -131,9 +131,38 @@ def test_srun_ports_of_neighbouring_jobs_never_meet():
     assert (min(ports), max(ports)) == (15000, 24999)
 
 
-def test_tuning_combinations_under_srun_move_from_the_steps_own_port():
-    from commbench.comm.nccl_tuning import TuningCombo
-    from commbench.sweep.combos import combo_environ
+def test_tuning_combinations_under_srun_never_take_a_later_steps_port(monkeypatch):
+    """Combination i rendezvoused on the step's port + 1 + i: under the srun default port scheme that is the port of
+    the job's step i + 1 (job 77 step 0 on 15770: its combination 0 on 15771, step 1's), or the next job's step 0
+    (fix F1). Rank 0 now picks a free port per combination and shares it through the launch's store."""
+    import threading
 
-    assert combo_environ(TuningCombo(), 2, STEP)["MASTER_PORT"] == str(15770 + 3)
-    assert combo_environ(TuningCombo(), 0, {**STEP, "MASTER_PORT": "29500"})["MASTER_PORT"] == "29501"
+    from commbench.comm.nccl_tuning import TuningCombo
+    from commbench.sweep.combos import CombinationPorts, combo_environ
+    from tests.distributed import free_port
+
+    import itertools
+
+    from commbench.comm import rank_checkin
+
+    monkeypatch.delenv("TORCHELASTIC_USE_AGENT_STORE", raising=False)
+    # two ranks as threads of one process: its join count (the check-in's namespace) is theirs alike
+    monkeypatch.setattr(rank_checkin, "_instances", itertools.repeat(0))
+    step = {**STEP, "SLURM_STEP_NUM_TASKS": "2", "SLURM_NTASKS": "2", "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(free_port())}
+    got = {}
+
+    def rank(procid):
+        ports = CombinationPorts({**step, "SLURM_PROCID": str(procid)}, wait_s=30)
+        got[procid] = [ports.port(index) for index in range(3)]
+
+    threads = [threading.Thread(target=rank, args=(procid,)) for procid in (1, 0)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert got[0] == got[1] and len(got[0]) == 3, got   # every rank meets on rank 0's pick
+    steps = {launch.slurm_default_port({**step, "SLURM_STEP_ID": str(s)}) for s in range(launch.SLURM_PORT_STEPS)}
+    assert not steps & set(got[0]) and not any(15000 <= port < 25000 for port in got[0]), got
+    env = combo_environ(TuningCombo(), {**STEP, "TORCHELASTIC_USE_AGENT_STORE": "True"}, port=got[0][1])
+    assert env["MASTER_PORT"] == str(got[0][1]) and "TORCHELASTIC_USE_AGENT_STORE" not in env

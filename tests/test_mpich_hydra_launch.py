@@ -88,4 +88,7 @@ def test_tuning_combinations_under_mpiexec_move_off_the_launchs_port():
     from commbench.comm.nccl_tuning import TuningCombo
     from commbench.sweep.combos import combo_environ
 
-    assert combo_environ(TuningCombo(), 2, {**HYDRA, "MASTER_PORT": "29600"})["MASTER_PORT"] == "29603"
+    from commbench.sweep.combos import under_outside_launcher
+
+    assert under_outside_launcher({**HYDRA, "MASTER_PORT": "29600"})   # its combinations take CombinationPorts' ports
+    assert combo_environ(TuningCombo(), {**HYDRA, "MASTER_PORT": "29600"}, port=40123)["MASTER_PORT"] == "40123"

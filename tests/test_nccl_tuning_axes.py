@@ -90,11 +90,10 @@ def test_combo_env_and_params():
 def test_combo_environ_drops_inherited_settings_and_moves_the_port_under_a_launcher():
     base = {"NCCL_ALGO": "Tree", "NCCL_DEBUG": "INFO", "RANK": "0", "WORLD_SIZE": "2", "MASTER_PORT": "29500",
             "TORCHELASTIC_USE_AGENT_STORE": "True"}
-    env = combo_environ(TuningCombo(), 2, base)
+    env = combo_environ(TuningCombo(), base, port=40123)   # the port CombinationPorts shared
     assert "NCCL_ALGO" not in env and env["NCCL_DEBUG"] == "INFO"
-    assert env["MASTER_PORT"] == "29503" and "TORCHELASTIC_USE_AGENT_STORE" not in env
-    assert combo_environ(TuningCombo(proto="ll"), 0, {"MASTER_PORT": "1"})["MASTER_PORT"] == "1"  # local: untouched
-    assert combo_environ(TuningCombo(), 0, {"SLURM_PROCID": "3", "SLURM_NTASKS": "8"})["MASTER_PORT"] == "29501"
+    assert env["MASTER_PORT"] == "40123" and "TORCHELASTIC_USE_AGENT_STORE" not in env
+    assert combo_environ(TuningCombo(proto="ll"), {"MASTER_PORT": "1"})["MASTER_PORT"] == "1"  # local: untouched
 
 
 def _config(tmp_path, sizes=(1024, 4096)) -> BenchConfig:
@@ -138,8 +137,14 @@ def _outside_rank(rank: int, port: int, config: BenchConfig, log: str) -> None:
 def test_under_an_outside_launcher_every_rank_runs_each_combination_on_its_own_port(tmp_path):
     import multiprocessing
 
+    import torch.distributed as dist
+
+    from tests.distributed import free_port
+
+    port = free_port()   # torchrun's agent serves the launch's store there (TORCHELASTIC_USE_AGENT_STORE)
+    agent_store = dist.TCPStore("127.0.0.1", port, 2, True, wait_for_workers=False)
     context = multiprocessing.get_context("fork")
-    ranks = [context.Process(target=_outside_rank, args=(r, 29400, _config(tmp_path, sizes=(64,)),
+    ranks = [context.Process(target=_outside_rank, args=(r, port, _config(tmp_path, sizes=(64,)),
                                                          str(tmp_path / "env.log"))) for r in (0, 1)]
     for process in ranks:
         process.start()
@@ -147,7 +152,10 @@ def test_under_an_outside_launcher_every_rank_runs_each_combination_on_its_own_p
         process.join(60)
     assert [p.exitcode for p in ranks] == [0, 0]
     seen = sorted((s["env"].get("NCCL_PROTO", "-"), s["rank"], s["port"]) for s in _log(tmp_path))
-    assert seen == [("-", 0, 29401), ("-", 1, 29401), ("Simple", 0, 29402), ("Simple", 1, 29402)]
+    assert [(proto, rank) for proto, rank, _ in seen] == [("-", 0), ("-", 1), ("Simple", 0), ("Simple", 1)]
+    ports = [port for _, _, port in seen]   # rank 0's picks, shared through the launch's store (CombinationPorts)
+    assert ports[0] == ports[1] != ports[2] == ports[3] and port not in ports, seen
+    del agent_store
     assert len(headers(read_records([tmp_path / "tuned.jsonl"]))) == 2  # rank 0 writes, once per combination
 
 

@@ -125,3 +125,48 @@ def test_a_torchrun_restart_joins_under_its_attempts_prefix(monkeypatch):
     store.set("probe", "1")
     raw = dist.TCPStore("127.0.0.1", port, 1, False)
     assert raw.check(["attempt_3/default_pg/probe"]) and not raw.check(["default_pg/probe"])
+
+
+def test_a_second_rank_0_on_another_host_is_refused_naming_both_hosts(monkeypatch):
+    """Two launches' rank 0s on hosts A and B, both with MASTER_ADDR=A: B's rank 0 serves a store on B that nobody
+    reaches and joins A's as a client, so ranks of both joined one store (netns probe, fix F1: job A's rank 0 waited
+    out --timeout, B's rank 1 failed in gloo's raw words). Emulated on one host: A's store on one port, B's rank 0's
+    own server on another, its client at A's."""
+    import socket
+    import threading
+
+    import torch.distributed as dist
+
+    from commbench.comm.rank_checkin import RankStartedTwice
+
+    port_a, port_b = free_port(), free_port()
+    host = {"name": "hostA"}
+    monkeypatch.setattr(socket, "gethostname", lambda: host["name"])
+    server_a = launch_store(master_addr="127.0.0.1", master_port=port_a, rank=0, world_size=2, timeout_s=30)
+    outcome = {}
+
+    def job_a_rank0():
+        try:
+            check_in(server_a, rank=0, world_size=2, address="tcp://A", where="a", timeout_s=30, namespace="h",
+                     served_port=port_a)
+        except RankStartedTwice as exc:
+            outcome["a"] = str(exc)
+
+    waiting = threading.Thread(target=job_a_rank0)
+    waiting.start()
+    client_of_a = launch_store(master_addr="127.0.0.1", master_port=port_a, rank=1, world_size=2, timeout_s=30)
+    for _ in range(400):   # until A's rank 0 has checked in as the store's server
+        if client_of_a.check(["commbench/checkin/h/rank0"]) or not waiting.is_alive():
+            break
+        waiting.join(0.05)
+    assert waiting.is_alive(), "job A's rank 0 did not wait for its rank 1"
+    host["name"] = "hostB"
+    own_b = dist.TCPStore("127.0.0.1", port_b, 1, True, wait_for_workers=False)   # B's rank 0's server, unseen
+    with pytest.raises(RankStartedTwice) as info:
+        check_in(client_of_a, rank=0, world_size=2, address="tcp://A", where="b", timeout_s=30, namespace="h",
+                 served_port=port_b)
+    waiting.join(timeout=20)
+    line = str(info.value)
+    assert line.startswith("rank 0 of 2 was started on two hosts: hostA pid ") and "hostB pid " in line, line
+    assert "\n" not in line and outcome.get("a") == line, outcome   # A's waiting rank 0 stops with the same line
+    del own_b

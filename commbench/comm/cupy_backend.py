@@ -195,7 +195,8 @@ class CupyNcclBackend:
         self.stream = cupy.cuda.Stream(non_blocking=True)
         self._store = None if self.world_size == 1 else open_store(
             master_addr=rank_env.master_addr, master_port=rank_env.master_port, rank=self.rank,
-            world_size=self.world_size, timeout_s=timeout_s, rendezvous=rank_env.rendezvous)
+            world_size=self.world_size, timeout_s=timeout_s, rendezvous=rank_env.rendezvous,
+            join_timeout_s=join_timeout_s)
         self._num_splits = 0
         self._subgroups: list[CupyCommunicator] = []
         self.world = self._communicator("world", list(range(self.world_size)),

@@ -126,8 +126,12 @@ OMPI_VARIABLES = ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WOR
 # 15f59ab2). Slurm's mpi/pmi2 plugin also sets PMI_RANK / PMI_SIZE, to the step's own task id and count
 # (SchedMD/slurm src/plugins/mpi/pmi2/mpi_pmi2.c, p_mpi_hook_slurmstepd_task), as Flux does.
 HYDRA_VARIABLES = ("PMI_RANK", "PMI_SIZE", "PMI_ID", "MPI_LOCALRANKID", "MPI_LOCALNRANKS")
-# the local rank: Hydra's MPI_LOCALRANKID, else PMI_LOCAL_RANK (HPE Cray PALS's mpiexec, as ALCF's launcher reads it:
-# argonne-lcf/alcf-nccl-tests pytests/launcher.sh)
+# the local rank: Hydra's MPI_LOCALRANKID, else PMI_LOCAL_RANK, which HPE Cray PALS's mpiexec sets on Polaris: ALCF's
+# user guide, "On Polaris specifically, you can use the environment variable PMI_LOCAL_RANK (as well as PMI_LOCAL_SIZE)
+# to learn information about the node-local MPI ranks" (argonne-lcf/user-guides docs/polaris/data-science/frameworks/
+# pytorch.md:55 at 7d04a3f9; its mpiexec is PALS's, docs/running-jobs/index.md:75). No launcher's own manual in reach
+# defines it: MPICH's Hydra sets MPI_LOCALRANKID (pmip_cb.c above), Flux's PALS plugin only PALS_* (flux-core
+# src/shell/plugins/pals.c at b2074a23), Slurm's pmi2 PMI_RANK / PMI_SIZE; HPE's PALS man pages were not reachable.
 PMI_LOCAL_RANK_KEYS = ("MPI_LOCALRANKID", "PMI_LOCAL_RANK")
 
 

@@ -68,10 +68,13 @@ def share_unique_id(store, key: str, *, is_creator: bool, make_id: Callable[[], 
 
 
 def open_store(*, master_addr: str, master_port: int, rank: int, world_size: int, timeout_s: float,
-               rendezvous: str | None = None):
+               rendezvous: str | None = None, join_timeout_s: float | None = None, join_setting: str = "--timeout"):
     """A TCPStore client (rank 0 also serves it, unless torchrun's agent does) under this
-    backend instance's key prefix; under commbench's local launcher, a FileStore beside the
-    launch's own (`rendezvous` = file://...), so nothing listens on the network."""
+    backend instance's key prefix, this rank checked in on it first as torch's backends are
+    (rank_checkin.checked_in_launch_store: a rank started twice, or another launch's ranks, stop every
+    rank in one line; `join_timeout_s`, default `timeout_s`, is how long it waits for every rank);
+    under commbench's local launcher, a FileStore beside the launch's own (`rendezvous` =
+    file://...), so nothing listens on the network."""
     import torch.distributed as dist
 
     if rendezvous and rendezvous.startswith("file://"):
@@ -79,11 +82,16 @@ def open_store(*, master_addr: str, master_port: int, rank: int, world_size: int
         store.set_timeout(datetime.timedelta(seconds=timeout_s))
         return dist.PrefixStore(f"{KEY_PREFIX}/{next(_instances)}", store)
 
-    from commbench.comm.rank_checkin import launch_store
+    from commbench.comm.rank_checkin import checked_in_launch_store
 
+    join_s = timeout_s if join_timeout_s is None else join_timeout_s
+    where = f"at tcp://{master_addr}:{master_port} as rank {rank} of {world_size}"
     try:
-        store = launch_store(master_addr=master_addr, master_port=master_port, rank=rank, world_size=world_size,
-                             timeout_s=timeout_s)
+        store = checked_in_launch_store(master_addr=master_addr, master_port=master_port, rank=rank,
+                                        world_size=world_size, join_s=join_s, timeout_s=timeout_s, where=where,
+                                        setting=join_setting)
+    except CommbenchError:   # check_in's own lines (a rank started twice, launches met, ranks missing)
+        raise
     except (RuntimeError, ValueError) as exc:
         reason = first_line(exc)
         raise CommbenchError(f"cannot reach the rendezvous store at {master_addr}:{master_port} "

@@ -62,17 +62,44 @@ def launch_store(*, master_addr: str, master_port: int, rank: int, world_size: i
                          datetime.timedelta(seconds=timeout_s), wait_for_workers=False, multi_tenant=True)
 
 
+def checked_in_launch_store(*, master_addr: str, master_port: int, rank: int, world_size: int, join_s: float,
+                            timeout_s: float, where: str, setting: str = "--timeout"):
+    """The launch's store (launch_store), this rank checked in on it (check_in: a rank started twice, or two launches
+    met, stop every rank in one line), its timeout then `timeout_s` (the collectives'): the one path every backend's
+    join takes before it builds its communicator (torch's process group, cupy-nccl's NCCL unique-id exchange).
+    `join_s`: how long the check-in waits for every rank, named as `setting`."""
+    try:
+        store = launch_store(master_addr=master_addr, master_port=master_port, rank=rank, world_size=world_size,
+                             timeout_s=join_s)
+    except RuntimeError as exc:
+        if rank != 0 or "EADDRINUSE" not in str(exc):
+            raise
+        from commbench.comm.local_ranks import RunFailed
+
+        raise RunFailed(f"rendezvous {where} failed: port {master_port} is in use on this host (EADDRINUSE) as rank 0 "
+                        "starts the launch's store: another launch's store is on it, or rank 0 was started twice; set "
+                        "another MASTER_PORT, or start each rank once") from None
+    check_in(store, rank=rank, world_size=world_size, address=f"tcp://{master_addr}:{master_port}", where=where,
+             timeout_s=join_s, setting=setting,
+             served_port=master_port if rank == 0 and not torchelastic_agent_store() else None)
+    store.set_timeout(datetime.timedelta(seconds=timeout_s))
+    return store
+
+
 def _text(value: bytes) -> str:
     return value.decode("utf-8", "replace")
 
 
 def check_in(store, *, rank: int, world_size: int, address: str, where: str, timeout_s: float,
-             setting: str = "--timeout", namespace: str | None = None, launch: str | None = None) -> None:
+             setting: str = "--timeout", namespace: str | None = None, launch: str | None = None,
+             served_port: int | None = None) -> None:
     """Claim `rank` on `store` and wait until every rank of the launch has claimed its own. RankStartedTwice (one
     line naming the rank and both processes) where another process holds `rank`, on that process and on every
     rank waiting; a RunFailed naming the ranks that did not check in when the store's timeout passes. `namespace`
     tells a launch's successive joins apart (default: this process's join count, plus torchrun's restart count);
-    `address` the store's (the lines name it), `where` this rank's join (its timeout line)."""
+    `address` the store's (the lines name it), `where` this rank's join (its timeout line). `served_port`: the port
+    of the store server this process runs (rank 0's, unless torchrun's agent serves): the store `address` reaches must
+    be that one, else rank 0 runs on two hosts (served_elsewhere)."""
     if namespace is None:
         namespace = f"{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}/{next(_instances)}"
     base = f"{PREFIX}/{namespace}"
@@ -85,6 +112,16 @@ def check_in(store, *, rank: int, world_size: int, address: str, where: str, tim
         store.set(f"{base}/refused", line)
         store.set(f"{base}/done", "refused")
         raise LaunchesMet(line)
+    if served_port is not None:
+        elsewhere = served_elsewhere(store, served_port, me)
+        if elsewhere is not None:
+            line = (f"rank {rank} of {world_size} was started on two hosts: {elsewhere} serves the launch's store at "
+                    f"{address}, and {me} was given rank {rank} too (rank 0 serves the store on its own host, so this "
+                    "one's is not the store its ranks meet at): start rank 0 once, on the host MASTER_ADDR names, or "
+                    "give each launch its own MASTER_ADDR/MASTER_PORT")
+            store.set(f"{base}/refused", line)
+            store.set(f"{base}/done", "refused")
+            raise RankStartedTwice(line)
     held = _text(store.compare_set(f"{base}/rank{rank}", "", me))
     if held != me:
         line = (f"rank {rank} of {world_size} was started twice in the launch at {address}: {held} holds it, {me} "
@@ -102,6 +139,37 @@ def check_in(store, *, rank: int, world_size: int, address: str, where: str, tim
     if store.check([f"{base}/refused"]):
         refused = _text(store.get(f"{base}/refused"))
         raise (LaunchesMet if refused.startswith("two launches met") else RankStartedTwice)(refused)
+
+
+SERVER_KEY = f"{PREFIX}/server"   # who serves the store: set by the rank 0 that found it is its own
+SERVER_WAIT_S = 3.0   # how long a rank 0 whose store is served elsewhere waits to learn by whom
+
+
+def served_elsewhere(store, served_port: int, me: str) -> str | None:
+    """Who serves the store `store` reaches, where that is not this process's own server on `served_port`; None where
+    it is (then `me` is recorded as its server), or where the own server cannot be reached on loopback to tell.
+    Rank 0 serves the launch's store on its host and connects to it at MASTER_ADDR like every rank (torch TCPStore):
+    a rank 0 on host B with MASTER_ADDR naming host A, where another rank 0 serves, binds its own server unseen and
+    joins A's store as a client. A token written through MASTER_ADDR and looked for on the own server tells them
+    apart, whichever rank 0 started first."""
+    import torch.distributed as dist
+
+    token = f"{PREFIX}/token/{me}/{os.urandom(6).hex()}"
+    store.set(token, "1")
+    try:
+        own = dist.TCPStore("127.0.0.1", served_port, 1, False, datetime.timedelta(seconds=SERVER_WAIT_S),
+                            wait_for_workers=False)
+        ours = own.check([token])
+    except RuntimeError:   # the own server is not on loopback: nothing to tell
+        return None
+    if ours:
+        store.set(SERVER_KEY, me)
+        return None
+    try:
+        store.wait([SERVER_KEY], datetime.timedelta(seconds=SERVER_WAIT_S))
+        return _text(store.get(SERVER_KEY))
+    except RuntimeError:   # its rank 0 has not checked in yet
+        return "a rank 0 on the host MASTER_ADDR names"
 
 
 def _missing(store, base: str, world_size: int, where: str, timeout_s: float, setting: str) -> CommbenchError:

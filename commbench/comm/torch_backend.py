@@ -129,22 +129,12 @@ def checked_in_store(method: str, *, rank: int, world_size: int, join_s: float, 
     collectives', under the "default_pg" prefix (torch 2.13 distributed_c10d.init_process_group)."""
     from urllib.parse import urlparse
 
-    from commbench.comm.rank_checkin import check_in, launch_store
+    from commbench.comm.rank_checkin import checked_in_launch_store
 
     address = urlparse(method)
-    try:
-        store = launch_store(master_addr=address.hostname or "127.0.0.1", master_port=address.port or 0, rank=rank,
-                             world_size=world_size, timeout_s=join_s)
-    except RuntimeError as exc:
-        if rank != 0 or "EADDRINUSE" not in str(exc):
-            raise
-        from commbench.comm.local_ranks import RunFailed
-
-        raise RunFailed(f"rendezvous {where} failed: port {address.port} is in use on this host (EADDRINUSE) as rank 0 "
-                        "starts the launch's store: another launch's store is on it, or rank 0 was started twice; set "
-                        "another MASTER_PORT, or start each rank once") from None
-    check_in(store, rank=rank, world_size=world_size, address=method, where=where, timeout_s=join_s, setting=setting)
-    store.set_timeout(datetime.timedelta(seconds=timeout_s))
+    store = checked_in_launch_store(master_addr=address.hostname or "127.0.0.1", master_port=address.port or 0,
+                                    rank=rank, world_size=world_size, join_s=join_s, timeout_s=timeout_s, where=where,
+                                    setting=setting)
     # torchrun's agent store outlives a restart: without the attempt in the prefix gloo read the dead attempt's rank
     # addresses (probe P8: 3 of 8 restarts lost, "connectFullMesh ... Connection refused" or a join timeout)
     attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")

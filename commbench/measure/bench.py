@@ -316,6 +316,18 @@ def first_failure(reason: str, rank: int, config: BenchConfig, step: int) -> str
     return first_failure_at(reason, rank, f"commbench/bench/cycle{config.text_cycle.cycle}/point{step}")
 
 
+def point_failure(label: str, reason: str, rank: int, group_ranks) -> tuple[str, str | None]:
+    """(the failed record's `error`, its `error_detail`): a peer's exit in one clear cause (measure.peer_left), the
+    transport's raw text kept as the detail; any other failure as it reads, no detail."""
+    from commbench.measure.peer_left import peer_left_cause
+
+    cause = None if reason.startswith("rank ") and " failed first: " in reason else peer_left_cause(
+        reason, rank, group_ranks)
+    if cause is None:
+        return f"failed while measuring {label}: {reason}", None
+    return f"failed while measuring {label}: {cause}", reason
+
+
 def first_failure_at(reason: str, rank: int, base: str) -> str:
     """This rank's failure `reason`, led by a peer's that failed before it (the cause: this rank's is then most
     often the broken connection it left, 'Connection closed by peer'). Ranks post their failures through the
@@ -414,11 +426,13 @@ def run_bench_rank(rank_env: RankEnv, config: BenchConfig) -> BenchOutcome:
                                            group=point.group)
                 except (RuntimeError, ValueError, MemoryError) as exc:
                     reason = first_line(exc)
-                    error = f"failed while measuring {point.label}: {first_failure(reason, backend.rank, config, step)}"
+                    error, detail = point_failure(point.label, first_failure(reason, backend.rank, config, step),
+                                                  backend.rank, getattr(comm, "global_ranks", range(comm.size)))
                     failed_at_s = time.time()
                     progress.failed(step, reason)
                     record = failed_measurement(collective, point.spec, backend, comm.size, config.loop,
                                                 run_id=run_id, error=error, group=point.group)
+                    record = dataclasses.replace(record, error_detail=detail)
                 records.append(record)
                 if writer:
                     writer.write(record)

@@ -158,6 +158,7 @@ class Measurement:
     time_us_max: float | None = None
     iter_times_us: list[float] = field(default_factory=list)  # per iteration, slowest rank, in loop order
     loop_time_us: dict[str, float] = field(default_factory=dict)  # nccl-tests' time by -a mode (see above)
+    error_detail: str | None = None  # the raw text behind `error` where it names a cause (a peer that left)
 
     def __post_init__(self) -> None:
         check_measurement(self)

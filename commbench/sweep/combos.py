@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from commbench import __version__
-from commbench.comm.launch import DEFAULT_MASTER_PORT, detect_rank_env
+from commbench.comm.launch import detect_rank_env
 from commbench.comm.nccl_conf import read_conf_files
 from commbench.comm.nccl_tuning import (COMBO_ENV, TUNED_ENV_KEYS, TUNING_ENV, TuningCombo, inherited_tuning_env,
                                         tuning_from_env)
@@ -56,25 +56,73 @@ def guarded_rank(rank_env, payload: tuple[Callable, Any]) -> Any:
         return RankFailure(reason=line if line != type(exc).__name__ else type(exc).__name__)
 
 
-def combo_environ(combo: TuningCombo, index: int, base: dict[str, str], plan: dict | None = None) -> dict[str, str]:
+def combo_environ(combo: TuningCombo, base: dict[str, str], plan: dict | None = None, *,
+                  port: int | None = None) -> dict[str, str]:
     """The environment of a combination's processes: the tuned keys replaced by the combination's
     (inherited values dropped, so the baseline really is NCCL's default; the `plan` names them, "inherited",
     and each header records it), and the launch's `plan` (TUNING_ENV: every combination it runs, which each
-    header records). Under an outside launcher,
-    each combination rendezvouses on its own port (MASTER_PORT + 1 + index), hosted by rank 0,
-    so no store key of one combination is seen by the next."""
+    header records). Under an outside launcher each combination rendezvouses on its own `port`
+    (CombinationPorts: a free port rank 0's host picked, shared through the launch's store), hosted by rank 0's
+    child, so no store key of one combination is seen by the next."""
     env = {k: v for k, v in base.items() if k not in TUNED_ENV_KEYS}
     env.update(combo.env())
     env[COMBO_ENV] = combo.label
     if plan is not None:   # what was dropped goes with the plan into every header (nccl_tuning.inherited)
         inherited = inherited_tuning_env(base)
         env[TUNING_ENV] = json.dumps({**plan, "inherited": inherited} if inherited else plan)
-    if any(key in base for key in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")):
-        launched = detect_rank_env(base)   # its port: MASTER_PORT, else the launch's default (an srun step's own)
-        port = launched.master_port if launched is not None else int(base.get("MASTER_PORT", DEFAULT_MASTER_PORT))
-        env["MASTER_PORT"] = str(port + 1 + index)
+    if port is not None:
+        env["MASTER_PORT"] = str(port)
         env.pop("TORCHELASTIC_USE_AGENT_STORE", None)
     return env
+
+
+def under_outside_launcher(env: dict[str, str]) -> bool:
+    """Whether this process is a rank of a launch commbench did not start (torchrun, srun, mpirun, mpiexec)."""
+    if not any(key in env for key in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")):
+        return False
+    launched = detect_rank_env(env)
+    return launched is not None and launched.launcher != "local"
+
+
+class CombinationPorts:
+    """The rendezvous port of each combination under an outside launcher. MASTER_PORT + 1 + index met other
+    launches' ports: an srun step's default port (15000 + 10 x (job mod 1000) + step mod 10) plus 1 is the port of
+    the job's next step, or of the next job's step 0. Instead every rank's process joins the launch's own store
+    (its MASTER_PORT, rank 0's process serving it for the whole tuning launch, each rank checked in), and before
+    each combination rank 0 picks a port its host's kernel says is free (bind to port 0) and publishes it there;
+    the other ranks read it. No fixed arithmetic, so no other launch's port scheme can meet it."""
+
+    KEY = "commbench/combinations/port"
+
+    def __init__(self, env: dict[str, str], wait_s: float) -> None:
+        from commbench.comm.rank_checkin import checked_in_launch_store
+
+        rank_env = detect_rank_env(env)
+        assert rank_env is not None
+        self.rank, self.wait_s = rank_env.rank, wait_s
+        where = f"at tcp://{rank_env.master_addr}:{rank_env.master_port} as rank {rank_env.rank} of " \
+                f"{rank_env.world_size} (NCCL tuning combinations)"
+        self.store = checked_in_launch_store(master_addr=rank_env.master_addr, master_port=rank_env.master_port,
+                                             rank=rank_env.rank, world_size=rank_env.world_size, join_s=wait_s,
+                                             timeout_s=wait_s, where=where)
+
+    def port(self, index: int) -> int:
+        """Combination `index`'s port: rank 0 picks and publishes it, every other rank waits for it."""
+        key = f"{self.KEY}/{index}"
+        if self.rank == 0:
+            with socket.socket() as probe:
+                probe.bind(("", 0))
+                port = probe.getsockname()[1]
+            self.store.set(key, str(port))
+            return port
+        try:
+            self.store.wait([key], datetime.timedelta(seconds=self.wait_s))
+        except RuntimeError:
+            from commbench.comm.local_ranks import RunFailed
+
+            raise RunFailed(f"rank 0 did not publish NCCL tuning combination {index + 1}'s port within "
+                            f"{self.wait_s:g} s (has rank 0 stopped?)") from None
+        return int(self.store.get(key))
 
 
 def _child(conn, run_one: Callable[[TuningCombo], str | None], combo: TuningCombo, env: dict[str, str]) -> None:
@@ -165,10 +213,12 @@ def run_combinations(combos: list[TuningCombo], run_one: Callable[[TuningCombo],
     context = multiprocessing.get_context(start_method)
     results: list[ComboResult] = []
     plan = {"plan": plan_id or new_run_id(), "combinations": [c.label for c in combos]}
+    ports = (CombinationPorts(dict(os.environ), (stall_timeout_s or 600.0) + 60.0)
+             if under_outside_launcher(dict(os.environ)) else None)
     progress = _progress(total_points * len(combos), output_path) if is_writer and show_progress else None
     try:
         for index, combo in enumerate(combos):
-            env = combo_environ(combo, index, dict(os.environ), plan)
+            env = combo_environ(combo, dict(os.environ), plan, port=ports.port(index) if ports else None)
             offset = _size(output_path)
             if progress:
                 progress.describe(f"{combo.label} ({index + 1}/{len(combos)})")
