@@ -150,10 +150,11 @@ def test_tuning_combinations_under_srun_never_take_a_later_steps_port(monkeypatc
     monkeypatch.setattr(rank_checkin, "_instances", itertools.repeat(0))
     step = {**STEP, "SLURM_STEP_NUM_TASKS": "2", "SLURM_NTASKS": "2", "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": str(free_port())}
-    got = {}
+    got, stores = {}, []
 
     def rank(procid):
         ports = CombinationPorts({**step, "SLURM_PROCID": str(procid)}, wait_s=30)
+        stores.append(ports)   # rank 0's store server lives as long as its process does, not its thread
         got[procid] = [ports.port(index) for index in range(3)]
 
     threads = [threading.Thread(target=rank, args=(procid,)) for procid in (1, 0)]
