@@ -142,6 +142,7 @@ def unread_key_refusal(raw: ReadKeys, model_type: str) -> str | None:
         if key not in raw.looked_up and not _inert(key, value, model_type):
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
             return (f"{key}={shown} is not read for model_type {model_type!r}: the planner does not know what it "
-                    "changes in the network, so planning without it could plan another model (hf_unread.INERT_KEYS "
-                    "lists the keys known to change nothing)")
+                    "changes in the network, so planning without it could plan another model; if it changes nothing in "
+                    "training, plan from a copy of config.json without it (hf_unread.INERT_KEYS lists the keys known "
+                    "to change nothing)")
     return None
