@@ -34,10 +34,13 @@ def record(size, samples_us, *, run_id="r", **kw):
 
 
 def as_collective(m: Measurement, collective: str) -> Measurement:
-    """`m` as a record of `collective`: its busbw at nccl-tests' factor for it (records.iter_records checks it on read)."""
+    """`m` as a record of `collective`: its busbw at nccl-tests' factor for it and its count one rank's chunk where
+    nccl-tests counts so (records.iter_records checks both on read)."""
+    from commbench.nccl_tests_counts import CHUNKED_COLLECTIVES
     from commbench.results.importers.nccl_tests import NCCL_TESTS_BUS_FACTOR
 
-    return dataclasses.replace(m, collective=collective,
+    count = m.size_bytes // (4 * m.group_size) if collective in CHUNKED_COLLECTIVES else m.count
+    return dataclasses.replace(m, collective=collective, count=count,
                                busbw_gbps=m.algbw_gbps * NCCL_TESTS_BUS_FACTOR[collective](m.group_size))
 
 

@@ -19,8 +19,8 @@ from typing import Any, Iterable, Iterator
 from commbench.errors import CommbenchError, ResultsNotWritten, first_line
 from commbench.files import MAX_LINE_BYTES, repair_torn_tail  # one bound for the readers and the repair
 from commbench.results.record_checks import (SummaryDisagrees, check_algbw_matches_size, check_busbw_matches_algbw,
-                                             check_measurement, check_world_size_matches_header,
-                                             check_summary_matches_samples)
+                                             check_measurement, check_size_matches_count, check_world_size_matches_header,
+                                             check_summary_matches_samples, header_contradiction)
 from commbench.typed_json import check_fields
 
 SCHEMA_VERSION = 1
@@ -325,12 +325,20 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
                 if isinstance(record, Measurement) and samples:   # checked before a reader drops them
                     check_summary_matches_samples({**data, "iter_times_us": samples})
                 if isinstance(record, Measurement):
+                    if runs.get(record.run_id, {}).get("contradicts"):
+                        raise SummaryDisagrees(f"its run {record.run_id}'s header (line "
+                                               f"{runs[record.run_id]['line']}) contradicts itself: not a measurement "
+                                               "to judge")
                     check_algbw_matches_size(record)
                     check_busbw_matches_algbw(record)
                     check_world_size_matches_header(record, runs.get(record.run_id, {}).get("world_size"))
+                    check_size_matches_count(record, runs.get(record.run_id, {}).get("sweep_entries"))
                 if isinstance(record, RunHeader):
                     runs[record.run_id] = {"launcher": record.launcher, "backend": record.backend,
-                                           "world_size": record.world_size}
+                                           "world_size": record.world_size, "sweep_entries": record.sweep_entries,
+                                           "contradicts": header_contradiction(record), "line": line_number}
+                    if runs[record.run_id]["contradicts"]:
+                        raise SummaryDisagrees(runs[record.run_id]["contradicts"])
                 elif record.run_id in runs and AGG_GROUPED in record.params:
                     ungrouped_if_ours(runs[record.run_id], data)
                     record = from_dict(data)
