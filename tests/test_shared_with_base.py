@@ -53,6 +53,9 @@ def test_records_new_shares_with_the_base_are_left_out_and_missing(tmp_path):
     allowed = CliRunner().invoke(app, ["compare", str(base), str(new), "--allow-missing"])
     said = " ".join(allowed.output.split())
     assert allowed.exit_code == 0 and "pass: 4 point(s)" in said, said
+    # BASE against itself stays --allow-same-run's (its records are all the base's: nothing left out)
+    same = CliRunner().invoke(app, ["compare", str(base), str(base), "--allow-same-run"])
+    assert same.exit_code == 0 and "the base's own records" not in same.output, same.output
 
 
 def test_fit_and_report_read_two_copies_resumed_apart_as_two_runs(tmp_path):

@@ -287,7 +287,12 @@ def without_records_of_base(base_records: list, new_records: list, plans: dict) 
     missing (never 'not planned': `plans` loses it) unless --allow-missing: the change never measured them."""
     from commbench.results.compare import point_label, records_of_base_in_new
 
-    shared = records_of_base_in_new(base_records, new_records)
+    held: dict[str, int] = {}
+    for m in new_records:
+        held[m.run_id] = held.get(m.run_id, 0) + 1
+    # a run wholly BASE's is check_new_is_not_base's (judged only with --allow-same-run, as BASE against itself)
+    shared = {run_id: records for run_id, records in records_of_base_in_new(base_records, new_records).items()
+              if len(records) < held[run_id]}
     if not shared:
         return new_records
     left_out = {id(m) for records in shared.values() for m in records}
