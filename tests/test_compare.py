@@ -191,7 +191,9 @@ def test_nothing_comparable_is_refused_not_passed(tmp_path):
     result = run(write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", new))
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
     assert "no point has a time statistic both files hold" in result.output and "nccl-rank0" in result.output
-    mixed = run(write(tmp_path / "b2.jsonl", base), write(tmp_path / "n2.jsonl", [base[0], new[1]]))
+    # NEW's own run (another run id: a record of BASE's own run in NEW is left out as BASE's, test_shared_with_base)
+    mixed = run(write(tmp_path / "b2.jsonl", base), write(tmp_path / "n2.jsonl", [
+        dataclasses.replace(base[0], run_id="n"), dataclasses.replace(new[1], run_id="n")]))
     assert mixed.exit_code == 0 and "pass: 1 point(s) in 1 run(s) compared (1 not comparable" in mixed.output
 
 
