@@ -41,6 +41,11 @@ def test_a_record_edited_to_another_size_is_refused(tmp_path):
     kept, bad = _bad(write(tmp_path / "ag.jsonl", [header_for(gathered), gathered,
                                                    dataclasses.replace(gathered, count=1024)]))
     assert len(kept) == 2 and [n for n, _ in bad] == [3] and "x 2 ranks gives 8192 (all_gather)" in bad[0][1], bad
+    # an nccl-tests import whose log lists no ranks (group 1): any whole number of chunks, as the importer allows
+    imported = dataclasses.replace(gathered, group_size=1, world_size=1, busbw_gbps=0.0)
+    header = dataclasses.replace(header_for(imported), launcher="nccl-tests")
+    kept, bad = _bad(write(tmp_path / "imported.jsonl", [header, imported]))
+    assert len(kept) == 2 and bad == [], bad
 
 
 def test_a_header_edited_to_another_world_size_is_refused(tmp_path):

@@ -244,18 +244,24 @@ def _sizes_for_count(m, itemsize: int) -> tuple[int, ...] | None:
     return None
 
 
-def check_size_matches_count(m, sweep_entries: list | None = None) -> None:
+def check_size_matches_count(m, sweep_entries: list | None = None, *, imported: bool = False) -> None:
     """A record's size_bytes as its count and dtype give it (nccl-tests' count semantics: _sizes_for_count), and, in
     a sweep run whose header lists its entries (`sweep_entries`), as nccl-tests' alignment of one of the sizes the run
     planned for its collective and dtype on its group's ranks (nccl_tests_counts.nccl_tests_count; a point that could
     not be sized keeps its requested size, count 0). Every writer takes size and count from one buffer, so a record
     edited to another size (an all_to_all of 96 KiB said to be 384 KiB, its bandwidths scaled to match, its count
-    left) was tabled, compared and fitted as a point of that size: a SummaryDisagrees naming the fields."""
+    left) was tabled, compared and fitted as a point of that size: a SummaryDisagrees naming the fields. `imported`:
+    an nccl-tests import, whose log may not list its ranks (importers/nccl_tests.count_mismatch): a chunked
+    collective's size any whole multiple of its chunk there."""
     itemsize = RECORD_ITEMSIZE.get(m.dtype)
     if itemsize is None:
         return
     if m.count > 0:
         sizes = _sizes_for_count(m, itemsize)
+        from commbench.nccl_tests_counts import CHUNKED_COLLECTIVES
+
+        if imported and m.collective in CHUNKED_COLLECTIVES and m.count * itemsize:
+            sizes = (m.size_bytes,) if m.size_bytes % (m.count * itemsize) == 0 else sizes
         if sizes is not None and m.size_bytes not in sizes:
             expected = sizes[0] if len(sizes) == 1 or m.collective == "moe_all_to_all" else " or ".join(map(str, sizes))
             raise SummaryDisagrees(

@@ -332,7 +332,8 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
                     check_algbw_matches_size(record)
                     check_busbw_matches_algbw(record)
                     check_world_size_matches_header(record, runs.get(record.run_id, {}).get("world_size"))
-                    check_size_matches_count(record, runs.get(record.run_id, {}).get("sweep_entries"))
+                    check_size_matches_count(record, runs.get(record.run_id, {}).get("sweep_entries"),
+                                             imported=runs.get(record.run_id, {}).get("launcher") == IMPORTED_LAUNCHER)
                 if isinstance(record, RunHeader):
                     runs[record.run_id] = {"launcher": record.launcher, "backend": record.backend,
                                            "world_size": record.world_size, "sweep_entries": record.sweep_entries,
