@@ -34,10 +34,13 @@ def record(size, samples_us, *, run_id="r", **kw):
 
 
 def as_collective(m: Measurement, collective: str) -> Measurement:
-    """`m` as a record of `collective`: its busbw at nccl-tests' factor for it (records.iter_records checks it on read)."""
+    """`m` as a record of `collective`: its busbw at nccl-tests' factor for it and its count one rank's chunk where
+    nccl-tests counts so (records.iter_records checks both on read)."""
+    from commbench.nccl_tests_counts import CHUNKED_COLLECTIVES
     from commbench.results.importers.nccl_tests import NCCL_TESTS_BUS_FACTOR
 
-    return dataclasses.replace(m, collective=collective,
+    count = m.size_bytes // (4 * m.group_size) if collective in CHUNKED_COLLECTIVES else m.count
+    return dataclasses.replace(m, collective=collective, count=count,
                                busbw_gbps=m.algbw_gbps * NCCL_TESTS_BUS_FACTOR[collective](m.group_size))
 
 
@@ -188,7 +191,9 @@ def test_nothing_comparable_is_refused_not_passed(tmp_path):
     result = run(write(tmp_path / "b.jsonl", base), write(tmp_path / "n.jsonl", new))
     assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
     assert "no point has a time statistic both files hold" in result.output and "nccl-rank0" in result.output
-    mixed = run(write(tmp_path / "b2.jsonl", base), write(tmp_path / "n2.jsonl", [base[0], new[1]]))
+    # NEW's own run (another run id: a record of BASE's own run in NEW is left out as BASE's, test_shared_with_base)
+    mixed = run(write(tmp_path / "b2.jsonl", base), write(tmp_path / "n2.jsonl", [
+        dataclasses.replace(base[0], run_id="n"), dataclasses.replace(new[1], run_id="n")]))
     assert mixed.exit_code == 0 and "pass: 1 point(s) in 1 run(s) compared (1 not comparable" in mixed.output
 
 

@@ -6,6 +6,8 @@ rank-to-host (and rank-to-rack) mapping is the layout: refused as another node l
 
 from __future__ import annotations
 
+import dataclasses
+
 from commbench.results.run_setup import layout_changes
 from tests.test_compare import write
 from tests.test_compare_gate_notes import _run
@@ -16,7 +18,13 @@ CYCLIC = {"racks": [[0, 2], [1, 3]], "num_racks": 2, "ranks_per_rack": 2, "sourc
 
 
 def _file(tmp_path, name, run_id, seed, hosts, topology=None):
-    return write(tmp_path / f"{name}.jsonl", _run(run_id, seed, hostnames=list(hosts), topology=topology))
+    """A run on len(hosts) ranks (a header's per-rank lists and racks agree with its world size: record_checks)."""
+    header, *points = _run(run_id, seed, hostnames=list(hosts), topology=topology)
+    n = len(hosts)
+    points = [dataclasses.replace(m, world_size=n, group_size=n, busbw_gbps=m.algbw_gbps * 2 * (n - 1) / n)
+              for m in points]
+    return write(tmp_path / f"{name}.jsonl", [dataclasses.replace(header, world_size=n, devices=["cpu"] * n),
+                                              *points])
 
 
 def test_a_cyclic_placement_against_a_block_one_is_another_layout(tmp_path):

@@ -16,7 +16,7 @@ from tests.results_files import COMPARE, invoke as _invoke, records as _records,
 def _other_dtype(records: list[dict], run_id: str, started_at: str) -> list[dict]:
     """The run again under `run_id`, its points measured in bfloat16: none of them a point of the float32 base."""
     return [dict(r, run_id=run_id, started_at=started_at) if r["record_type"] == "header"
-            else dict(r, run_id=run_id, dtype="bfloat16") for r in records]
+            else dict(r, run_id=run_id, dtype="bfloat16", count=r["count"] * 2) for r in records]   # 2-byte elements
 
 
 def test_the_last_run_of_new_holding_no_point_of_base_is_refused(tmp_path):

@@ -85,7 +85,7 @@ def test_jsonl_round_trip_and_torn_last_line(tmp_path):
     with JsonlWriter(path) as writer:
         writer.write(header)
         writer.write(_measurement())
-        writer.write(_measurement(size_bytes=2048, algbw_gbps=0.2048, busbw_gbps=0.2048, metrics={"x": 1}))
+        writer.write(_measurement(size_bytes=2048, count=512, algbw_gbps=0.2048, busbw_gbps=0.2048, metrics={"x": 1}))
     with path.open("a") as handle:
         handle.write('{"record_type": "measurement", "run_id"')  # a crash mid-write
     bad = []

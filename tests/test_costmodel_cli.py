@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from commbench.cli.app import app
 from commbench.costmodel import Fabric, collective_time_s, load_preset
 from commbench.results.records import JsonlWriter, Measurement, RunHeader
+from commbench.nccl_tests_counts import CHUNKED_COLLECTIVES
 
 WIDE = {"COLUMNS": "200"}
 
@@ -79,7 +80,9 @@ def _write_sweep(path, collective: str, group: int, latency_s: float, busbw: flo
             size = 1 << p
             time_s = (latency_s + 2 * (group - 1) / group * size / busbw) * float(np.exp(rng.normal(0, 0.02)))
             writer.write(Measurement(run_id="cli", collective=collective, backend=backend, size_bytes=size,
-                                     count=size // 4, dtype="float32", op="sum", in_place=False, world_size=group,
+                                     # nccl-tests' count: one rank's chunk for the chunked collectives
+                                     count=size // (4 * (group if collective in CHUNKED_COLLECTIVES else 1)),
+                                     dtype="float32", op="sum", in_place=False, world_size=group,
                                      group_size=group, iters=10, warmup_iters=2, time_us_median=time_s * 1e6))
 
 

@@ -16,7 +16,7 @@ from commbench.costmodel.profile import fabric_from_fits, fit_result_files
 from commbench.errors import CommbenchError
 from commbench.results.records import JsonlWriter, Measurement, RunHeader
 
-SIZES = [int(2 ** p) for p in np.arange(10, 27, 0.5)]  # 1 KiB .. 64 MiB, half octaves
+SIZES = [int(2 ** p) // 4 * 4 for p in np.arange(10, 27, 0.5)]  # 1 KiB .. 64 MiB, half octaves, whole float32s
 
 
 def _header(run_id: str, **kw) -> RunHeader:
@@ -28,7 +28,10 @@ def _header(run_id: str, **kw) -> RunHeader:
 
 def _record(collective: str, size: int, time_us: float, group: int, *, run_id: str = "r1", world: int = 16,
             layout: str = "world", **kw) -> Measurement:
-    return Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size, count=size // 4,
+    from commbench.nccl_tests_counts import CHUNKED_COLLECTIVES   # nccl-tests' count, as every reader checks it
+
+    count = size // (4 * group) if collective in CHUNKED_COLLECTIVES else size // 4
+    return Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size, count=count,
                        dtype="float32", op="sum", in_place=False, world_size=world, group_size=group,
                        group_layout=layout, iters=20, warmup_iters=5, time_us_median=time_us, **kw)
 
@@ -356,8 +359,8 @@ def test_curves_measured_on_different_hosts_say_which_host_each_came_from(tmp_pa
         path = tmp_path / f"{collective}.jsonl"
         with JsonlWriter(path) as writer:
             writer.write(dataclasses.replace(_header(run_id, world_size=4), hostnames=[host] * 4))
-            for size in SIZES[8:]:
-                writer.write(_record(collective, size, 20.0 + size / 1e4, 4, world=4, run_id=run_id))
+            for size in SIZES[8:]:   # whole 4-rank chunks of float32, as nccl-tests aligns all_to_all's
+                writer.write(_record(collective, size // 16 * 16, 20.0 + size / 1e4, 4, world=4, run_id=run_id))
         paths.append(str(path))
     fabric, fits, notes = fit_result_files(paths)
     assert {(f.key.collective, f.runs, f.hosts) for f in fits} == {("all_reduce", ("run_a",), ("node-a",)),

@@ -136,7 +136,8 @@ def test_fit_json_and_the_profile_say_null_where_the_bandwidth_is_undetermined(t
         for i, size in enumerate((4096, 65536, 262144, 1048576)):
             for collective, time_us in (("all_reduce", 5e3 * (1.0 - 0.01 * i)), ("all_gather", 50.0 + size / 5e3)):
                 writer.write(Measurement(run_id="r", collective=collective, backend="gloo", size_bytes=size,
-                                         count=size // 4, dtype="float32", op="sum", in_place=False, world_size=2,
+                                         count=size // (4 if collective == "all_reduce" else 8), dtype="float32",
+                                         op="sum", in_place=False, world_size=2,
                                          group_size=2, iters=10, warmup_iters=2, time_us_median=time_us,
                                          time_us_p99=time_us, algbw_gbps=size / time_us / 1e3,
                                          busbw_gbps=size / time_us / 1e3 * (1.0 if collective == "all_reduce" else 0.5),

@@ -8,6 +8,8 @@ Each test fails on main, where `fit` refuses these results (exit 2) and writes n
 
 from __future__ import annotations
 
+from commbench.nccl_tests_counts import CHUNKED_COLLECTIVES
+
 import json
 from pathlib import Path
 
@@ -36,7 +38,9 @@ def _flat(path: Path, collectives=PLAN_COLLECTIVES, time_us: float = 20.0) -> Pa
         for collective in collectives:
             for size in (1024, 4096, 16384, 65536):
                 writer.write(Measurement(run_id="flat", collective=collective, backend="gloo", size_bytes=size,
-                                         count=size // 4, dtype="float32", op="sum", in_place=True, world_size=2,
+                                         # nccl-tests' count: one rank's chunk for the chunked collectives
+                                         count=size // (8 if collective in CHUNKED_COLLECTIVES else 4),
+                                         dtype="float32", op="sum", in_place=True, world_size=2,
                                          group_size=2, group_layout="world", iters=20, warmup_iters=5,
                                          time_us_median=time_us))
     return path

@@ -39,7 +39,8 @@ def test_mixed_ops_or_dtypes_fit_one_of_them_and_name_the_rest(tmp_path):
     assert "all_reduce: fitted on float32 sum (5 points); left out float32 avg (5 points)" in said
     chosen = CliRunner().invoke(app, ["fit", ops, "--op", "avg", "--json"])
     assert chosen.exit_code == 0 and _busbw(chosen.output) < 0.6 * _busbw(one.output)
-    types = write(tmp_path / "types.jsonl", _points() + [dataclasses.replace(m, dtype="bfloat16") for m in _points()])
+    types = write(tmp_path / "types.jsonl", _points() + [dataclasses.replace(m, dtype="bfloat16", count=m.count * 2)
+                                                          for m in _points()])   # 2-byte elements: twice the count
     assert "fitted on bfloat16 sum (5 points); left out float32 sum" in " ".join(
         CliRunner().invoke(app, ["fit", types]).output.split())
     bad = CliRunner().invoke(app, ["fit", types, "--dtype", "float16"])
@@ -52,7 +53,7 @@ def test_the_note_names_a_tier_only_the_left_out_points_measured(tmp_path):
     the only scale-up all_reduce measurement, so the profile had no all_reduce scale-up curve without a word."""
     from tests.test_compare import header_for
 
-    across = [dataclasses.replace(m, dtype="bfloat16", world_size=4, group_size=4, group_layout="world",
+    across = [dataclasses.replace(m, dtype="bfloat16", count=m.count * 2, world_size=4, group_size=4, group_layout="world",
                                   busbw_gbps=m.algbw_gbps * 1.5)   # all_reduce's 2(n-1)/n on 4 ranks
               for m in _points()]
     inside = [dataclasses.replace(m, world_size=4, group_size=2, group_layout="contiguous") for m in _points()]
@@ -62,6 +63,7 @@ def test_the_note_names_a_tier_only_the_left_out_points_measured(tmp_path):
     assert ("all_reduce: fitted on bfloat16 sum (5 points); left out float32 sum (5 points): a curve is one call's "
             "time (--dtype / --op choose); the left-out points held the only all_reduce scale_up measurement, so no "
             "all_reduce scale_up curve is fitted") in said, said
-    same = write(tmp_path / "same.jsonl", [header, *across, *(dataclasses.replace(m, dtype="float32") for m in across)])
+    same = write(tmp_path / "same.jsonl", [header, *across, *(dataclasses.replace(m, dtype="float32", count=m.count // 2)
+                                                            for m in across)])
     said = " ".join(CliRunner().invoke(app, ["fit", same]).output.split())
     assert "fitted on bfloat16 sum (5 points)" in said and "held the only" not in said

@@ -148,7 +148,11 @@ def _header(run_id, hosts, devices=()):
 
 def _record(run_id, size, combo, median, p99=None, coll="all_reduce", world=4, group=None, status="ok", num_wrong=0,
             dtype="float32"):
-    return Measurement(run_id=run_id, collective=coll, backend="nccl", size_bytes=size, count=size // 4,
+    from commbench.nccl_tests_counts import nccl_tests_count   # nccl-tests' count, as every reader checks it
+
+    itemsize = {"float32": 4, "bfloat16": 2}[dtype]
+    count = nccl_tests_count(coll, size, itemsize, group or world)[0] if size else 0
+    return Measurement(run_id=run_id, collective=coll, backend="nccl", size_bytes=size, count=count,
                        dtype=dtype, op="sum", in_place=False, world_size=world, group_size=group or world,
                        num_groups=1 if group is None else world // group, iters=20, warmup_iters=5,
                        time_us_median=median if status == "ok" else None, time_us_p99=p99 or median * 1.01,

@@ -43,7 +43,9 @@ def write_results(path, runs: dict[TuningCombo, list[float]], *, collective="all
                                    launcher="torchrun"))
             for size, median in zip(sizes, times):
                 writer.write(Measurement(run_id=run_id, collective=collective, backend="nccl", size_bytes=size,
-                                         count=size // 4, dtype="float32", op="sum", in_place=False, world_size=8,
+                                         # one rank's chunk for all_gather (nccl-tests' count; checked on read)
+                                         count=size // (4 * (8 if collective == "all_gather" else 1)),
+                                         dtype="float32", op="sum", in_place=False, world_size=8,
                                          group_size=8, num_groups=1, iters=50, warmup_iters=5, time_us_median=median,
                                          time_us_p99=median * 1.01, time_us_max=median * 1.01,
                                          time_us_min=median * 0.995, time_us_mean=median, status="ok",

@@ -59,7 +59,7 @@ def measurement(collective: str, size: int, **extra) -> Measurement:
 def records_for(collective: str) -> list[Measurement]:
     sizes = [8, 131072, 256 << 10, 16 << 20, 1 << 30, 8 << 30]
     if collective == "moe_all_to_all":
-        return [measurement(collective, t * 7168 * 8, dtype="uint8", op=None, group_size=64,
+        return [measurement(collective, t * 7168 * 8, count=t * 7168 * 8, dtype="uint8", op=None, group_size=64,
                             params={"tokens_per_rank": t, "hidden": 7168, "num_experts": 256, "top_k": 8,
                                     "routing": "group-limited:8:4", "dispatch_mode": "per-rank", "dispatch_dtype": "fp8",
                                     "combine_dtype": "bf16", "preset": "deepseek-v3"},

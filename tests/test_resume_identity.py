@@ -194,6 +194,21 @@ def test_a_refused_resume_names_the_setting_that_changed(measured, monkeypatch, 
     assert "which of them changed cannot be said" in text, text
 
 
+@pytest.mark.parametrize("written", ["seed = 0", 'dispatch_mode = "per-expert"'])
+def test_a_moe_setting_written_at_its_default_is_no_change(measured, monkeypatch, written):
+    # probe P3 (session 46): `seed = 0` written out (0 is the default) was refused on resume as "seed default -> 0",
+    # though it plans the very points (their keys hold every setting); a value equal to the default is no change,
+    # and a changed sweep's refusal does not name it either
+    monkeypatch.chdir(measured)
+    write(Path("out.jsonl"), records(Path("measured.jsonl"))[:1])
+    Path("d.toml").write_text(SWEEP.replace("hidden = 16", f"hidden = 16\n{written}"))
+    result = invoke("sweep", "d.toml", "-O", "out.jsonl", "--resume", "--dry-run")
+    assert result.exit_code == 0, result.output
+    Path("d.toml").write_text(SWEEP.replace("hidden = 16", f"hidden = 16\n{written}").replace("iters = 3", "iters = 5"))
+    text = " ".join(invoke("sweep", "d.toml", "-O", "out.jsonl", "--resume", "--dry-run").output.split())
+    assert "changed (file -> this launch): moe_all_to_all iters 3 -> 5: choose" in text, text
+
+
 @pytest.mark.timeout(240)
 def test_a_timeout_change_resumes(tmp_path, monkeypatch):
     # timeout_s bounds how long a point may take, never what a measured point measured: a sweep cut short and

@@ -144,6 +144,28 @@ def test_a_sweep_resumed_on_another_setup_says_so(tmp_path):
     assert "another setup" not in _resume(sweep, out)
 
 
+@pytest.mark.timeout(180)
+def test_a_sweep_resumed_from_another_commbench_version_says_both(tmp_path):
+    # probe P3 (session 46): a file whose run another commbench wrote (header commbench 0.0.5) resumed silently, its
+    # points then of two versions under one run; compare notes versions, the resume now does too, naming both
+    from commbench import __version__
+
+    sweep, out = _sweep_file(tmp_path), tmp_path / "out.jsonl"
+    assert _invoke("sweep", str(sweep), "-O", str(out)).exit_code == 0
+    whole = _records(out)
+    _write(out, [dict(whole[0], commbench_version="0.0.5"), *whole[1:3]])
+    said = _resume(sweep, out)
+    assert (f"note: resuming {out}, written by another commbench version (run {whole[0]['run_id']}: commbench 0.0.5; "
+            f"this launch: commbench {__version__})") in said, said
+    # another record schema is refused: one run would hold two schemas
+    _write(out, [dict(whole[0], schema_version=0), *whole[1:3]])
+    said = _resume(sweep, out, code=2)
+    assert "was written in record schema 0 and this commbench writes schema 1" in said, said
+    # the same version: nothing said
+    _write(out, whole[:3])
+    assert "another commbench version" not in _resume(sweep, out)
+
+
 @pytest.mark.timeout(240)
 def test_a_sweep_resumed_with_other_threads_or_nccl_settings_is_refused(tmp_path):
     # probe BL: a gloo sweep cut short with 1 torch thread per rank, resumed with OMP_NUM_THREADS=2: exit 0, no word,

@@ -280,6 +280,33 @@ def check_new_is_not_base(base: str, new: str, base_records: list, new_records: 
     return set(same)
 
 
+def without_records_of_base(base_records: list, new_records: list, plans: dict) -> list:
+    """NEW's records less those that are BASE's own (results.compare.records_of_base_in_new: the same run id, point
+    and measurement in a run of NEW that is not wholly BASE's: a partial sweep file copied and resumed in both), said
+    in one note: judged as NEW's they passed at ratio 1.000 as BASE against itself. The run then lacks those points,
+    missing (never 'not planned': `plans` loses it) unless --allow-missing: the change never measured them."""
+    from commbench.results.compare import point_label, records_of_base_in_new
+
+    held: dict[str, int] = {}
+    for m in new_records:
+        held[m.run_id] = held.get(m.run_id, 0) + 1
+    # a run wholly BASE's is check_new_is_not_base's (judged only with --allow-same-run, as BASE against itself)
+    shared = {run_id: records for run_id, records in records_of_base_in_new(base_records, new_records).items()
+              if len(records) < held[run_id]}
+    if not shared:
+        return new_records
+    left_out = {id(m) for records in shared.values() for m in records}
+    for run_id in shared:
+        plans.pop(run_id, None)
+    named = "; ".join(f"run {run_id}: {len(records)} point(s), first {point_label(records[0])}"
+                      for run_id, records in shared.items())
+    err_console.print(styled("[yellow]note[/]: the new file holds the base's own records ({}: the same run id and "
+                             "measurement, as where one partial sweep file was copied and resumed into both): left out "
+                             "of the judgement, so its run lacks those points (missing unless --allow-missing): this "
+                             "change never measured them", named), highlight=False, soft_wrap=True)
+    return [m for m in new_records if id(m) not in left_out]
+
+
 def check_one_base_setup(base_headers: list, continuations: set, *, allow_setup_change: bool, base: str) -> None:
     """BASE's runs measured on different setups among themselves (another NCCL version, other devices, a real and an
     emulated fabric, other NCCL_* settings but the tuned ones: a baseline file appended to across an NCCL upgrade, say)
@@ -621,6 +648,7 @@ def compare_cmd(
     if of_base:   # BASE's own runs copied into NEW (a copy of the baseline with runs appended): not NEW's measurement
         new_records = [m for m in new_records if m.run_id not in of_base]
         new_headers = [h for h in new_headers if h.run_id not in of_base]
+    new_records = without_records_of_base(base_records, new_records, plans)
     check_one_base_setup(base_headers, base_continuations, allow_setup_change=allow_setup_change, base=base)
     check_same_setup(base_headers, new_headers, allow_setup_change=allow_setup_change,
                      allow_layout_change=allow_layout_change)

@@ -120,6 +120,8 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
     there (the same run id, other measurements: a file edited or concatenated by hand) is refused in one line, as
     compare refuses it: which copy to table would decide what the report shows. Each line that
     cannot be read is said, and with `unreadable` appended to it as "PATH line N: why"."""
+    import dataclasses
+
     from commbench.errors import CommbenchError
     from commbench.results.compare import _fingerprint, match_key, point_label
     from commbench.results.records import Measurement, iter_records
@@ -131,9 +133,36 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
     seen: dict[tuple, int] = {}  # (run id, point or "header") -> the index of the file it was first read from
     first_copy: dict[tuple, Measurement] = {}  # (run id, point) -> its record as first read
 
+    origin: dict[tuple, str] = {}  # (run id, point) -> the launch that measured it (a continuation's own id)
+
+    def forks_of(index: int, mine: list, joined: list) -> dict[str, str]:
+        """{logical run id: the continuation's run id} where a launch of this file continued a run that an earlier
+        file's launch continued too, at a point both hold (one partial sweep file copied and resumed in two places):
+        this file's run is then a run of its own, under its continuation's id, not an edit of the earlier one."""
+        out: dict[str, str] = {}
+        for raw, record in zip(mine, joined):
+            if isinstance(record, Measurement) and raw.run_id != record.run_id:
+                key = (record.run_id, match_key(record))
+                if seen.get(key, index) != index and origin.get(key) not in (None, raw.run_id):
+                    out.setdefault(record.run_id, raw.run_id)
+        return out
+
     def once(index: int, mine: list) -> list:
         fresh, again, twice = [], {}, {}
-        for record in resumed_runs_joined(mine, joinable=same_setup):
+        joined = resumed_runs_joined(mine, joinable=same_setup)
+        forks = forks_of(index, mine, joined)
+        for first, fork in forks.items():
+            console.print(styled("[yellow]note:[/] {}: run {} continues run {} as {} does (one partial sweep file "
+                                 "copied and resumed in both): tabled as a run of its own, with the point(s) of run {} "
+                                 "it continues", files[index], fork, first,
+                                 ", ".join(sorted({o for (r, _), o in origin.items() if r == first and o != first}))
+                                 or "an earlier file", first), highlight=False)
+        joined = [dataclasses.replace(r, run_id=forks[r.run_id]) if isinstance(r, Measurement) and r.run_id in forks
+                  else r for r in joined]
+        for raw, record in zip(mine, joined):
+            if isinstance(record, Measurement):
+                origin.setdefault((record.run_id, match_key(record)), raw.run_id)
+        for record in joined:
             key = (record.run_id, match_key(record) if isinstance(record, Measurement) else "header")
             first = seen.setdefault(key, index)
             if first == index and isinstance(record, Measurement) and key in first_copy:   # twice in this file

@@ -377,7 +377,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     `backend` choosing one."""
     from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, fit_all
     from commbench.results.compare import check_points_once
-    from commbench.results.resumed import sweeps_cut_short
+    from commbench.results.resumed import continued_twice, sweeps_cut_short
     from commbench.errors import CommbenchError, invalid
     from commbench.results.records import headers as header_records, measurements, read_records
 
@@ -417,7 +417,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     fits = settle_latency_only(fits, base)
     notes = [f"{len(bad_lines)} unreadable line(s) skipped"] * bool(bad_lines) + unknown_notes + mix_notes + notes \
         + [loop_note] * bool(loop_note)
-    notes += sweeps_cut_short(records)
+    notes += continued_twice(records) + sweeps_cut_short(records)
     if not fits:
         raise CommbenchError(f"no usable points in {', '.join(paths)}: need ok measurements of a group of "
                              f">= 2 ranks at >= 2 sizes" + (f" ({'; '.join(notes)})" if notes else ""))

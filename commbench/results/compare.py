@@ -462,6 +462,19 @@ def runs_of_base(base: Iterable[Measurement], new: Iterable[Measurement]) -> dic
     return out
 
 
+def records_of_base_in_new(base: Iterable[Measurement], new: Iterable[Measurement]) -> dict[str, list[Measurement]]:
+    """{run id of NEW: its records that are BASE's own} for the runs of NEW that are not wholly BASE's (runs_of_base):
+    a record of the same run id and point as one of BASE's, with the same measurement (every field). A partial sweep
+    file copied and resumed in two places (BASE's and NEW's runs share its first launch's points) held three of BASE's
+    records in NEW, judged as NEW's at ratio 1.000: a comparison of the change that passed points it never measured."""
+    theirs = {(m.run_id, match_key(m)): _fingerprint({None: m}) for m in base}
+    out: dict[str, list[Measurement]] = {}
+    for m in new:
+        if theirs.get((m.run_id, match_key(m))) == _fingerprint({None: m}):
+            out.setdefault(m.run_id, []).append(m)
+    return out
+
+
 # the record fields nccl-tests prints rounded in its text table; every other field must be equal
 _PRINTED_TIMES = ("time_us_median", "time_us_mean", "time_us_min", "time_us_max", "time_us_p99")
 _PRINTED_BANDWIDTHS = ("algbw_gbps", "busbw_gbps")

@@ -214,3 +214,121 @@ def check_world_size_matches_header(m, header_world_size: int | None) -> None:
     if header_world_size is not None and m.world_size != header_world_size:
         raise SummaryDisagrees(f"world_size={m.world_size} but its run {m.run_id}'s header says {header_world_size} "
                                "ranks: edited or corrupted, not a measurement to judge")
+
+
+# element bytes of every name RECORD_DTYPES allows (nccl-tests' own spellings as importers/nccl_tests.py maps them)
+RECORD_ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1, "int32": 4,
+                   "int64": 8, "uint32": 4, "uint64": 8, "float8_e4m3": 1, "float8_e5m2": 1, "float": 4, "half": 2,
+                   "double": 8, "bf16": 2, "fp32": 4, "fp16": 2, "fp64": 8, "int": 4, "char": 1}
+SIZE_DISAGREES = "its size_bytes is not its count x element bytes"   # how such a line's reason reads
+
+
+def _sizes_for_count(m, itemsize: int) -> tuple[int, ...] | None:
+    """The size_bytes a record of `m`'s collective and count can hold, or None where no rule is known. nccl-tests'
+    count semantics (commbench/nccl_tests_counts.py; src/common.cu prints count = the collective's count argument):
+    one rank's chunk for the chunked collectives (size = count x bytes x the group's ranks), the whole buffer for the
+    others; grad_reduce_scatter counts one shard, or all of them for hierarchical-allreduce
+    (collectives/grad_reduce_scatter.py _point_count); moe_all_to_all's count is its size / the record dtype's bytes
+    (collectives/moe_all_to_all.py point_size: the size is routed bytes, possibly of a narrower dispatch dtype)."""
+    from commbench.nccl_tests_counts import CHUNKED_COLLECTIVES, WHOLE_BUFFER_COLLECTIVES
+
+    chunk = m.count * itemsize
+    if m.collective == "grad_reduce_scatter":
+        return chunk * m.group_size, chunk
+    if m.collective in CHUNKED_COLLECTIVES:
+        return (chunk * m.group_size,)
+    if m.collective == "moe_all_to_all":
+        return tuple(range(chunk, chunk + itemsize))
+    if m.collective in WHOLE_BUFFER_COLLECTIVES:
+        return (chunk,)
+    return None
+
+
+def check_size_matches_count(m, sweep_entries: list | None = None, *, imported: bool = False) -> None:
+    """A record's size_bytes as its count and dtype give it (nccl-tests' count semantics: _sizes_for_count), and, in
+    a sweep run whose header lists its entries (`sweep_entries`), as nccl-tests' alignment of one of the sizes the run
+    planned for its collective and dtype on its group's ranks (nccl_tests_counts.nccl_tests_count; a point that could
+    not be sized keeps its requested size, count 0). Every writer takes size and count from one buffer, so a record
+    edited to another size (an all_to_all of 96 KiB said to be 384 KiB, its bandwidths scaled to match, its count
+    left) was tabled, compared and fitted as a point of that size: a SummaryDisagrees naming the fields. `imported`:
+    an nccl-tests import, whose log may not list its ranks (importers/nccl_tests.count_mismatch): a chunked
+    collective's size any whole multiple of its chunk there."""
+    itemsize = RECORD_ITEMSIZE.get(m.dtype)
+    if itemsize is None:
+        return
+    if m.count > 0:
+        sizes = _sizes_for_count(m, itemsize)
+        from commbench.nccl_tests_counts import CHUNKED_COLLECTIVES
+
+        if imported and m.collective in CHUNKED_COLLECTIVES and m.count * itemsize:
+            sizes = (m.size_bytes,) if m.size_bytes % (m.count * itemsize) == 0 else sizes
+        if sizes is not None and m.size_bytes not in sizes:
+            expected = sizes[0] if len(sizes) == 1 or m.collective == "moe_all_to_all" else " or ".join(map(str, sizes))
+            raise SummaryDisagrees(
+                f"size_bytes={m.size_bytes} but count={m.count} x {itemsize} B ({m.dtype})"
+                f"{f' x {m.group_size} ranks' if sizes[0] != m.count * itemsize else ''} gives {expected} "
+                f"({m.collective}): {SIZE_DISAGREES}, edited or corrupted, not a measurement to judge")
+    planned = planned_sizes(m, itemsize, sweep_entries)
+    if planned and m.size_bytes not in planned:
+        raise SummaryDisagrees(
+            f"size_bytes={m.size_bytes} but its run {m.run_id}'s header plans {m.collective} {m.dtype} at "
+            f"{', '.join(map(str, sorted(planned)))} B on {m.group_size} ranks (sweep_entries, as nccl-tests aligns "
+            "them): edited or corrupted, not a measurement to judge")
+
+
+def planned_sizes(m, itemsize: int, sweep_entries: list | None) -> set[int]:
+    """The sizes (requested, and as nccl-tests aligns them on `m`'s group) a sweep header's entries plan for `m`'s
+    collective and dtype; empty where the header lists none (bench, imports, moe_all_to_all's routed sizes)."""
+    from commbench.nccl_tests_counts import CHUNKED_COLLECTIVES, WHOLE_BUFFER_COLLECTIVES, nccl_tests_count
+
+    if m.collective == "moe_all_to_all" or m.collective not in CHUNKED_COLLECTIVES | WHOLE_BUFFER_COLLECTIVES:
+        return set()
+    out: set[int] = set()
+    for entry in sweep_entries or ():
+        if not isinstance(entry, dict) or entry.get("collective") != m.collective \
+                or m.dtype not in (entry.get("dtypes") or ()):
+            continue
+        for requested in entry.get("sizes_bytes") or ():
+            if isinstance(requested, int) and not isinstance(requested, bool) and requested >= 0:
+                out |= {requested, nccl_tests_count(m.collective, requested, itemsize, m.group_size)[1]}
+    return out
+
+
+HEADER_DISAGREES = "its header contradicts its own world_size"   # how such a line's reason reads
+
+
+def header_contradiction(h) -> str | None:
+    """Why a run header of commbench's own launch disagrees with its own world_size, or None: its per-rank lists
+    (hostnames, devices, torch_threads: provenance.collect_header gathers one entry from every rank; a one-entry list
+    is a launcher's own header, sweep/combos.skipped_header), its topology's racks (each rank in one rack:
+    comm/topology.py) and, for a local launch, argv's --nproc (the ranks it started). A header edited to another
+    world size, records and all (3 host names, 3 devices, racks [[0,1,2]], --nproc 3, world size 4), fitted a scale-out
+    curve of 4 ranks. Imported runs (launcher nccl-tests) list what the log printed, which may be cut: not checked."""
+    from commbench.results.records import IMPORTED_LAUNCHER
+
+    if h.launcher == IMPORTED_LAUNCHER:
+        return None
+    world = h.world_size
+    wrong = [f"{name} lists {len(value)}" for name, value in (("hostnames", h.hostnames), ("devices", h.devices),
+                                                               ("torch_threads", h.torch_threads))
+             if isinstance(value, list) and len(value) > 1 and len(value) != world]
+    racks = (h.topology or {}).get("racks") if isinstance(h.topology, dict) else None
+    if isinstance(racks, list) and racks and all(isinstance(r, list) for r in racks):
+        ranks = sorted(x for r in racks for x in r if isinstance(x, int))
+        if ranks != list(range(world)):
+            wrong.append(f"topology racks hold ranks {_ranks_text(ranks)}")
+    argv = [str(a) for a in h.argv or ()]
+    nproc = next((argv[i + 1] if a == "--nproc" and i + 1 < len(argv) else a.partition("=")[2]
+                  for i, a in enumerate(argv) if a == "--nproc" or a.startswith("--nproc=")), None)
+    if h.launcher == "local" and nproc is not None and nproc.isdigit() and int(nproc) != world:
+        wrong.append(f"argv's --nproc says {nproc}")
+    if not wrong:
+        return None
+    return (f"world_size={world} but {', '.join(wrong)} (run {h.run_id}): {HEADER_DISAGREES}, edited or corrupted, "
+            "not a run to judge")
+
+
+def _ranks_text(ranks: list[int]) -> str:
+    if ranks and ranks == list(range(ranks[0], ranks[-1] + 1)):
+        return f"{ranks[0]}..{ranks[-1]}" if len(ranks) > 2 else ", ".join(map(str, ranks))
+    return ", ".join(map(str, ranks[:8])) + (" ..." if len(ranks) > 8 else "")

@@ -19,8 +19,8 @@ from typing import Any, Iterable, Iterator
 from commbench.errors import CommbenchError, ResultsNotWritten, first_line
 from commbench.files import MAX_LINE_BYTES, repair_torn_tail  # one bound for the readers and the repair
 from commbench.results.record_checks import (SummaryDisagrees, check_algbw_matches_size, check_busbw_matches_algbw,
-                                             check_measurement, check_world_size_matches_header,
-                                             check_summary_matches_samples)
+                                             check_measurement, check_size_matches_count, check_world_size_matches_header,
+                                             check_summary_matches_samples, header_contradiction)
 from commbench.typed_json import check_fields
 
 SCHEMA_VERSION = 1
@@ -355,9 +355,16 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
                 report(line_number, exc)
                 continue
             if isinstance(record, RunHeader):
+                contradicts = header_contradiction(record)
                 runs[record.run_id] = {"launcher": record.launcher, "backend": record.backend,
-                                       "world_size": record.world_size}
+                                       "world_size": record.world_size, "sweep_entries": record.sweep_entries,
+                                       "contradicts": contradicts, "line": line_number}
                 waiting.discard(record.run_id)
+                if contradicts:   # refused, and every measurement of its run with it (_with_header)
+                    report(line_number, SummaryDisagrees(contradicts))
+                    if not waiting:
+                        yield from released()
+                    continue
             elif record.run_id not in runs:
                 waiting.add(record.run_id)
             held.append((line_number, data, record))
@@ -369,9 +376,17 @@ def iter_records(path: str | os.PathLike[str], *, on_bad_line=None, drop_samples
 def _with_header(record: Record, data: dict, header: dict | None) -> Record:
     """A measurement checked against its run's header (`header`: launcher, backend, world size; None where the run
     has none) and read as it says (ungrouped_if_ours); a header as it is."""
-    if not isinstance(record, Measurement) or header is None:
+    if not isinstance(record, Measurement):
         return record
+    if header is None:
+        check_size_matches_count(record, None, imported=False)
+        return record
+    if header.get("contradicts"):
+        raise SummaryDisagrees(f"its run {record.run_id}'s header (line {header['line']}) contradicts itself: not a "
+                               "measurement to judge")
     check_world_size_matches_header(record, header.get("world_size"))
+    check_size_matches_count(record, header.get("sweep_entries"),
+                             imported=header.get("launcher") == IMPORTED_LAUNCHER)
     if AGG_GROUPED in record.params:
         ungrouped_if_ours(header, data)
         return from_dict(data)

@@ -38,6 +38,20 @@ def latest_sweep_runs(records: Iterable[Record]) -> dict[str, str]:
 
 def _joined_runs(records: Iterable[Record]) -> tuple[dict[str, str], dict[str, str]]:
     """(continued_run_ids, latest_sweep_runs) of one file."""
+    continues, latest, _ = _runs_and_forks(records)
+    return continues, latest
+
+
+def forked_runs(records: Iterable[Record]) -> dict[str, tuple[str, list[str], list[str]]]:
+    """{run id: (the run it resumed, the runs up to it whose points it continues, the other launches that continued
+    that run)} for each launch whose header names a run it resumed (resumes_run_id) that another launch had already
+    continued, at points this one measured too: one partial sweep file copied and resumed in two places, the copies
+    read together (`fit A.jsonl C2.jsonl`). Each continuation is a run of its own holding the points it continues
+    (the resumed run's and its launches' before it), so neither reads as cut short."""
+    return _runs_and_forks(records)[2]
+
+
+def _runs_and_forks(records: Iterable[Record]):
     from commbench.results.compare import match_key
 
     headers: dict[str, RunHeader] = {}
@@ -55,6 +69,8 @@ def _joined_runs(records: Iterable[Record]) -> tuple[dict[str, str], dict[str, s
     continues: dict[str, str] = {}
     latest: dict[str, str] = {}  # sweep identity -> the logical run (its first run id) now being continued
     held: dict[str, set] = {}  # logical run -> the points its runs hold
+    members: dict[str, list[str]] = {}   # logical run -> its launches in order
+    forks: dict[str, tuple[str, list[str], list[str]]] = {}
     for run_id in order:
         header = headers.get(run_id)
         if header is None:
@@ -65,10 +81,19 @@ def _joined_runs(records: Iterable[Record]) -> tuple[dict[str, str], dict[str, s
         if logical in held and not (points[run_id] & held[logical]):
             continues[run_id] = logical
             held[logical] |= points[run_id]
-        else:
-            latest[sweep] = run_id
-            held[run_id] = set(points[run_id])
-    return continues, latest
+            members[logical].append(run_id)
+            continue
+        latest[sweep] = run_id
+        held[run_id] = set(points[run_id])
+        members[run_id] = [run_id]
+        if isinstance(resumed, str) and resumed in members.get(logical, ()):   # resumed again, in another copy
+            runs = members[logical]
+            upto, others = runs[:runs.index(resumed) + 1], runs[runs.index(resumed) + 1:]
+            shared = set().union(*(points[r] for r in upto))
+            if others and not (points[run_id] & shared):
+                forks[run_id] = (resumed, upto, others)
+                held[run_id] |= shared
+    return continues, latest, forks
 
 
 _LATEST = object()   # a header written before resumes_run_id whose argv says --resume: the latest run of its sweep
@@ -121,12 +146,21 @@ def sweeps_cut_short(records: Iterable[Record]) -> list[str]:
     records = list(records)
     out = combinations_not_started(records) + cycles_not_run(records)
     latest = latest_sweep_runs(records)
+    headers = [r for r in records if isinstance(r, RunHeader)]
+    collectives = collectives_by_run(records)
     for (group, logical), g in _planned_groups(records).items():
         have, count = len(g.held), g.planned
         if have < count:
             last_run = latest.get(group.removeprefix("sweep "), logical) if group.startswith("sweep") else logical
+            # --resume refuses a file holding a run of anything else (resume.check_resume_identity)
+            other = next((h for h in headers if group.startswith("sweep")
+                          and h.sweep_identity != group.removeprefix("sweep ")), None)
             again = ("tune's built-in sweep has no file for `sweep --resume`: `commbench tune` again measures it "
                      "anew" if g.builtin else
+                     f"`commbench sweep ... --resume` refuses a file that also holds another run "
+                     f"(`{launch_name(other.argv, collectives.get(other.run_id, ()))}`, run {other.run_id}): put this "
+                     "run's lines (its header and records) in a file of their own and `commbench sweep ... --resume` "
+                     "into that file to measure them" if other is not None else
                      # --resume continues the file's last run of a sweep (sweep.resume.last_run_measurements)
                      f"`commbench sweep ... --resume` continues the file's later run {last_run} of this sweep, not "
                      "this one: put this run's lines (its header and records) in a file of their own and "
@@ -199,10 +233,29 @@ def _planned_groups(records: Iterable[Record]) -> dict[tuple, _PlannedGroup]:
             g.planned = max(g.planned, record.planned_points)
             g.runs.append(record.run_id)
             group_of[record.run_id] = key
+    shared_by: dict[str, list[tuple]] = {}   # run id -> the groups of the forks that continue its points
+    for run_id, (_, upto, _) in forked_runs(records).items():
+        if run_id in group_of:
+            for earlier in upto:
+                shared_by.setdefault(earlier, []).append(group_of[run_id])
     for record in records:   # after every header: a run's points count wherever its header sits in the file
         if isinstance(record, Measurement) and record.run_id in group_of:
             groups[group_of[record.run_id]].held.add(record.point_key or id(record))
+        if isinstance(record, Measurement):
+            for key in shared_by.get(record.run_id, ()):
+                groups[key].held.add(record.point_key or id(record))
     return groups
+
+
+def continued_twice(records: Iterable[Record]) -> list[str]:
+    """One line per run resumed in two copies of its file read together (forked_runs), naming both continuations:
+    each is counted as a run of its own with the points it continues, not as a run cut short."""
+    out = []
+    for run_id, (resumed, upto, others) in forked_runs(records).items():
+        out.append(f"run {resumed} was resumed twice: by run {', '.join(others)} and by run {run_id} (one partial "
+                   "sweep file copied and resumed in two places, the copies read together): two runs of the sweep, "
+                   f"each holding the point(s) of run {', '.join(upto)} it continues")
+    return out
 
 
 def launch_name(argv, collectives: Iterable[str] = ()) -> str:

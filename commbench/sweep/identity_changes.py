@@ -40,8 +40,11 @@ def _flat(values: dict) -> dict[str, object]:
     from commbench.errors import CommbenchError
     from commbench.sweep.schema import measured_placement
 
+    from commbench.sweep.resume import moe_defaults_left_out
+
     flat = {k: v for k, v in values.items() if k != "params"}
-    flat.update(values.get("params") or {})
+    params = values.get("params") if isinstance(values.get("params"), dict) else {}
+    flat.update(moe_defaults_left_out(str(flat.get("collective")), params))   # a default written out is no change
     if isinstance(flat.get("in_place"), bool) and isinstance(flat.get("out_of_place"), bool):
         try:
             flat["in_place"], flat["out_of_place"] = measured_placement(str(flat.get("collective")), flat["in_place"],

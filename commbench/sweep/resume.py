@@ -133,7 +133,7 @@ def trace_path_of(entry) -> str | None:
     return routing.partition(":")[2] if routing.startswith("trace:") and routing.partition(":")[2] else None
 
 
-def identity_entries(sweep, placement: str = "measured") -> list[dict]:
+def identity_entries(sweep, placement: str = "measured", *, keep_defaults: bool = False) -> list[dict]:
     """The entries as the sweep's identity hashes them (sorted, JSON values; params with the collective's defaults, a
     default given or not being one sweep, as the point keys; in_place/out_of_place as measured,
     schema.measured_placement: all_reduce's `in_place = true` is its default): IDENTITY_LEFT_OUT left out and, for an
@@ -141,7 +141,9 @@ def identity_entries(sweep, placement: str = "measured") -> list[dict]:
     routing (another file saved under the name, or the same name read from another folder). Runs' headers record
     these (`sweep_entries`), so a refused --resume names what changed. `placement`: "measured"; "typed", the flags as
     written, or "default", a both-form collective's in-place form as (false, false): what commbench recorded before
-    the measured placement (2026-12-07), for the identities of the files it wrote."""
+    the measured placement (2026-12-07), for the identities of the files it wrote. A MoE setting written out at its
+    default (`seed = 0` for zipf routing) is left out, as one not written (moe_defaults_left_out): it is no change;
+    `keep_defaults` keeps it, as commbench hashed before (2026-12-07), for the identities of those files."""
     from collectives import get_collective
     from commbench.sweep.schema import measured_placement
 
@@ -149,6 +151,8 @@ def identity_entries(sweep, placement: str = "measured") -> list[dict]:
     for entry in sweep.entries:
         values = {k: v for k, v in dataclasses.asdict(entry).items() if k not in IDENTITY_LEFT_OUT}
         values["params"] = {**get_collective(entry.collective).default_params, **entry.params}  # as plan.py measures
+        if not keep_defaults:
+            values["params"] = moe_defaults_left_out(entry.collective, values["params"])
         if placement != "typed":
             in_place, out_of_place = measured_placement(entry.collective, entry.in_place, entry.out_of_place)
             both_forms = get_collective(entry.collective).in_place_mode == "both"
@@ -161,8 +165,20 @@ def identity_entries(sweep, placement: str = "measured") -> list[dict]:
     return sorted(entries, key=lambda values: json.dumps(values, sort_keys=True))
 
 
+def moe_defaults_left_out(collective: str, params: dict) -> dict:
+    """`params` less the MoE settings written at their default (moe.params.DEFAULTS; under no preset, whose shape
+    has its own): `seed = 0` beside zipf routing plans the same points (their keys hold every setting, as_params)
+    as no seed, so a --resume of a file written without it was refused as 'seed default -> 0'."""
+    if collective != "moe_all_to_all" or params.get("preset") not in (None, "None", ""):
+        return params
+    from commbench.moe.params import DEFAULTS
+
+    return {k: v for k, v in params.items() if not (k in DEFAULTS and k != "preset" and v == DEFAULTS[k]
+                                                    and type(v) is type(DEFAULTS[k]))}
+
+
 def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = False, before_traces: bool = False,
-                   placement: str = "measured") -> str:
+                   placement: str = "measured", keep_defaults: bool = False) -> str:
     """What makes two runs the same sweep: its normalised entries (identity_entries: after defaults, trace files by
     their digest), the world size and the backend, hashed. The file's name, path and description do not count, nor
     the entries' order, names or timeouts (identity_entries). Two identities commbench wrote before, so files of
@@ -171,7 +187,8 @@ def sweep_identity(sweep, world_size: int, backend: str, *, ordered: bool = Fals
     records' digests); `ordered`, the one before that (entries in order, names included). `placement`: as
     identity_entries takes it ("typed" or "default": the identities before the measured placement)."""
     if not (ordered or before_traces):
-        blob = json.dumps({"entries": identity_entries(sweep, placement), "world_size": world_size, "backend": backend},
+        blob = json.dumps({"entries": identity_entries(sweep, placement, keep_defaults=keep_defaults),
+                           "world_size": world_size, "backend": backend},
                           sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
     left_out = ("index",) if ordered else ("index", "name")
@@ -187,8 +204,10 @@ def resume_identities(sweep, world_size: int, backend: str) -> tuple[str, ...]:
     measured placement the flags were hashed as typed: a file of the sweep typed now, or with a both-form
     collective's in-place default left out (the usual file) or written out (which hashes as the measured placement)."""
     return tuple(dict.fromkeys((sweep_identity(sweep, world_size, backend),
-                                sweep_identity(sweep, world_size, backend, placement="typed"),
-                                sweep_identity(sweep, world_size, backend, placement="default"),
+                                # before MoE settings at their default were left out (seed = 0 written out)
+                                sweep_identity(sweep, world_size, backend, keep_defaults=True),
+                                sweep_identity(sweep, world_size, backend, placement="typed", keep_defaults=True),
+                                sweep_identity(sweep, world_size, backend, placement="default", keep_defaults=True),
                                 sweep_identity(sweep, world_size, backend, before_traces=True),
                                 sweep_identity(sweep, world_size, backend, ordered=True))))
 

@@ -156,7 +156,8 @@ def run_sweep_on_backend(backend, job: SweepJob, *, launcher: str = "local",
     if view:
         view.console.print(topology.describe(), highlight=False)
         if job.resume:
-            for line in resumed_elsewhere(job.output_path, header):
+            for line in resumed_by_another_version(job.output_path, header) + resumed_elsewhere(job.output_path,
+                                                                                               header):
                 view.console.print(line, highlight=False, markup=False)
     ended = False
     try:
@@ -286,12 +287,35 @@ def resumed_on_another_setup(path, header) -> str | None:
     from commbench.results.run_setup import resume_setup_changes
 
     earlier = _earlier_headers(path)
+    schemas = {h.schema_version for h in earlier if h.sweep_identity == header.sweep_identity} - {header.schema_version}
+    if schemas:   # one run's records in two schemas: a reader takes each line by the schema this version writes
+        return (f"--resume into {str(path)!r} is refused: its run of this sweep was written in record schema "
+                f"{', '.join(map(str, sorted(schemas)))} and this commbench writes schema {header.schema_version}: "
+                "one run would hold records of two schemas; sweep into another -O")
     changes = resume_setup_changes(earlier[-1], header) if earlier else []
     if not changes:
         return None
     return (f"--resume into {str(path)!r} is refused: its run {earlier[-1].run_id} was measured with another setup "
             f"({'; '.join(changes)}, file -> this launch): one file would hold two setups' points; launch with the "
             "file's setting, or sweep into another -O")
+
+
+def resumed_by_another_version(path, header) -> list[str]:
+    """A note when this launch resumes a sweep of `path` that another commbench version wrote (a launch of it: the
+    file's headers of this sweep identity), naming both versions, as `compare` notes another commbench: the run's
+    points then come from two versions of the measuring code, joined as one run. The record schema is the same (a
+    header of another `schema_version` is refused before: resumed_on_another_setup)."""
+    from commbench.results.records import SCHEMA_VERSION
+
+    theirs = {h.run_id: h.commbench_version for h in _earlier_headers(path)
+              if h.sweep_identity == header.sweep_identity and h.commbench_version
+              and h.commbench_version != header.commbench_version}
+    if not theirs:
+        return []
+    named = ", ".join(f"run {run_id}: commbench {version}" for run_id, version in theirs.items())
+    return [f"note: resuming {path}, written by another commbench version ({named}; this launch: commbench "
+            f"{header.commbench_version}): the run's points are measured by both versions, joined as one run "
+            f"(record schema {SCHEMA_VERSION} on both sides); sweep into another -O to keep them apart"]
 
 
 def resumed_elsewhere(path, header) -> list[str]:
