@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -64,6 +65,8 @@ def _system(name: str, num_gpus: int, gpu: str | None = None, warnings: list[str
 
     from commbench.costmodel import load_fabric, load_preset, preset_names
     from commbench.data.reference import gpu_names, gpu_spec
+    from commbench.files import refuse_empty_inputs
+    refuse_empty_inputs(("--system", name, "a preset or a fabric .json from `commbench fit`"))
     if name.endswith(".json"):
         fabric = load_fabric(name).scaled(num_gpus=num_gpus)
         if fabric.gpu is None and gpu is None:
@@ -213,11 +216,18 @@ def plan(
     if gbs is not None and gbs < 1:
         raise invalid("--gbs", gbs, "a positive number")
     check_seq_len(seq_len)
+    from commbench.files import refuse_empty_inputs, refuse_writing_inputs
+
+    refuse_empty_inputs(("--model-file", model_file, "a models TOML file"),
+                        ("--calibration", calibration, "a calibration file (commbench calibrate -O)"))
     if out is not None:
-        from commbench.files import check_output_dir
+        from commbench.files import check_output_dir, refuse_empty_path
 
-        from commbench.planner.emit.plan_files import check_plan_folder
+        from commbench.planner.emit.plan_files import PLAN_FILE_NAMES, check_plan_folder
 
+        refuse_empty_path(out, "--out", "a folder")
+        refuse_writing_inputs("--out", out, [Path(out) / name for name in PLAN_FILE_NAMES],
+                              [model, model_file, system, calibration])
         check_output_dir(out, "--out")
         check_plan_folder(out, force=force)
     torchtitan_version = torchtitan_version_key(torchtitan_version)   # 0.3.0 / 0.2.2 too, as plan.json names them
