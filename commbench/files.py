@@ -213,9 +213,10 @@ def refuse_empty_path(path: str | os.PathLike[str], option: str, what: str = "a 
 
 
 def refuse_empty_inputs(*given: tuple[str, object, str]) -> None:
-    """Each (option, path or list of paths or None, what) given as empty text is refused in one line (refuse_empty_path),
-    the one rule of every path a command reads: '' read as the current folder said 'cannot be read: Is a directory',
-    or 'No such file', or verify-plan planned from ./plan.json (an unset shell variable ran whatever plan was there)."""
+    """Each (option, path or list of paths or None, what) given as empty text is refused in one line
+    (refuse_empty_path), the one rule of every path a command reads: '' read as the current folder said 'cannot be
+    read: Is a directory', or 'No such file', or verify-plan planned from ./plan.json (an unset shell variable ran
+    whatever plan was there)."""
     for option, value, what in given:
         for path in value if isinstance(value, (list, tuple)) else [value]:
             if path is not None:

@@ -158,7 +158,8 @@ def bench(
         refuse_empty_path(moe_routing[len("trace:"):], "--routing trace:FILE", "a routing trace (.npy or text)")
     if output is not None:   # -O '' / -J '': refused, never the default name (files.refuse_empty_path)
         refuse_empty_path(output, "--out")
-        refuse_writing_inputs("--out", output, [output], [moe_routing if (moe_routing or "").startswith("trace:") else None])
+        trace = moe_routing if (moe_routing or "").startswith("trace:") else None
+        refuse_writing_inputs("--out", output, [output], [trace])
     racks_option = None if racks is None else "--racks"   # as typed: errors on the list name it (TopologySpec)
     if racks is not None and not racks.strip().isdecimal():  # the old meaning: a rank list
         from commbench.comm.topology import RANK_LIST_FORM, is_rank_list

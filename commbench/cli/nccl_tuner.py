@@ -140,7 +140,8 @@ def nccl_tuner(
 
     if target not in TARGETS:
         raise invalid("--for", target, f"allowed {', '.join(TARGETS)}")
-    refuse_empty_inputs(("RESULTS", files, "a results file"), ("--fabric", fabric_path, "a fabric profile (commbench fit -O)"))
+    refuse_empty_inputs(("RESULTS", files, "a results file"),
+                        ("--fabric", fabric_path, "a fabric profile (commbench fit -O)"))
     if build_plugin_dir is not None:
         from commbench.tuner_plugin import build_plugin
 

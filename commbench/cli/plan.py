@@ -261,7 +261,8 @@ def plan(
                         gbs=gbs, precision=precision, precision_asked=precision_asked,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
                         moe_capacity_factor=moe_capacity_factor,
-                        pins=pins, calibration=cal, framework=framework, software=software)
+                        pins=pins, calibration=cal, framework=framework, software=software,
+                        torchtitan_version=torchtitan_version)
     spec = req.model   # as the release's Megatron-LM splits it (release_flags.release_model)
     _print_calibration_software(cal_file, req)
     if not complete:
@@ -344,9 +345,9 @@ def plan(
     print_table(console, f"predicted step: {spec.name} on {gpus} x {fabric.gpu.name} ({system}), {lay.precision}, "
                          f"seq_len {seq_used}{' (default)' if seq_note else ''}",
                 [Col(name="term", numeric=False), Col(name="total (s)"), Col(name="exposed (s)"), Col(name="% of step")], rows)
-    from commbench.planner.models.counts import FLOPS_COUNTS
+    from commbench.planner.search.frameworks import flops_count_name
     console.print(f"tokens/s/GPU {row['tokens_per_s_per_gpu']:,.0f}   model TFLOP/s/GPU "
-                  f"{row['model_tflops_per_gpu']:,.0f} ({FLOPS_COUNTS[req.framework][0]})   "
+                  f"{row['model_tflops_per_gpu']:,.0f} ({flops_count_name(req.framework, req.torchtitan_version)})   "
                   f"MFU {100 * row['mfu']:.1f}% of {row['peak_tflops']:,.0f} "
                   f"TFLOP/s ({lay.precision} dense peak)   micro-batches {row['num_microbatches']}   (predicted)")
     if unfit:   # beside the headline: the figures above are of a layout that does not fit

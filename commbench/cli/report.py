@@ -210,8 +210,10 @@ def report(
 
     refuse_empty_inputs(("FILES", files, "a results file"), ("--fabric", fabric, "a fabric profile (commbench fit -O)"))
     refuse_empty_path(out, "--out", "a folder")
-    figures = [path for path in files if Path(path).suffix.lower() in (".png", ".svg") and same_file(Path(path).parent, out)]
-    refuse_writing_inputs("--out", out, [Path(out) / "README.md", *figures], [*files, fabric])   # its figures: .png/.svg
+    # README.md and its figures (.png, .svg): an input of those names in OUT would be written over
+    figures = [path for path in files
+               if Path(path).suffix.lower() in (".png", ".svg") and same_file(Path(path).parent, out)]
+    refuse_writing_inputs("--out", out, [Path(out) / "README.md", *figures], [*files, fabric])
     unpredicted: dict[str, str] = {}
     beyond: dict[str, str] = {}   # dashed lines past what the profile measured (predict's 'extrapolated')
     latency_only: dict[str, str] = {}   # dashed lines that are a latency-only curve's measured latency

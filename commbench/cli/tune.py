@@ -64,7 +64,8 @@ def tune(
                         ("--model-file", model_file, "a models TOML file"),
                         ("--calibration", calibration, "a calibration file (commbench calibrate -O)"))
     refuse_empty_path(out, "--out", "a folder")
-    written = ["fabric.json", "fabric-measured.json", *PLAN_FILE_NAMES, *(["tune-sweep.jsonl"] if results is None else [])]
+    written = ["fabric.json", "fabric-measured.json", *PLAN_FILE_NAMES,
+               *(["tune-sweep.jsonl"] if results is None else [])]   # --results OUT/tune-sweep.jsonl: read, kept
     refuse_writing_inputs("--out", out, [Path(out) / name for name in written],
                           [sweep, results, model, model_file, calibration])
     if system not in preset_names():

@@ -37,7 +37,8 @@ from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
 from commbench.planner.emit.torchtitan_assets import tokenizer_folder, tokenizer_note
 from commbench.planner.search.frameworks import (TITAN_ARCH_SETTABLE, TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS,
-                                                 TORCHTITAN_MAX_SEQ_LEN, graphs_allowed, titan_limit_why,
+                                                 TORCHTITAN_MAX_SEQ_LEN, TORCHTITAN_VERSIONS, graphs_allowed,
+                                                 titan_limit_why,
                                                  titan_own_positions, titan_arch_misfits,
                                                  titan_dense_family, titan_dense_refusal, titan_mla_refusal,
                                                  titan_nearest_flavor, titan_runs_otherwise,
@@ -54,7 +55,6 @@ from commbench.planner.emit.torchtitan_v02 import (TITAN_COMPILE_02, TITAN_COMPI
                                                    linear_filter_note_02, linear_quantize_02, parallel_limits_02,
                                                    runs_otherwise_02)
 
-TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
 
 
 def torchtitan_version_key(version: str) -> str:

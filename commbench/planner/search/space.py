@@ -30,6 +30,7 @@ import numpy as np
 
 from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framework, check_precision_runs, check_precision_tp,
                                                   check_seq_len_runs, check_window_seq_len, framework_pins,
+                                                  TORCHTITAN_VERSIONS,
                                                   graphs_allowed)
 from commbench.errors import CommbenchError, invalid
 from commbench.limits import MAX_LAYOUT_INT, MAX_MOE_IMBALANCE
@@ -83,6 +84,9 @@ class SearchRequest:
     #   rows): they ran through Megatron-Bridge's Python configs, not pretrain_gpt.py flags, so the loss is the one they
     #   ran (run_loss: Transformer Engine's) and every feature the release's recipes run is searched.
     target: str = "launch"
+    # the TorchTitan release a --framework torchtitan plan's launch targets (frameworks.TORCHTITAN_VERSIONS): a rule
+    # one release has and the other lacks (0.3.0's RoPE bound on training.seq_len) is that release's alone
+    torchtitan_version: str = "0.3"
 
     @property
     def loss(self) -> str:
@@ -144,7 +148,10 @@ class SearchRequest:
         check_recompute_layers(self.model, self.pins, self.framework)
         check_precision_runs(self.framework, self.model, self.precision, self.software)
         check_precision_tp(self.framework, self.model, self.precision, self.pins)
-        check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len, self.software)
+        if self.torchtitan_version not in TORCHTITAN_VERSIONS:
+            raise invalid("--torchtitan-version", self.torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
+        check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len, self.software,
+                           self.torchtitan_version)
         check_window_seq_len(self.model, self.seq_len or self.model.seq_len)
         if self.framework == "megatron":   # what the release's Megatron-LM cannot build (hybrid MoE before 26.02)
             from commbench.planner.layout.release_flags import check_model_in_release
