@@ -51,3 +51,27 @@ def test_02_logs_an_mfu_at_every_precision_of_its_own_peak_table():
     assert "2,250 TFLOP/s" in titan_mfu_logged(gpu_spec("gb200"), "bf16", version="0.2")
     assert "312 TFLOP/s" in titan_mfu_logged(gpu_spec("gb300"), "bf16", version="0.2")
     assert "N/A" in titan_mfu_logged(gpu_spec("b200"), "mxfp8")   # 0.3.0 logs none for a quantized model
+
+
+def test_a_02_plan_takes_a_pinned_recompute_its_toml_sets(tmp_path):
+    """framework_pins held a 0.2 plan to 0.3.0's config function's AC (qwen3-30b-a3b: FullAC) and refused
+    recompute=selective citing 0.3.0, where the 0.2 TOML sets [activation_checkpoint] mode (0.2.2 job_config.py:652);
+    selective is op-level there, as 0.3.0's SelectiveAC (0.2.2's default selective_ac_option '2' checkpoints every
+    second layer whole)."""
+    args = ["plan", "--framework", "torchtitan", "--model", "qwen3-30b-a3b", "--system", "b200-hgx", "--gpus", "16",
+            "--layout", "recompute=selective"]
+    result = runner.invoke(app, [*args, "--torchtitan-version", "0.2", "-O", str(tmp_path)], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    toml = (tmp_path / "torchtitan.toml").read_text()
+    assert '[activation_checkpoint]\nmode = "selective"\nselective_ac_option = "op"' in toml, toml
+    refused = runner.invoke(app, [*args, "--torchtitan-version", "0.3"], env={"COLUMNS": "300"})
+    assert refused.exit_code == 2 and "TorchTitan 0.3.0's config function" in refused.output, refused.output
+
+
+def test_a_02_plan_s_refusals_name_0_2_2():
+    base = ["plan", "--framework", "torchtitan", "--torchtitan-version", "0.2", "--model", "qwen3-30b-a3b",
+            "--system", "b200-hgx", "--gpus", "16", "--layout"]
+    for pin in ("recompute_layers=2", "fused_mlp_offload_min=1"):
+        result = runner.invoke(app, [*base, pin], env={"COLUMNS": "300"})
+        assert result.exit_code == 2 and "TorchTitan 0.2.2 " in result.output and "0.3.0" not in result.output, \
+            result.output

@@ -48,6 +48,10 @@ DEFAULT_FRAMEWORK = "megatron"
 FRAMEWORK_VERSIONS = {"megatron": "Megatron-LM core_v0.16.1 (megatron-core 0.16.1)", "torchtitan": "torchtitan 0.3.0"}
 # The TorchTitan releases a plan's launch may target (--torchtitan-version: the short name -> the release)
 TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
+# torchtitan 0.2.2 torchtitan/config/job_config.py:652 ActivationCheckpoint.mode: Literal["selective", "full",
+# "memory_budget", "none"]; the layout's recompute values TorchTitan 0.2 has by name, which a 0.2 plan's TOML sets
+# ([activation_checkpoint] mode, emit/torchtitan.py), where 0.3.0's launch keeps its config function's
+AC_MODES_02 = ("none", "selective", "full")
 
 
 def flops_count_name(framework: str, torchtitan_version: str = "0.3") -> str:
@@ -1048,7 +1052,8 @@ def megatron_dropout_graph_refusal(model: ModelSpec, cuda_graph: object, recompu
 
 
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
-                   release: str | None = None, *, launch: bool = True) -> dict[str, object]:
+                   release: str | None = None, *, launch: bool = True,
+                   torchtitan_version: str = "0.3") -> dict[str, object]:
     """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
     and so is a model the framework cannot build. `launch`: the pins are for the launch commbench emits, so what
     `release`'s Megatron-LM validate_args refuses of them is refused too (graph_recompute.release_graph_pin_refusal:
@@ -1063,7 +1068,8 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
                              f"{framework}: " + ("megatron-core 0.16.1 (the plans' Megatron-LM) has no fused_group_mlp "
                                                  "offload module and no --min-offloaded-tensor-size (both first in "
                                                  "megatron-core 0.19.0)" if framework != "torchtitan" else
-                                                 "TorchTitan 0.3.0 has no module-level activation offload")
+                                                 f"TorchTitan {TORCHTITAN_VERSIONS[torchtitan_version]} has no "
+                                                 "module-level activation offload")
                              + "; plan with fused_mlp_offload_min=0")
     if pins.get("fsdp_outer_optim") and framework == "torchtitan":
         raise CommbenchError("fsdp_outer_optim=true is invalid with --framework torchtitan: its HSDP replicates the "
@@ -1142,6 +1148,8 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
         fixed["pp"] = 1
     out = dict(pins)
     for key, value in fixed.items():
+        if key == "recompute" and torchtitan_version == "0.2" and out.get(key) in AC_MODES_02:
+            continue   # 0.2's TOML sets the mode pinned (AC_MODES_02); 0.3.0's launch keeps its config function's
         if key == "recompute" and key in out and out[key] != value:
             raise CommbenchError(titan_recompute_refusal(model, out[key], value))
         if key in out and out[key] != value:
@@ -1155,7 +1163,8 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
                              "the whole forward-backward (cuda_graph=full) or nothing")
     if int(out.get("recompute_layers", 0) or 0) > 0:   # the emitter refuses it (emit/torchtitan.py): not searched
         raise CommbenchError(f"recompute_layers={out['recompute_layers']} is invalid with --framework torchtitan: "
-                             f"TorchTitan 0.3.0 {TITAN_NO_RECOMPUTE_LAYERS}; plan with recompute_layers=0")
+                             f"TorchTitan {TORCHTITAN_VERSIONS[torchtitan_version]} {TITAN_NO_RECOMPUTE_LAYERS}; plan "
+                             "with recompute_layers=0")
     return out
 
 

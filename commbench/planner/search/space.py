@@ -138,8 +138,11 @@ class SearchRequest:
         if self.target not in TARGETS:
             raise invalid("target", self.target, "what the search plans: " + " or ".join(TARGETS)
                           + " (the launch commbench emits, or a published Megatron-Bridge run)")
+        if self.torchtitan_version not in TORCHTITAN_VERSIONS:
+            raise invalid("--torchtitan-version", self.torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins,
-                                                              release=self.software, launch=self.target == "launch"))
+                                                              release=self.software, launch=self.target == "launch",
+                                                              torchtitan_version=self.torchtitan_version))
         if self.framework == "megatron" and self.target == "launch":   # a pin whose flags the release cannot parse
             from commbench.planner.layout.release_flags import release_pin_flags_refusal
             refusal = release_pin_flags_refusal(self.model, self.software, self.pins, self.domain_size)
@@ -148,8 +151,6 @@ class SearchRequest:
         check_recompute_layers(self.model, self.pins, self.framework)
         check_precision_runs(self.framework, self.model, self.precision, self.software)
         check_precision_tp(self.framework, self.model, self.precision, self.pins)
-        if self.torchtitan_version not in TORCHTITAN_VERSIONS:
-            raise invalid("--torchtitan-version", self.torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
         check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len, self.software,
                            self.torchtitan_version)
         check_window_seq_len(self.model, self.seq_len or self.model.seq_len)
