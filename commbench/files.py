@@ -4,6 +4,7 @@ line before appending, and one writer at a time per output file."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 
@@ -209,6 +210,54 @@ def refuse_empty_path(path: str | os.PathLike[str], option: str, what: str = "a 
     from commbench.errors import refuse_empty
 
     refuse_empty(path, option, what)
+
+
+def refuse_empty_inputs(*given: tuple[str, object, str]) -> None:
+    """Each (option, path or list of paths or None, what) given as empty text is refused in one line
+    (refuse_empty_path), the one rule of every path a command reads: '' read as the current folder said 'cannot be
+    read: Is a directory', or 'No such file', or verify-plan planned from ./plan.json (an unset shell variable ran
+    whatever plan was there)."""
+    for option, value, what in given:
+        for path in value if isinstance(value, (list, tuple)) else [value]:
+            if path is not None:
+                refuse_empty_path(path, option, what)
+
+
+def same_file(path: str | os.PathLike[str], other: str | os.PathLike[str]) -> bool:
+    """Whether `path` and `other` are one existing file: the same path, a symlink to it or a hard link (samefile)."""
+    try:
+        return os.path.samefile(path, other)
+    except (OSError, ValueError):   # one of them does not exist (or is no path): nothing of it can be overwritten
+        return False
+
+
+def input_path(value: str) -> str:
+    """The file an input option names, its form's prefix left out (--model hf:PATH, --routing trace:FILE)."""
+    for prefix in ("hf:", "trace:"):
+        if value.startswith(prefix):
+            return value[len(prefix):]
+    return value
+
+
+def refuse_writing_inputs(option: str, given: str | os.PathLike[str], written: Iterable[str | os.PathLike[str]],
+                          inputs: Iterable[str | None]) -> None:
+    """Refuse in one line, --force or not, an output whose file (`written`: the file -O names, or the files a command
+    writes into the folder -O names) is one of the files the command reads (`inputs`): the same path, a symlink to it
+    or a hard link (same_file). `fit b.jsonl -O b.jsonl --force` replaced the measurements with a profile naming the
+    file it destroyed; --force replaces a file commbench did not write, never what the command reads. The one rule of
+    every command that writes a file."""
+    from commbench.errors import CommbenchError
+
+    read = [input_path(str(path)) for path in inputs if path]
+    for target in written:
+        match = next((path for path in read if same_file(target, path)), None)
+        if match is not None:
+            written_name = os.fspath(target)
+            what = (f"is the input {match!r}" if written_name == os.fspath(given) else
+                    f"would write {written_name!r}, " + ("an input" if os.path.normpath(written_name) ==
+                                                          os.path.normpath(match) else f"which is the input {match!r}"))
+            raise CommbenchError(f"{option}={os.fspath(given)!r} {what}: writing it would overwrite what the command "
+                                 "reads (refused even with --force); choose another path")
 
 
 def path_from(absolute: str, folder: str | os.PathLike[str]) -> str | None:

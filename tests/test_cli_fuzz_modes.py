@@ -86,10 +86,10 @@ def test_nccl_tuner_build_plugin_takes_no_config_options(tmp_path):
     (["bench", "all_reduce", "--backend", "gloo", "-e", ""], "--max-bytes='' is invalid"),
     (["bench", "all_reduce", "--backend", "gloo", "-i", ""], "--step-bytes='' is invalid"),
     (["nccl-tuner", "x.jsonl", "--statistic", ""], "--statistic='' is invalid: allowed median, mean, min, max, p99"),
-    (["nccl-tuner", "--build-plugin", ""], "--build-plugin='' is invalid: a directory"),
+    (["nccl-tuner", "--build-plugin", ""], "--build-plugin='' is empty: give a folder"),   # as every path (test_empty_input_paths)
     (["nccl-tuner", "x.jsonl", "--csv", ""], "--csv='' is empty: give a file path"),
-    (["nccl-tuner", "--fabric", "", "--gpus", "8"], "--fabric='' is invalid: a fabric profile file"),
-    (["predict", "--fabric", "", "-c", "all_reduce", "-g", "8"], "--fabric='' is invalid: a fabric profile file"),
+    (["nccl-tuner", "--fabric", "", "--gpus", "8"], "--fabric='' is empty: give a fabric profile"),
+    (["predict", "--fabric", "", "-c", "all_reduce", "-g", "8"], "--fabric='' is empty: give a fabric profile"),
 ])
 def test_empty_values_are_refused_not_defaulted(tmp_path, monkeypatch, args, must):
     monkeypatch.chdir(tmp_path)

@@ -48,7 +48,7 @@ def test_out_naming_an_input_file_is_refused_even_with_force(tmp_path):
     for args in (["-O", str(results)], ["-O", str(tmp_path / "x.conf"), "--csv", str(results)]):
         out = CliRunner().invoke(app, ["nccl-tuner", str(results), *args, "--force"])
         assert out.exit_code == 2 and out.output.startswith("error: ") and len(out.output.splitlines()) == 1, out.output
-        assert "a file other than the input" in out.output
+        assert "is the input" in out.output and "refused even with --force" in out.output
         assert results.read_bytes() == before
     link = tmp_path / "link.jsonl"
     link.symlink_to(results)

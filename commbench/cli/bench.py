@@ -23,7 +23,7 @@ from commbench.comm.backends import resolve_backend
 from commbench.comm.job import check_job, run_job
 from commbench.comm.launch import detect_rank_env
 from commbench.errors import CommbenchError, Interrupted
-from commbench.files import OutputLock, refuse_empty_path, repair_torn_tail
+from commbench.files import OutputLock, refuse_empty_path, refuse_writing_inputs, repair_torn_tail
 from commbench.measure.harness import LoopOptions
 from commbench.moe.params import cli_params as moe_cli_params
 from commbench.measure.subgroups import with_rack_options
@@ -154,8 +154,12 @@ def bench(
 ) -> None:
     """Sweep sizes from -b to -e; JSONL records are written as each size finishes."""
     output = renamed(output, old_output, old="--output", new="-O/--out")
+    if (moe_routing or "").startswith("trace:"):   # 'trace:' read the current folder
+        refuse_empty_path(moe_routing[len("trace:"):], "--routing trace:FILE", "a routing trace (.npy or text)")
     if output is not None:   # -O '' / -J '': refused, never the default name (files.refuse_empty_path)
         refuse_empty_path(output, "--out")
+        trace = moe_routing if (moe_routing or "").startswith("trace:") else None
+        refuse_writing_inputs("--out", output, [output], [trace])
     racks_option = None if racks is None else "--racks"   # as typed: errors on the list name it (TopologySpec)
     if racks is not None and not racks.strip().isdecimal():  # the old meaning: a rank list
         from commbench.comm.topology import RANK_LIST_FORM, is_rank_list

@@ -519,10 +519,15 @@ def calibrate(
         raise CommbenchError("give -O FILE to write fitted terms, or --evaluate to only compare predictions")
     if evaluate and out is not None:  # --evaluate fits nothing: -O was left unwritten without a word
         raise CommbenchError(f"-O/--out={out!r} and --evaluate conflict: --evaluate fits no terms to write; give one")
+    from commbench.files import refuse_empty_inputs, refuse_writing_inputs
+
+    refuse_empty_inputs(("RUNS", runs, "a run: a published run's name, a training log or a runs file"),
+                        ("--calibration", calibration, "a calibration file (commbench calibrate -O)"))
     if out is not None and not evaluate:
         from commbench.files import claim_output
         from commbench.planner.step.terms import CALIBRATION_KIND
 
+        refuse_writing_inputs("--out", out, [out], [*runs, calibration, *(model or []), *(system or [])])
         claim_output(out, "--out", marker=CALIBRATION_KIND, what="calibration", force=force).release()
     start_file = read_calibration_file(calibration) if calibration else None
     if start_file and not evaluate:

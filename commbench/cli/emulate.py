@@ -109,8 +109,11 @@ def emulate(
         raise CommbenchError(f"command={command_args[0]!r} is invalid under commbench emulate ({what}): emulate runs "
                              f"as every rank one of {', '.join(RANK_COMMANDS)}")
     if counters_out is not None:   # '' is refused by claim_output, never skipped
-        from commbench.files import claim_output
+        from commbench.files import claim_output, refuse_empty_path, refuse_writing_inputs
 
+        refuse_empty_path(counters_out, "--counters-out")
+        # the command's own files (a sweep file, a plan.json, its -O): every word of it that names an existing file
+        refuse_writing_inputs("--counters-out", counters_out, [counters_out], command_args[1:])
         claim_output(counters_out, "--counters-out", marker='"uplinks"', what="counters file",
                      force_option=None).release()  # emulate has no --force
     if racks == 1 and scale_out_rate is not None:

@@ -15,7 +15,8 @@ from commbench.costmodel.fit_records import MIN_HELDOUT_BYTES, POOR_FIT, bandwid
 from commbench.costmodel.fabric import PROFILE_FORMAT
 from commbench.costmodel.plausibility import ABOVE_HARDWARE
 from commbench.costmodel.profile import check_usable_curve, fit_result_files
-from commbench.files import claim_output, refuse_being_written, write_output
+from commbench.files import (claim_output, refuse_being_written, refuse_empty_inputs, refuse_empty_path,
+                             refuse_writing_inputs, write_output)
 from commbench.results.tables import Col, print_table
 from commbench.units import format_size, parse_size_bytes
 
@@ -51,7 +52,10 @@ def fit(
     if name is not None:   # '' wrote a profile named 'fitted', the name used when --name is left out
         from commbench.errors import refuse_empty
         refuse_empty(name, "--name", "a name for the fitted fabric, or leave --name out")
+    refuse_empty_inputs(("RESULTS", results, "a results file"))
     if out is not None:
+        refuse_empty_path(out, "--out")
+        refuse_writing_inputs("--out", out, [out], [*results, system])
         claim_output(out, "--out", marker=PROFILE_FORMAT, what="fabric profile", force=force).release()
     if racks is not None and system is None:
         raise CommbenchError(f"--racks={racks} needs --system: it scales the preset the fit starts from")

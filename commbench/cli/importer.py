@@ -49,7 +49,8 @@ def import_nccl_tests(
     output = renamed(output, old_output, old="-o/--output", new="-O/--out")
     if output is None:
         raise fail("-O/--out is required: the JSONL file to append the imported records to")
-    from commbench.files import OutputLock, check_output_file, check_results_target, repair_torn_tail
+    from commbench.files import (OutputLock, check_output_file, check_results_target, refuse_empty_inputs,
+                                 refuse_writing_inputs, repair_torn_tail)
     from commbench.results.importers.nccl_tests import (STOPPED_RUN, ImportResult, host_domain_warnings, import_file,
                                                         parse_tests_version, time_warnings, world_size_warnings)
     from commbench.results.importers.nccl_tests_per_iter import text_summary_warnings
@@ -62,6 +63,8 @@ def import_nccl_tests(
         if collective is not None and collective not in REGISTRY:
             raise CommbenchError(f"--collective={collective!r} is invalid: allowed {', '.join(REGISTRY)}")
         version = parse_tests_version(tests_version)
+        refuse_empty_inputs(("FILES", files, "an nccl-tests log or -J JSON file"))
+        refuse_writing_inputs("--out", output, [output], files)
         check_results_target(output, "--out")
         check_output_file(output, "--out")
         problems = FirstProblems()

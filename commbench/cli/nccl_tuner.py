@@ -75,16 +75,6 @@ def _fill_in_range(cells: list) -> str:
     return (f"{low:.2f}x" if high - low < 0.005 else f"{low:.2f}x-{high:.2f}x") + " of NCCL's default's speed"
 
 
-def _same_file(path: str | None, other: str) -> bool:
-    """Whether `path` names the file `other` names (the same path, a link to it or a hard link)."""
-    if not path:
-        return False
-    try:
-        return Path(path).resolve() == Path(other).resolve() or os.path.samefile(path, other)
-    except OSError:   # one of them does not exist: not the same file
-        return False
-
-
 def note_inherited_axes() -> None:
     """Before a run over the NCCL tuning axes (rank 0 only): one note where NCCL_ALGO, NCCL_PROTO or NCCL_*_NCHANNELS
     is exported, since every combination runs without it (comm.nccl_tuning.inherited_tuning_env)."""
@@ -149,8 +139,12 @@ def nccl_tuner(
     from commbench.results.nccl_tuner import STATISTICS
     from commbench.results.nccl_tuner_targets import TARGETS
 
+    from commbench.files import refuse_empty_inputs
+
     if target not in TARGETS:
         raise invalid("--for", target, f"allowed {', '.join(TARGETS)}")
+    refuse_empty_inputs(("RESULTS", files, "a results file"),
+                        ("--fabric", fabric_path, "a fabric profile (commbench fit -O)"))
     if build_plugin_dir is not None:
         from commbench.tuner_plugin import build_plugin
 
@@ -161,8 +155,7 @@ def nccl_tuner(
                                  "nccl/plugins/tuner/example: older ones crash on the first matching rule, "
                                  "docs/nccl-tuner.md); leave --for out")
 
-        if not build_plugin_dir.strip():  # Path('') is the current directory
-            raise invalid("--build-plugin", build_plugin_dir, "a directory to build into (an empty name is none)")
+        refuse_empty_inputs(("--build-plugin", build_plugin_dir, "a folder to build into"))   # Path('') is '.'
         _refuse_unused("with --build-plugin", "it builds the plugin and exits, writing no config: build it in one "
                        "command and write the config in another", _typed(files=files, statistic=statistic,
                        old_stat=old_stat, min_gain=min_gain, csv_path=csv_path, fabric_path=fabric_path, system=system,
@@ -193,12 +186,11 @@ def nccl_tuner(
     min_gain = min_gain or 0.0
     if csv_path is not None and Path(csv_path).resolve() == Path(output).resolve():
         raise invalid("--csv", csv_path, "a file other than -O/--out")
-    for option, path in (("-O/--out", output), ("--csv", csv_path)):
-        read = next((given for given in [*(files or []), fabric_path] if given and _same_file(path, given)), None)
-        if read is not None:  # --force replaces a file commbench did not write, never the measurements it reads
-            raise invalid(option, path, f"a file other than the input {read} (it would overwrite what it reads, "
-                          "even with --force)")
-    from commbench.files import refuse_being_written
+    from commbench.files import refuse_being_written, refuse_writing_inputs
+
+    for option, path in (("--out", output), ("--csv", csv_path)):
+        if path:   # '' is refused as empty when claimed
+            refuse_writing_inputs(option, path, [path], [*(files or []), fabric_path])
 
     for path in files or []:   # before -O is claimed: a run still writing it would be judged by part of its points
         refuse_being_written(path, f"results file {path!r}", "write a config from it")   # as compare, fit, tune

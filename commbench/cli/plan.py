@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -64,6 +65,8 @@ def _system(name: str, num_gpus: int, gpu: str | None = None, warnings: list[str
 
     from commbench.costmodel import load_fabric, load_preset, preset_names
     from commbench.data.reference import gpu_names, gpu_spec
+    from commbench.files import refuse_empty_inputs
+    refuse_empty_inputs(("--system", name, "a preset or a fabric .json from `commbench fit`"))
     if name.endswith(".json"):
         fabric = load_fabric(name).scaled(num_gpus=num_gpus)
         if fabric.gpu is None and gpu is None:
@@ -213,11 +216,18 @@ def plan(
     if gbs is not None and gbs < 1:
         raise invalid("--gbs", gbs, "a positive number")
     check_seq_len(seq_len)
+    from commbench.files import refuse_empty_inputs, refuse_writing_inputs
+
+    refuse_empty_inputs(("--model-file", model_file, "a models TOML file"),
+                        ("--calibration", calibration, "a calibration file (commbench calibrate -O)"))
     if out is not None:
-        from commbench.files import check_output_dir
+        from commbench.files import check_output_dir, refuse_empty_path
 
-        from commbench.planner.emit.plan_files import check_plan_folder
+        from commbench.planner.emit.plan_files import PLAN_FILE_NAMES, check_plan_folder
 
+        refuse_empty_path(out, "--out", "a folder")
+        refuse_writing_inputs("--out", out, [Path(out) / name for name in PLAN_FILE_NAMES],
+                              [model, model_file, system, calibration])
         check_output_dir(out, "--out")
         check_plan_folder(out, force=force)
     torchtitan_version = torchtitan_version_key(torchtitan_version)   # 0.3.0 / 0.2.2 too, as plan.json names them
@@ -251,7 +261,8 @@ def plan(
                         gbs=gbs, precision=precision, precision_asked=precision_asked,
                         seq_len=seq_len, headroom_fraction=mem_headroom, moe_imbalance=moe_imbalance,
                         moe_capacity_factor=moe_capacity_factor,
-                        pins=pins, calibration=cal, framework=framework, software=software)
+                        pins=pins, calibration=cal, framework=framework, software=software,
+                        torchtitan_version=torchtitan_version)
     spec = req.model   # as the release's Megatron-LM splits it (release_flags.release_model)
     _print_calibration_software(cal_file, req)
     if not complete:
@@ -334,9 +345,9 @@ def plan(
     print_table(console, f"predicted step: {spec.name} on {gpus} x {fabric.gpu.name} ({system}), {lay.precision}, "
                          f"seq_len {seq_used}{' (default)' if seq_note else ''}",
                 [Col(name="term", numeric=False), Col(name="total (s)"), Col(name="exposed (s)"), Col(name="% of step")], rows)
-    from commbench.planner.models.counts import FLOPS_COUNTS
+    from commbench.planner.search.frameworks import flops_count_name
     console.print(f"tokens/s/GPU {row['tokens_per_s_per_gpu']:,.0f}   model TFLOP/s/GPU "
-                  f"{row['model_tflops_per_gpu']:,.0f} ({FLOPS_COUNTS[req.framework][0]})   "
+                  f"{row['model_tflops_per_gpu']:,.0f} ({flops_count_name(req.framework, req.torchtitan_version)})   "
                   f"MFU {100 * row['mfu']:.1f}% of {row['peak_tflops']:,.0f} "
                   f"TFLOP/s ({lay.precision} dense peak)   micro-batches {row['num_microbatches']}   (predicted)")
     if unfit:   # beside the headline: the figures above are of a layout that does not fit

@@ -43,8 +43,8 @@ def resolve_fabric(fabric_path: str | None, system: str | None, racks: int | Non
         if value is not None and value < 1:
             raise invalid(option, value, "must be >= 1")
     if fabric_path is not None:
-        if not fabric_path.strip():  # read as the current directory: "cannot be read: Is a directory"
-            raise invalid("--fabric", fabric_path, "a fabric profile file (commbench fit -O FILE); the name is empty")
+        from commbench.files import refuse_empty_inputs   # '' read as the current folder: "Is a directory"
+        refuse_empty_inputs(("--fabric", fabric_path, "a fabric profile (commbench fit -O)"))
         fabric = Fabric.from_json(fabric_path)
         from commbench.cli.base import profile_older_than_results
         age = profile_older_than_results(fabric_path)   # a fitted profile older than the results it was fitted from

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -234,6 +235,14 @@ def report(
     from commbench.files import claim_output
     from commbench.results.report import REPORT_MARKER
 
+    from commbench.files import refuse_empty_inputs, refuse_empty_path, refuse_writing_inputs, same_file
+
+    refuse_empty_inputs(("FILES", files, "a results file"), ("--fabric", fabric, "a fabric profile (commbench fit -O)"))
+    refuse_empty_path(out, "--out", "a folder")
+    # README.md and its figures (.png, .svg): an input of those names in OUT would be written over
+    figures = [path for path in files
+               if Path(path).suffix.lower() in (".png", ".svg") and same_file(Path(path).parent, out)]
+    refuse_writing_inputs("--out", out, [Path(out) / "README.md", *figures], [*files, fabric])
     unpredicted: dict[str, str] = {}
     beyond: dict[str, str] = {}   # dashed lines past what the profile measured (predict's 'extrapolated')
     latency_only: dict[str, str] = {}   # dashed lines that are a latency-only curve's measured latency

@@ -17,7 +17,8 @@ from rich.markup import escape
 from commbench.cli.base import command, console, err_console, fail, print_json, renamed
 from commbench.results.render import styled
 from commbench.errors import CommbenchError
-from commbench.files import OutputLock, refuse_empty_path, repair_torn_tail, safe_file_stem
+from commbench.files import (OutputLock, refuse_empty_inputs, refuse_empty_path, refuse_writing_inputs,
+                             repair_torn_tail, safe_file_stem)
 from commbench.sweep import SweepJob, estimate_point_s, load_sweep, plan_sweep, run_sweep_rank
 from commbench.sweep.plan import describe, listed_size, size_notes
 from commbench.sweep.resume import check_resume_identity, earlier_problems, finished_before_launch, has_records
@@ -332,8 +333,10 @@ def sweep(
 ) -> None:
     """Validate the whole file before anything launches; records are appended as each point finishes."""
     output = renamed(out, old_out, old="-o/--output", new="-O/--out")
+    refuse_empty_inputs(("FILE", file, "a sweep file (TOML) or a shipped sweep's name"))
     if output is not None:   # -O '': refused, never the default name (files.refuse_empty_path)
         refuse_empty_path(output, "--out")
+        refuse_writing_inputs("--out", output, [output], [file])
     elif resume:   # the default name is new each launch (a time and a random suffix): there is no file to continue
         raise CommbenchError("--resume needs -O/--out: give the results file of the sweep to continue (a sweep "
                              "without -O writes a new results/sweep-<name>-<time>.jsonl each launch)")

@@ -57,6 +57,17 @@ def tune(
     from commbench.planner import load_model
     from commbench.planner.search.space import SearchRequest, parse_pins
 
+    from commbench.files import refuse_empty_inputs, refuse_empty_path, refuse_writing_inputs
+    from commbench.planner.emit.plan_files import PLAN_FILE_NAMES
+
+    refuse_empty_inputs(("--sweep", sweep, "a sweep file (TOML)"), ("--results", results, "a results file"),
+                        ("--model-file", model_file, "a models TOML file"),
+                        ("--calibration", calibration, "a calibration file (commbench calibrate -O)"))
+    refuse_empty_path(out, "--out", "a folder")
+    written = ["fabric.json", "fabric-measured.json", *PLAN_FILE_NAMES,
+               *(["tune-sweep.jsonl"] if results is None else [])]   # --results OUT/tune-sweep.jsonl: read, kept
+    refuse_writing_inputs("--out", out, [Path(out) / name for name in written],
+                          [sweep, results, model, model_file, calibration])
     if system not in preset_names():
         raise invalid("--system", system, f"a preset: {', '.join(preset_names())}")
     from commbench.cli.plan import MAX_GPUS

@@ -104,6 +104,10 @@ def verify_plan(
 
     if timeout_problem(timeout_s):
         raise invalid("--timeout", timeout_s, timeout_problem(timeout_s))
+    from commbench.files import refuse_empty_inputs
+
+    # '' read as the current folder planned from ./plan.json: an unset shell variable ran whatever plan was there
+    refuse_empty_inputs(("PLAN_FILE", plan_file, "a plan.json or the folder holding it"))
     plan_file = plan_path(plan_file)
     doc = load_plan(plan_file)
     from commbench.planner.emit.input_paths import resolve_input_files

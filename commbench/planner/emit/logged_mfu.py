@@ -31,6 +31,19 @@ TITAN_PEAK_FLOPS = {
     "h800": ("NVIDIA H800", 312.0, "tools/utils.py:257-259, the A100 fallback: it has no H800 entry"),
 }
 TITAN_FALLBACK_TFLOPS = 312.0   # tools/utils.py:257-259 ("Peak flops undefined for: ..., fallback to A100")
+# TorchTitan 0.2.2 (torchtitan v0.2.2 components/metrics.py:428) logs `mfu` for every launch, quantized or not:
+# 100 x its tflops over tools/utils.py:77-144 get_peak_flops(device name), a smaller bf16 table (lspci's H100 test at
+# :79-90) that train.py:265-266 logs as "Peak FLOPS used for computing MFU". It has no GB200, GB300, B300 or H800
+# entry: "NVIDIA GB200" holds "B200" and takes B200's 2.25 PFLOP/s, the others the A100 fallback.
+TITAN_PEAK_FLOPS_022 = {
+    "h100": ("NVIDIA H100 80GB HBM3", 989.0, "tools/utils.py:94-102"),
+    "h200": ("NVIDIA H200", 989.0, "tools/utils.py:103-105"),
+    "b200": ("NVIDIA B200", 2250.0, "tools/utils.py:115-117"),
+    "gb200": ("NVIDIA GB200", 2250.0, "tools/utils.py:115-117, the B200 entry: 'B200' is in 'NVIDIA GB200'"),
+    "b300": ("NVIDIA B300 SXM6 AC", 312.0, "tools/utils.py:142-144, the A100 fallback: it has no B300 entry"),
+    "gb300": ("NVIDIA GB300", 312.0, "tools/utils.py:142-144, the A100 fallback: it has no GB300 entry"),
+    "h800": ("NVIDIA H800", 312.0, "tools/utils.py:142-144, the A100 fallback: it has no H800 entry"),
+}
 QUANTIZED = ("fp8", "mxfp8", "nvfp4")
 
 
@@ -39,10 +52,12 @@ def plan_mfu_peak(gpu_name: str, precision: str, peak_tflops: float) -> str:
     return f"the plan's MFU is of the {gpu_name}'s {precision} dense peak, {peak_tflops:,.0f} TFLOP/s (hardware.toml)"
 
 
-def titan_mfu_logged(gpu, precision: str, tflops_ratio: float = 1.0) -> str:
-    """What TorchTitan 0.3.0's log prints as `mfu` for this plan's launch on `gpu` (a GpuSpec, or None where the
-    GPU is not known) at `precision`, beside the plan's MFU; `tflops_ratio`: its tflops over the plan's model TFLOP/s
-    (1 for a --framework torchtitan plan, whose count is TorchTitan's)."""
+def titan_mfu_logged(gpu, precision: str, tflops_ratio: float = 1.0, version: str = "0.3") -> str:
+    """What TorchTitan 0.3.0's log (`version` "0.2": 0.2.2's) prints as `mfu` for this plan's launch on `gpu` (a
+    GpuSpec, or None where the GPU is not known) at `precision`, beside the plan's MFU; `tflops_ratio`: its tflops
+    over the plan's model TFLOP/s (1 for a --framework torchtitan plan, whose count is TorchTitan's)."""
+    if version == "0.2":
+        return _titan_022_mfu_logged(gpu, precision, tflops_ratio)
     if precision in QUANTIZED:
         return (f"its mfu reads N/A: TorchTitan 0.3.0 logs no MFU for a model with {precision} Linear or "
                 "grouped-experts converters (components/metrics.py:486-487, components/quantization/utils.py:67-96 "
@@ -64,3 +79,22 @@ def titan_mfu_logged(gpu, precision: str, tflops_ratio: float = 1.0) -> str:
                  f"and the peak is 989 TFLOP/s ({tflops_ratio * gpu.bf16_tflops / 989.0:.3f}x); its log's \"Peak "
                  "FLOPS used for computing MFU\" line (trainer.py:540) says which")
     return said
+
+
+def _titan_022_mfu_logged(gpu, precision: str, tflops_ratio: float) -> str:
+    """titan_mfu_logged for TorchTitan 0.2.2 (TITAN_PEAK_FLOPS_022): an mfu at every precision, of its bf16 table,
+    where the plan's MFU is of the `precision` dense peak (plan_mfu_peak)."""
+    from commbench.planner.step.evaluate import dense_peak_tflops
+
+    if gpu is None or gpu.name not in TITAN_PEAK_FLOPS_022:
+        return ("its mfu is of the peak TorchTitan 0.2.2's tools/utils.py:77-144 get_peak_flops (a bf16 table) gives "
+                f"the device name, {TITAN_FALLBACK_TFLOPS:.0f} TFLOP/s (the A100 fallback) where no entry matches; its "
+                "log's \"Peak FLOPS used for computing MFU\" line (train.py:266) says which")
+    device, peak, lines = TITAN_PEAK_FLOPS_022[gpu.name]
+    plan_peak = float(dense_peak_tflops(gpu, precision))
+    ratio = tflops_ratio * plan_peak / peak
+    reads = "the plan's MFU" if abs(ratio - 1) < 5e-4 else f"{ratio:.3f}x the plan's MFU"
+    return (f"its mfu reads {reads} (TorchTitan 0.2.2 logs one at every precision, components/metrics.py:428, "
+            f"of a bf16 peak): get_peak_flops({device!r}) is {peak:,.0f} TFLOP/s ({lines})"
+            + ("" if peak == plan_peak else f", where the plan's MFU is of the {gpu.name}'s {precision} dense peak, "
+               f"{plan_peak:,.0f}"))

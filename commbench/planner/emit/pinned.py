@@ -80,7 +80,7 @@ def pinned_plan_document(req, layout: Layout, row: dict[str, Any], *, system: st
                        + fabric_lines(fabric)
                        + list(megatron["notes"])
                        + framework_assumptions(framework, model, layout)
-                       + [flops_count_line(framework, model, layout, seq_len, fabric.gpu)]
+                       + [flops_count_line(framework, model, layout, seq_len, fabric.gpu, torchtitan_version)]
                        + [n for n in [checkpoint_note(model, layout.precision)] if n],
         "layout": layout_dict(layout),
         "predicted": predicted_section(row, layout, gpus_per_rack=per_rack, num_gpus=num_gpus),

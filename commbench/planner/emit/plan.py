@@ -22,8 +22,8 @@ from commbench.planner.emit.megatron import (connections_notes, launch_connectio
                                              later_flags, megatron_args, megatron_script, megatron_target,
                                              parse_megatron_args, precision_notes, cross_entropy_note)
 from commbench.planner.emit.megatron_arch import MEGATRON_LM_RELEASE, architecture_notes, positions_notes
-from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, torchtitan_args, torchtitan_plan,
-                                               torchtitan_toml)
+from commbench.planner.emit.torchtitan import (DEFAULT_TORCHTITAN, TORCHTITAN_VERSIONS, torchtitan_args,
+                                               torchtitan_plan, torchtitan_toml)
 from commbench.typed_json import check_fields, non_finite_path
 from commbench.planner.layout.precision import checkpoint_note
 from commbench.planner.layout.spec import Layout, check_layout
@@ -225,19 +225,21 @@ LOGGED_AS = {"megatron": "its log's throughput per GPU (TFLOP/s/GPU) reads",
              "torchtitan": "its log's tflops read"}
 
 
-def flops_count_line(framework: str, model: ModelSpec, layout: Layout, seq_len: int | None, gpu) -> str:
+def flops_count_line(framework: str, model: ModelSpec, layout: Layout, seq_len: int | None, gpu,
+                     torchtitan_version: str = "0.3") -> str:
     """plan.json's assumption naming whose FLOPs count the plan's model TFLOP/s and MFU are in, its GFLOP/token
     for the network the framework's launch trains (models/counts.framework_flops_per_token), the peak the plan's MFU
     is of and what the framework's log prints for MFU (logged_mfu.py)."""
     from commbench.planner.emit.logged_mfu import plan_mfu_peak, titan_mfu_logged
     from commbench.planner.step.evaluate import dense_peak_tflops
-    name, what = FLOPS_COUNTS[framework]
+    from commbench.planner.search.frameworks import flops_count_name
+    name, what = flops_count_name(framework, torchtitan_version), FLOPS_COUNTS[framework][1]
     s = seq_len or model.seq_len
     rows = step_vocab(model, layout.tp, framework)
     gflop = float(framework_flops_per_token(model, s, framework, vocab=rows)) / 1e9
     padded = (f", the vocabulary padded to {float(rows):,.0f} rows at TP{layout.tp}"
               if framework == "megatron" and float(rows) != model.vocab else "")
-    logged = (titan_mfu_logged(gpu, layout.precision) if framework == "torchtitan"
+    logged = (titan_mfu_logged(gpu, layout.precision, version=torchtitan_version) if framework == "torchtitan"
               else "Megatron-LM core_v0.16.1's log prints no MFU (training.py training_log: throughput per GPU alone)")
     return (f"model TFLOP/s and MFU: {name} ({what}), {gflop:.2f} GFLOP/token at seq_len {s}{padded}: the model "
             f"TFLOP/s is what {LOGGED_AS[framework]} at the same tokens/s; "
@@ -757,7 +759,8 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
         f"placement: {result.gpus_per_rack} GPUs per scale-up domain, {placement.num_racks} domain(s); "
         "ranks ordered tp-cp-dp-pp and etp-ep-edp-pp (Megatron-Core)",
         *rack_lines(placement, int(req.fabric.domain_size), lay, flex_backend),
-        ("overlaps as TorchTitan 0.3.0 runs them: FSDP2's gathers and reduce-scatters overlapped, TP (async TP off) "
+        (f"overlaps as TorchTitan {TORCHTITAN_VERSIONS[torchtitan_version]} runs them: FSDP2's gathers and "
+         "reduce-scatters overlapped, TP (async TP off) "
          "and the EP all-to-all not" if framework == "torchtitan" else
          "overlaps on where Megatron allows them") + " (they never lengthen a step in the model)",
         efficiency_terms(calibration_file, calibration_shipped_terms, calibration_other_gpu_terms),
@@ -770,7 +773,7 @@ def plan_document(result, *, system: str, explanation: list[str], sensitivity: l
                                              or "sets nothing") + "; NCCL's defaults are priced (launch.env says why no NCCL_* variable is written)",
     ] + ([seq_note] if seq_note else []) + fabric_lines(req.fabric) + list(megatron["notes"]) \
         + framework_assumptions(framework, req.model, lay) \
-        + [flops_count_line(framework, req.model, lay, req.seq_len, req.fabric.gpu)] \
+        + [flops_count_line(framework, req.model, lay, req.seq_len, req.fabric.gpu, torchtitan_version)] \
         + [n for n in [checkpoint_note(req.model, lay.precision)] if n] + list(extra_assumptions)
     kept = [{"rank": i + 1, "layout": layout_dict(result.layouts.layout(i)), "layout_text": short(result.layouts.layout(i)),
              "tokens_per_s_per_gpu": float(bd.tokens_per_s_per_gpu[i]), "step_s": float(bd.step_s[i]),

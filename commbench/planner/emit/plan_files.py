@@ -11,7 +11,7 @@ from typing import Any
 from commbench.planner.emit.plan import PLAN_FORMAT, plan_json_text, torchtitan_text
 from commbench.planner.emit.torchtitan_config import MODULE_FILE
 
-__all__ = ["PLAN_FILE_MARKERS", "check_plan_folder", "plan_files", "remove_plan_files", "write_plan_files"]
+__all__ = ["PLAN_FILE_MARKERS", "PLAN_FILE_NAMES", "check_plan_folder", "plan_files", "remove_plan_files", "write_plan_files"]
 
 # What each plan file starts with when commbench wrote it (files.claim_output looks in its first 4 KiB).
 PLAN_FILE_MARKERS = {"plan.json": f'"{PLAN_FORMAT}"', "megatron_args.txt": "--num-layers ",
@@ -20,6 +20,8 @@ PLAN_FILE_MARKERS = {"plan.json": f'"{PLAN_FORMAT}"', "megatron_args.txt": "--nu
 
 
 _ALL_MARKERS = {**PLAN_FILE_MARKERS, MODULE_FILE: "commbench plan"}
+# Every name a plan folder's writer may write or delete (an earlier plan's files go): none may be an input
+PLAN_FILE_NAMES = tuple(_ALL_MARKERS)
 
 
 def plan_files(doc: dict[str, Any]) -> dict[str, str]:

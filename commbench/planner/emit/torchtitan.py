@@ -37,7 +37,9 @@ from commbench.planner.models.spec import ModelSpec
 from commbench.planner.layout.split import best_split
 from commbench.planner.emit.torchtitan_assets import tokenizer_folder, tokenizer_note
 from commbench.planner.search.frameworks import (TITAN_ARCH_SETTABLE, TITAN_DP_WITHOUT_PP, TITAN_NO_RECOMPUTE_LAYERS,
-                                                 TORCHTITAN_MAX_SEQ_LEN, graphs_allowed, titan_limit_why,
+                                                 AC_MODES_02, TORCHTITAN_MAX_SEQ_LEN, TORCHTITAN_VERSIONS,
+                                                 graphs_allowed,
+                                                 titan_limit_why,
                                                  titan_own_positions, titan_arch_misfits,
                                                  titan_dense_family, titan_dense_refusal, titan_mla_refusal,
                                                  titan_nearest_flavor, titan_runs_otherwise,
@@ -54,7 +56,6 @@ from commbench.planner.emit.torchtitan_v02 import (TITAN_COMPILE_02, TITAN_COMPI
                                                    linear_filter_note_02, linear_quantize_02, parallel_limits_02,
                                                    runs_otherwise_02)
 
-TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
 
 
 def torchtitan_version_key(version: str) -> str:
@@ -78,9 +79,6 @@ def titan_fp8_note(is_moe: bool) -> str:
             "scales; Float8LinearConverter offers only rowwise and rowwise_with_gw_hp), not the per-tensor current "
             "scaling of the Megatron arguments (--fp8-recipe tensorwise); the prediction charges the same fp8 GEMM "
             "rate for both (no sourced figure for rowwise's own cost)")
-# torchtitan 0.2.2 torchtitan/config/job_config.py ActivationCheckpoint.mode: Literal["selective", "full",
-# "memory_budget", "none"]; the layout's recompute values TorchTitan 0.2 has by name
-AC_MODES_02 = ("none", "selective", "full")
 DEFAULT_TORCHTITAN = "0.3"
 
 
@@ -662,7 +660,10 @@ def torchtitan_plan(layout: Layout, model: ModelSpec, *, seq_len: int | None = N
         sections = {"model": {"name": titan.module, "flavor": titan.flavor,
                               "converters": converters_02(layout.precision, model)}} | sections
         if layout.recompute in AC_MODES_02:
-            sections["activation_checkpoint"] = {"mode": layout.recompute}
+            # selective: op-level, as 0.3.0's SelectiveAC; 0.2.2's default selective_ac_option "2" checkpoints every
+            # second layer whole (config/job_config.py:655-658)
+            sections["activation_checkpoint"] = {"mode": layout.recompute} | (
+                {"selective_ac_option": "op"} if layout.recompute == "selective" else {})
         else:  # a Megatron light-module recompute (mla_up_proj, moe_act): no such mode in TorchTitan 0.2
             sections["activation_checkpoint"] = {"mode": "selective", "selective_ac_option": "op"}
             notes.append(f"TorchTitan 0.2 has no {layout.recompute} activation checkpointing (its modes: none, "

@@ -193,6 +193,8 @@ def load_model(name: str, model_file: str | Path | None = None, release: str | N
     `hf:PATH`, a Hugging Face config.json (or a folder holding one; models/hf_config.py); `release`: the plan's
     --software, whose megatron-core an hf: refusal cites (None: the newest table release)."""
     if name.lower().startswith("hf:"):
+        from commbench.files import refuse_empty_inputs   # hf:'' read config.json from the current folder
+        refuse_empty_inputs(("--model hf:PATH", name[3:], "a Hugging Face config.json or the folder holding one"))
         from commbench.planner.models.hf_config import load_hf_model
         return load_hf_model(name, release=release)
     rows, sources = _zoo_rows(model_file)

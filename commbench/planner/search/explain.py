@@ -16,7 +16,7 @@ import numpy as np
 
 from commbench.planner.layout.spec import Layout
 from commbench.planner.layout.placement import domains_touched, racks_spanned
-from commbench.planner.models.counts import FLOPS_COUNTS
+from commbench.planner.search.frameworks import flops_count_name
 from commbench.planner.search.space import STRUCTURE, SearchResult, structure_key
 from commbench.planner.step.evaluate import evaluate_layouts
 
@@ -300,10 +300,11 @@ def caveats(result: SearchResult) -> list[str]:
     if recipes_of != model.name:
         out.append(recipe_model_line(model, req.software))
     out.append(software_line(req))
-    from commbench.planner.search.frameworks import FRAMEWORK_VERSIONS, runs_fused_grouped_mlp
+    from commbench.planner.search.frameworks import FRAMEWORK_VERSIONS, framework_version, runs_fused_grouped_mlp
     if model.is_moe and True in has["fused_moe"] and not runs_fused_grouped_mlp(result.request.framework):
         out.append(f"The release's recipes fuse the experts' grouped MLP (Transformer Engine); "
-                   f"{FRAMEWORK_VERSIONS[result.request.framework]} cannot run it, so no layout here uses it "
+                   f"{framework_version(req.framework, req.torchtitan_version)} cannot run it, so no layout here "
+                   "uses it "
                    "(published runs of those recipes do, and are faster by it).")
     if model.is_moe and req.framework == "megatron" and "full" in has["cuda_graph"] and "cuda_graph" not in req.pins:
         from commbench.planner.search.frameworks import MEGATRON_NO_FULL_GRAPH_MOE, graph_fallback
@@ -345,7 +346,8 @@ def explain(result: SearchResult, *, with_sensitivity: bool = True) -> tuple[lis
     tok = float(bd.tokens_per_s_per_gpu[0])
     lines = [f"Plan (predicted): {short(lay)}{graph_text(lay, result.request.model)} at {tok:,.0f} tokens/s/GPU, {float(bd.model_tflops_per_gpu[0]):,.0f} "
              f"model TFLOP/s/GPU (MFU {100 * float(bd.mfu[0]):.1f}% of the {lay.precision} dense peak, "
-             f"{float(bd.peak_tflops[0]):,.0f} TFLOP/s; {FLOPS_COUNTS[result.request.framework][0]}), "
+             f"{float(bd.peak_tflops[0]):,.0f} TFLOP/s; "
+             f"{flops_count_name(result.request.framework, result.request.torchtitan_version)}), "
              f"{float(result.headroom_bytes[0]) / 1e9:.0f} GB "
              f"of {float(bd.mem_capacity_bytes[0]) / 1e9:.0f} GB HBM free; best of {result.num_fit:,} fitting layouts "
              f"({result.num_enumerated:,} enumerated)."]

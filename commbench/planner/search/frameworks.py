@@ -46,6 +46,31 @@ from commbench.planner.models.spec import ModelSpec
 FRAMEWORKS = ("megatron", "torchtitan")
 DEFAULT_FRAMEWORK = "megatron"
 FRAMEWORK_VERSIONS = {"megatron": "Megatron-LM core_v0.16.1 (megatron-core 0.16.1)", "torchtitan": "torchtitan 0.3.0"}
+# The TorchTitan releases a plan's launch may target (--torchtitan-version: the short name -> the release)
+TORCHTITAN_VERSIONS = {"0.3": "0.3.0", "0.2": "0.2.2"}
+# torchtitan 0.2.2 torchtitan/config/job_config.py:652 ActivationCheckpoint.mode: Literal["selective", "full",
+# "memory_budget", "none"]; the layout's recompute values TorchTitan 0.2 has by name, which a 0.2 plan's TOML sets
+# ([activation_checkpoint] mode, emit/torchtitan.py), where 0.3.0's launch keeps its config function's
+AC_MODES_02 = ("none", "selective", "full")
+
+
+def flops_count_name(framework: str, torchtitan_version: str = "0.3") -> str:
+    """Whose model-FLOPs count a plan's model TFLOP/s and MFU are in (models/counts.FLOPS_COUNTS), naming the
+    TorchTitan release the plan targets: 0.2.2's get_nparams_and_flops counts as 0.3.0's does (torchtitan v0.2.2
+    models/utils.py:388-431 get_dense_model_nparams_and_flops, :434 get_moe_model_nparams_and_flops: 6 x the
+    non-embedding parameters a token uses + 6 x layers x heads x head_dims x seq_len)."""
+    from commbench.planner.models.counts import FLOPS_COUNTS
+    if framework == "torchtitan":
+        return f"TorchTitan {TORCHTITAN_VERSIONS[torchtitan_version]}'s count"
+    return FLOPS_COUNTS[framework][0]
+
+
+def framework_version(framework: str, torchtitan_version: str = "0.3") -> str:
+    """The release a plan's framework names, as its text says it: Megatron-LM core_v0.16.1, or the TorchTitan
+    release --torchtitan-version targets (a 0.2 plan's text said 'torchtitan 0.3.0')."""
+    if framework == "torchtitan":
+        return f"torchtitan {TORCHTITAN_VERSIONS[torchtitan_version]}"
+    return FRAMEWORK_VERSIONS[framework]
 
 # Activation checkpointing the TorchTitan 0.3.0 config functions set (torchtitan/models/*/config_registry.py:
 # llama3_8b SelectiveAC, llama3_70b/llama3_405b FullAC, qwen3_30b_a3b FullAC, deepseek_v3_671b SelectiveAC,
@@ -783,12 +808,17 @@ def titan_seq_len_limit(model: ModelSpec) -> int | None:
     return (titan_own_positions(model) or TORCHTITAN_MAX_SEQ_LEN.get(name)) if name else None
 
 
-def check_seq_len_runs(framework: str, model: ModelSpec, seq_len: int, release: str | None = None) -> None:
-    """TorchTitan 0.3.0 refuses a training.seq_len beyond its flavor's RoPE max_seq_len (DeepSeek-V3 671B: 16384)."""
-    limit = titan_seq_len_limit(model) if framework == "torchtitan" else None
+def check_seq_len_runs(framework: str, model: ModelSpec, seq_len: int, release: str | None = None,
+                       torchtitan_version: str = "0.3") -> None:
+    """TorchTitan 0.3.0 refuses a training.seq_len beyond its flavor's RoPE max_seq_len (DeepSeek-V3 671B: 16384).
+    TorchTitan 0.2.2 takes any: each model's update_from_config warns "Sequence length ... exceeds original maximum"
+    and sets max_seq_len = seq_len (torchtitan v0.2.2 models/llama3/model/args.py:49-55, qwen3/model/args.py:50-56,
+    deepseek_v3/model/args.py:87-93, gpt_oss/model/args.py:75-81), so a 0.2 plan has no such limit."""
+    limit = titan_seq_len_limit(model) if framework == "torchtitan" and torchtitan_version == "0.3" else None
     if limit is not None and seq_len > limit:
         raise CommbenchError(f"--seq-len={seq_len} is invalid with --framework torchtitan: {titan_limit_why(model)} and "
-                             f"TorchTitan 0.3.0 refuses a longer training.seq_len; plan with --seq-len <= {limit}"
+                             f"TorchTitan 0.3.0 refuses a longer training.seq_len; plan with --seq-len <= {limit}, "
+                             "with --torchtitan-version 0.2 (TorchTitan 0.2.2 sets its RoPE to training.seq_len)"
                              + ("" if megatron_unbuildable(model, release=release) else ", or with --framework megatron"))
 
 
@@ -1022,7 +1052,8 @@ def megatron_dropout_graph_refusal(model: ModelSpec, cuda_graph: object, recompu
 
 
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
-                   release: str | None = None, *, launch: bool = True) -> dict[str, object]:
+                   release: str | None = None, *, launch: bool = True,
+                   torchtitan_version: str = "0.3") -> dict[str, object]:
     """The user's pins plus what `framework` fixes; a pin the framework cannot run is refused by name,
     and so is a model the framework cannot build. `launch`: the pins are for the launch commbench emits, so what
     `release`'s Megatron-LM validate_args refuses of them is refused too (graph_recompute.release_graph_pin_refusal:
@@ -1037,7 +1068,8 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
                              f"{framework}: " + ("megatron-core 0.16.1 (the plans' Megatron-LM) has no fused_group_mlp "
                                                  "offload module and no --min-offloaded-tensor-size (both first in "
                                                  "megatron-core 0.19.0)" if framework != "torchtitan" else
-                                                 "TorchTitan 0.3.0 has no module-level activation offload")
+                                                 f"TorchTitan {TORCHTITAN_VERSIONS[torchtitan_version]} has no "
+                                                 "module-level activation offload")
                              + "; plan with fused_mlp_offload_min=0")
     if pins.get("fsdp_outer_optim") and framework == "torchtitan":
         raise CommbenchError("fsdp_outer_optim=true is invalid with --framework torchtitan: its HSDP replicates the "
@@ -1116,6 +1148,8 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
         fixed["pp"] = 1
     out = dict(pins)
     for key, value in fixed.items():
+        if key == "recompute" and torchtitan_version == "0.2" and out.get(key) in AC_MODES_02:
+            continue   # 0.2's TOML sets the mode pinned (AC_MODES_02); 0.3.0's launch keeps its config function's
         if key == "recompute" and key in out and out[key] != value:
             raise CommbenchError(titan_recompute_refusal(model, out[key], value))
         if key in out and out[key] != value:
@@ -1129,7 +1163,8 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
                              "the whole forward-backward (cuda_graph=full) or nothing")
     if int(out.get("recompute_layers", 0) or 0) > 0:   # the emitter refuses it (emit/torchtitan.py): not searched
         raise CommbenchError(f"recompute_layers={out['recompute_layers']} is invalid with --framework torchtitan: "
-                             f"TorchTitan 0.3.0 {TITAN_NO_RECOMPUTE_LAYERS}; plan with recompute_layers=0")
+                             f"TorchTitan {TORCHTITAN_VERSIONS[torchtitan_version]} {TITAN_NO_RECOMPUTE_LAYERS}; plan "
+                             "with recompute_layers=0")
     return out
 
 

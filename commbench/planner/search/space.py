@@ -30,6 +30,7 @@ import numpy as np
 
 from commbench.planner.search.frameworks import (DEFAULT_FRAMEWORK, check_framework, check_precision_runs, check_precision_tp,
                                                   check_seq_len_runs, check_window_seq_len, framework_pins,
+                                                  TORCHTITAN_VERSIONS,
                                                   graphs_allowed)
 from commbench.errors import CommbenchError, invalid
 from commbench.limits import MAX_LAYOUT_INT, MAX_MOE_IMBALANCE
@@ -83,6 +84,9 @@ class SearchRequest:
     #   rows): they ran through Megatron-Bridge's Python configs, not pretrain_gpt.py flags, so the loss is the one they
     #   ran (run_loss: Transformer Engine's) and every feature the release's recipes run is searched.
     target: str = "launch"
+    # the TorchTitan release a --framework torchtitan plan's launch targets (frameworks.TORCHTITAN_VERSIONS): a rule
+    # one release has and the other lacks (0.3.0's RoPE bound on training.seq_len) is that release's alone
+    torchtitan_version: str = "0.3"
 
     @property
     def loss(self) -> str:
@@ -134,8 +138,11 @@ class SearchRequest:
         if self.target not in TARGETS:
             raise invalid("target", self.target, "what the search plans: " + " or ".join(TARGETS)
                           + " (the launch commbench emits, or a published Megatron-Bridge run)")
+        if self.torchtitan_version not in TORCHTITAN_VERSIONS:
+            raise invalid("--torchtitan-version", self.torchtitan_version, f"one of {', '.join(TORCHTITAN_VERSIONS)}")
         object.__setattr__(self, "pins", framework_pins(self.framework, self.model, self.pins,
-                                                              release=self.software, launch=self.target == "launch"))
+                                                              release=self.software, launch=self.target == "launch",
+                                                              torchtitan_version=self.torchtitan_version))
         if self.framework == "megatron" and self.target == "launch":   # a pin whose flags the release cannot parse
             from commbench.planner.layout.release_flags import release_pin_flags_refusal
             refusal = release_pin_flags_refusal(self.model, self.software, self.pins, self.domain_size)
@@ -144,7 +151,8 @@ class SearchRequest:
         check_recompute_layers(self.model, self.pins, self.framework)
         check_precision_runs(self.framework, self.model, self.precision, self.software)
         check_precision_tp(self.framework, self.model, self.precision, self.pins)
-        check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len, self.software)
+        check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len, self.software,
+                           self.torchtitan_version)
         check_window_seq_len(self.model, self.seq_len or self.model.seq_len)
         if self.framework == "megatron":   # what the release's Megatron-LM cannot build (hybrid MoE before 26.02)
             from commbench.planner.layout.release_flags import check_model_in_release
