@@ -13,9 +13,14 @@ The plan's collectives, sized and priced as the step model does (planner/step/ev
   the scatter in the routing probabilities' dtype: the step model's, moe_comm.etp_combine_bytes);
 - TP: all-reduce of the layer activation (mbs x seq / cp x hidden x 2 B), or with sequence parallel its
   reduce-scatter (bf16) and all-gather (8-bit + scales in an 8-bit recipe, tp_comm.GATHER_BYTES);
-- DP: one gradient bucket (Megatron-LM's bucket, max(40M, 1M x DP*CP size) parameters (dp_sync.megatron_bucket_params;
-  the 40M floor is the calibration's dp_bucket_params) x 2 B, or the local params if fewer): reduce-scatter with the distributed optimizer, else all-reduce; dense params on the DP x CP groups,
-  expert params on the expert-DP groups; priced as dp_sync prices the step's (flat or two-stage across racks).
+- DP: each distinct gradient call Megatron-LM makes (megatron_grad_calls): the first stage's bucket, max(40M, 1M x
+  DP*CP size) parameters (dp_sync.megatron_bucket_params; the 40M floor is the calibration's dp_bucket_params), or the
+  local params if fewer, and with PP or VP > 1 the later stages' and chunks' whole buffer, x 2 B: reduce-scatter with
+  the distributed optimizer, else all-reduce; TorchTitan: one mean block's FSDP2 reduce-scatter at 4 B
+  (dp_sync.grad_bytes); dense params on the DP x CP groups, expert params on the expert-DP groups; priced as dp_sync
+  prices the step's (flat or two-stage across racks);
+- PP: one activation between adjacent stages, on the plan's PP pairs at its rank count (_pp_item).
+Not measured, said in one line: the CP exchange, TorchTitan's parameter all-gathers.
 Two predictions per collective, both from the plan's fabric and calibration: `predicted` at what was measured
 here (size, group size, scale-up domains the measured group spans), to set beside the measurement, and
 `plan predicted` at the plan's own size, group and racks, the figure the plan charges per call. Where this
