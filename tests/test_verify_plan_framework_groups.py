@@ -66,3 +66,20 @@ def test_a_cp_plan_says_its_cp_exchange_is_not_measured(tmp_path):
     doc = _doc(tmp_path, "tp=2,cp=2,pp=1,vp=1,mbs=1,gbs=64", model="llama3-8b")
     _, flags = plan_items(doc, 8, 1 << 20)
     assert any(f.startswith("CP: not measured") for f in flags)
+
+
+def test_an_odd_pp_says_its_pairs_are_not_the_plans(tmp_path):
+    doc = _doc(tmp_path, "tp=1,pp=3,vp=1,ep=2,etp=1,mbs=1,gbs=24", gpus=6)
+    items, flags = plan_items(doc, 6, 1 << 20)
+    (pp,) = [i for i in items if i.kind == "pp"]
+    assert pp.groups == ((0, 1), (2, 3), (4, 5))   # every rank in one pair: pp=3 has no perfect pairing of stages
+    assert any(f.startswith("PP send/recv: pp=3 is odd") and "[0, 2]" in f for f in flags)
+
+
+def test_vp_chunks_after_the_first_send_their_chunk_whole(tmp_path):
+    doc = _doc(tmp_path, "tp=2,pp=2,vp=2,ep=4,etp=1,mbs=1,gbs=64")
+    ctx = plan_context(doc)
+    pc = param_counts(ctx.model, vocab=step_vocab(ctx.model, 2, ctx.framework))
+    dense = [i for i in plan_items(doc, 8, 1 << 20)[0] if i.kind == "dp_cp"]
+    assert [i.plan_size_bytes for i in dense] == [40_000_000 * 2, int(round(pc.non_expert / 4 / 2 * 2))]
+    assert "first chunk" in dense[0].label and "chunks after the first" in dense[1].label
