@@ -53,7 +53,9 @@ def test_a_plan_with_pp_and_tp_lists_its_send_recv_beside_the_tp_collective(tmp_
     items, _ = plan_items(load_plan(str(folder / "plan.json")), 4, 1 << 20)
     pp = next(i for i in items if i.kind == "pp")
     assert pp.collective == "sendrecv" and pp.plan_size_bytes == 8192 * 4096 * 2 // 2   # scattered over TP (SP)
-    assert pp.groups == ((0, 1), (2, 3)) and pp.size_bytes == 1 << 20
+    # the plan's own PP pairs at its rank count: Megatron-Core's PP groups stride over a stage's 2 ranks (probe P7:
+    # they were the TP pairs (0, 1), (2, 3))
+    assert pp.groups == ((0, 2), (1, 3)) and pp.size_bytes == 1 << 20
     assert {i.kind for i in items} >= {"tp", "pp"}
 
 

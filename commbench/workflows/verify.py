@@ -13,9 +13,14 @@ The plan's collectives, sized and priced as the step model does (planner/step/ev
   the scatter in the routing probabilities' dtype: the step model's, moe_comm.etp_combine_bytes);
 - TP: all-reduce of the layer activation (mbs x seq / cp x hidden x 2 B), or with sequence parallel its
   reduce-scatter (bf16) and all-gather (8-bit + scales in an 8-bit recipe, tp_comm.GATHER_BYTES);
-- DP: one gradient bucket (Megatron-LM's bucket, max(40M, 1M x DP*CP size) parameters (dp_sync.megatron_bucket_params;
-  the 40M floor is the calibration's dp_bucket_params) x 2 B, or the local params if fewer): reduce-scatter with the distributed optimizer, else all-reduce; dense params on the DP x CP groups,
-  expert params on the expert-DP groups; priced as dp_sync prices the step's (flat or two-stage across racks).
+- DP: each distinct gradient call Megatron-LM makes (megatron_grad_calls): the first stage's bucket, max(40M, 1M x
+  DP*CP size) parameters (dp_sync.megatron_bucket_params; the 40M floor is the calibration's dp_bucket_params), or the
+  local params if fewer, and with PP or VP > 1 the later stages' and chunks' whole buffer, x 2 B: reduce-scatter with
+  the distributed optimizer, else all-reduce; TorchTitan: one mean block's FSDP2 reduce-scatter at 4 B
+  (dp_sync.grad_bytes); dense params on the DP x CP groups, expert params on the expert-DP groups; priced as dp_sync
+  prices the step's (flat or two-stage across racks);
+- PP: one activation between adjacent stages, on the plan's PP pairs at its rank count (_pp_item).
+Not measured, said in one line: the CP exchange, TorchTitan's parameter all-gathers.
 Two predictions per collective, both from the plan's fabric and calibration: `predicted` at what was measured
 here (size, group size, scale-up domains the measured group spans), to set beside the measurement, and
 `plan predicted` at the plan's own size, group and racks, the figure the plan charges per call. Where this
@@ -39,7 +44,7 @@ from commbench.planner.layout.spec import Layout, code_of
 from commbench.planner.models.counts import param_counts, step_vocab
 from commbench.planner.models.spec import ModelSpec
 from commbench.planner.step import moe_comm, tp_comm
-from commbench.planner.step.dp_sync import GRAD_BYTES, grad_sync_s, megatron_bucket_params
+from commbench.planner.step.dp_sync import GRAD_BYTES, grad_bytes, grad_sync_s, megatron_bucket_params
 from commbench.planner.step.terms import CALIBRATED, Calibration
 from commbench.units import format_size
 
@@ -415,24 +420,49 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
                                     plan_domains(lay.etp, lay.etp), scaled))
     pc = param_counts(model, vocab=step_vocab(model, lay.tp, ctx.framework))  # the embedding/output rows it builds
     what = "reduce-scatter" if lay.distributed_optimizer else "all-reduce"
+    collective = "reduce_scatter" if lay.distributed_optimizer else "all_reduce"
     stage_ranks = ctx.gpus // lay.pp   # the DP and expert-DP groups stride over one pipeline stage's ranks
-    for kind, label, local, group in (
-            ("dp_cp", f"DP grad bucket {what}", pc.non_expert / (lay.tp * lay.pp), lay.dp * lay.cp),
-            ("edp", f"DP expert grad bucket {what}", pc.expert / (lay.etp * lay.ep * lay.pp), lay.edp)):
+    titan = ctx.framework == "torchtitan"
+    replicas = lay.fsdp_replicas if lay.fsdp else 1
+    for kind, name, local, block, group in (
+            ("dp_cp", "DP", pc.non_expert / (lay.tp * lay.pp), (pc.non_expert - pc.embeddings) / lay.tp,
+             lay.dp * lay.cp),
+            ("edp", "DP expert", pc.expert / (lay.etp * lay.ep * lay.pp), pc.expert / (lay.etp * lay.ep), lay.edp)):
         if group <= 1 or local <= 0:
             continue
-        bucket = float(megatron_bucket_params(ctx.calibration, lay.dp * lay.cp))   # expert buffers: the same size
-        plan_bytes = int(min(bucket, local) * GRAD_BYTES)
         dp_domains = plan_domains(stage_ranks, group)
-        items.append(CommItem(label=label, kind=kind, collective="reduce_scatter" if lay.distributed_optimizer
-                              else "all_reduce", size_bytes=scaled(plan_bytes, label), plan_size_bytes=plan_bytes,
-                              groups=groups_of(kind, group, domains=dp_domains), plan_group_size=group,
-                              plan_domains=dp_domains))
+        if titan:   # FSDP2 wraps each TransformerBlock (a MoE block's experts on the expert mesh): one mean block's
+            # gradients (the embedding and output layer are units of their own), fp32, over the shard groups
+            shard = max(group // replicas, 1)
+            groups = groups_of(kind, group, domains=dp_domains)
+            if placement is not None and replicas > 1:   # dp_replicate outside dp_shard: each replica's chunk
+                groups = tuple(g[i:i + shard] for g in groups for i in range(0, len(g), shard))
+            elif replicas > 1:
+                groups = _scaled_on(topology, shard, nproc, plan_domains=plan_domains(stage_ranks, shard))
+            calls = [(f"{name} FSDP2 block grad reduce-scatter (fp32)", block / model.num_layers, shard)]
+            collective_of = "reduce_scatter"
+        else:
+            groups = groups_of(kind, group, domains=dp_domains)
+            calls = [(f"{name} {label} {what}", params, group) for label, params in megatron_grad_calls(ctx, local)]
+            collective_of = collective
+        for label, params, plan_group in calls:
+            plan_bytes = int(round(params * grad_bytes(ctx.framework)))
+            items.append(CommItem(label=label, kind=kind, collective=collective_of,
+                                  size_bytes=scaled(plan_bytes, label), plan_size_bytes=plan_bytes, groups=groups,
+                                  plan_group_size=plan_group, plan_domains=dp_domains))
+    if titan and any(i.kind in ("dp_cp", "edp") for i in items):
+        flags.append(titan_fsdp_flag(lay))
     if lay.pp > 1:
-        items.append(_pp_item(ctx, tokens_mb, scaled, topology, nproc))
-    if lay.fsdp:
+        items.append(_pp_item(ctx, tokens_mb, scaled, topology, nproc, placement, flags))
+    if lay.fsdp and not titan:
         flags.append("FSDP: the plan reduce-scatters and gathers per layer every micro-batch over its shard groups; "
                      "measured here as one gradient bucket over the whole DP group")
+    if lay.cp > 1:
+        exchange = ("TorchTitan's all-gathers of K,V and reduce-scatters of dK,dV" if titan else
+                    "the all-to-alls" if model.all_to_all_cp else "the K,V ring send/recv")
+        flags.append(f"CP: not measured: the plan prices the context-parallel exchange of every attention layer "
+                     f"(cp={lay.cp}: {exchange}; predicted.cp_total_s, step/cp_comm.py and evaluate.py); verify-plan "
+                     "runs no CP collective")
     def no_group(item: CommItem) -> str:
         return (f"no group of 2 to {item.plan_group_size} ranks (the plan's size"
                 f"{', dividing its ' + str(model.num_routed_experts) + ' experts' if item.kind == 'ep' else ''}"
@@ -450,21 +480,66 @@ def plan_items(doc: dict, nproc: int, max_bytes: int, ctx: PlanContext | None = 
     return kept, flags
 
 
-def _pp_item(ctx: PlanContext, tokens_mb: int, scaled, topology: Topology | None, nproc: int) -> CommItem:
+def _pp_item(ctx: PlanContext, tokens_mb: int, scaled, topology: Topology | None, nproc: int, placement,
+             flags: list[str]) -> CommItem:
     """The pipeline send/recv between neighbouring stages, as step/evaluate.py charges it: one activation of the
     micro-batch (tokens / CP, scattered over TP with sequence parallelism, ACT_BYTES each) exchanged by a pair of ranks
     (the sendrecv curve at group 2, 2 x VP calls a micro-batch), across the racks where a stage's TP x CP x DP ranks
-    fill a rack (evaluate's pp_dom). Measured on disjoint pairs of this run's ranks, all at once, spanning two racks
-    where the plan's pairs do and the run has them: the stages' own ranks are TP x CP x DP apart, and what the step
-    model prices is the pair."""
+    fill a rack (evaluate's pp_dom). At the plan's rank count (`placement`), on the framework's own pairs: adjacent
+    stages of each PP group (Megatron-Core's RankGenerator and TorchTitan's mesh put PP outermost, so a rank's
+    neighbour is TP x CP x DP ranks away: tp2 pp2 on 8 is [0,4] [1,5] [2,6] [3,7]), stages 0-1, 2-3, ... at once. An
+    odd PP cannot pair every rank with a neighbouring stage at once (every rank is in one group), so it (flagged) and
+    fewer ranks than the plan measure disjoint pairs of this run's ranks, spanning two racks where the plan's pairs
+    do and the run has them."""
     lay = ctx.layout
     plan_bytes = int(round(tokens_mb / (lay.cp * (lay.tp if lay.sequence_parallel else 1)) * ctx.model.hidden
                            * ACT_BYTES))
     domains = 2 if lay.tp * lay.cp * lay.dp >= ctx.per_rack else 1
     label = "PP send/recv"
+    if placement is not None and lay.pp % 2 == 0:
+        groups = tuple(sorted((g[s], g[s + 1]) for g in placement.groups["pp"] for s in range(0, lay.pp, 2)))
+    else:
+        groups = _scaled_on(topology, 2, nproc, plan_domains=domains)
+        if placement is not None:
+            flags.append(f"{label}: pp={lay.pp} is odd: not every rank has a neighbouring stage to pair with at once, "
+                         "so measured on pairs of consecutive ranks, not the plan's PP pairs "
+                         f"({', '.join(str(list(g[:2])) for g in placement.groups['pp'][:2])}, ...)")
     return CommItem(label=label, kind="pp", collective="sendrecv", size_bytes=scaled(plan_bytes, label),
-                    plan_size_bytes=plan_bytes, groups=_scaled_on(topology, 2, nproc, plan_domains=domains),
-                    plan_group_size=2, plan_domains=domains)
+                    plan_size_bytes=plan_bytes, groups=groups, plan_group_size=2, plan_domains=domains)
+
+
+def megatron_grad_calls(ctx: PlanContext, local: float) -> list[tuple[str, float]]:
+    """(label, parameters) of each distinct gradient reduce-scatter (all-reduce) Megatron-LM runs on a buffer of
+    `local` parameters per stage: the first pipeline stage's first model chunk in buckets of
+    megatron_bucket_params (the plan's calibrated floor), every other stage and chunk its chunk's whole buffer
+    (local / VP) in one call (distributed_data_parallel.py core_v0.16.1:96-102, `if disable_bucketing or pp_rank > 0:
+    self.bucket_size = None`, the same at core_v0.17.1 and core_v0.19.0; training.py core_v0.16.1:1337
+    `disable_bucketing=(model_chunk_idx > 0)`), and no buckets anywhere without --overlap-grad-reduce (training.py
+    core_v0.16.1: `if not ddp_config.overlap_grad_reduce: ddp_config.bucket_size = None`). `local` is the stage's mean
+    (the plan's parameters / PP), as the step model counts it."""
+    lay = ctx.layout
+    chunk = local / lay.vp
+    if not lay.dp_overlap:
+        return [("grad buffer (every stage: the whole buffer in one call, no --overlap-grad-reduce)", chunk)]
+    bucket = min(float(megatron_bucket_params(ctx.calibration, lay.dp * lay.cp)), chunk)
+    if lay.pp == 1 and lay.vp == 1:
+        return [("grad bucket", bucket)]
+    first = "first stage" + (", first chunk" if lay.vp > 1 else "")
+    rest = "stages after the first" + ("; chunks after the first" if lay.vp > 1 else "")
+    calls = [(f"grad bucket ({first})", bucket)]
+    if chunk > bucket:
+        calls.append((f"grad buffer ({rest}: the whole buffer in one call)", chunk))
+    return calls
+
+
+def titan_fsdp_flag(lay: Layout) -> str:
+    """What the TorchTitan DP rows measure and what they do not."""
+    when = ("once a step, at the last micro-batch (torch pipelining's set_requires_gradient_sync)" if lay.pp > 1
+            else "every micro-batch")
+    return (f"TorchTitan FSDP2: measured one mean TransformerBlock's (embedding and output layer aside) gradient "
+            f"reduce-scatter in fp32 (training.mixed_precision_reduce float32, TorchTitan 0.3.0 config/configs.py; "
+            f"dp_sync.grad_bytes) over the shard groups; it runs per block {when}; the parameter all-gathers"
+            f"{' and the replicas all-reduce' if lay.fsdp and lay.fsdp_replicas > 1 else ''} are not measured")
 
 
 def _ep_item(ctx: PlanContext, tokens_mb: int, max_bytes: int, groups, plan_dom: int, flags: list[str]) -> CommItem:
