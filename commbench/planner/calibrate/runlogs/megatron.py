@@ -11,8 +11,9 @@ from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _value,
                                                        _whole, cut_last_line)
 from commbench.planner.calibrate.runlogs.megatron_features import (check_fsdp_strategy, check_moe_capacity,
-                                                                   check_optimizer_instances, dispatcher, dp_overlap,
-                                                                   recompute_mode, recompute_priced_note)
+                                                                   check_cp_comm, check_optimizer_instances, dispatcher,
+                                                                   dp_overlap, flex_backend_of, recompute_mode,
+                                                                   recompute_priced_note)
 from commbench.planner.calibrate.runlogs.megatron_split import check_logged_split
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
                                                                   averages_the_first, capture_spikes, graph_impl,
@@ -359,6 +360,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     pipeline_layout, split_note = check_logged_split(log, args, model, pp=sizes["pipeline_model_parallel_size"],
                                     vp=sizes["virtual_pipeline_model_parallel_size"] or 1,
                                     tp=sizes["tensor_model_parallel_size"], without_mtp=mtp == "w/o MTP")
+    check_cp_comm(log, args, model, sizes["context_parallel_size"] or 1)
+    moe_dispatcher = dispatcher(log, args)
+    backend = flex_backend_of(args) if moe_dispatcher == "flex" else None
     recompute = recompute_mode(log, args)
     recompute_note = recompute_priced_note(args, model)
     check_moe_capacity(log, args, model)
@@ -384,6 +388,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                f"; {CUT_NOTE}" if cut_left_out else "") + ("; crashed" if traceback_after else ""), "measured": measured_text, "crashed": crash_text, "split": split_note, "left_out": left_out_text, "priced_as": recompute_note,
            "precision_as": precision_note, "release": "user",
            **({"pipeline_layout": pipeline_layout} if pipeline_layout else {}),
+           **({"flex_backend": backend} if backend else {}),
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
                       "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])
@@ -391,7 +396,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                       and args.get("recompute_num_layers") else 0,
                       "cpu_offload_layers": _whole(log, "cpu_offloading_num_layers", args["cpu_offloading_num_layers"])
                       if args.get("cpu_offloading") and args.get("cpu_offloading_num_layers") else 0,
-                      "dispatcher": dispatcher(log, args),
+                      "dispatcher": moe_dispatcher,
                       "moe_a2a_overlap": bool(args.get("overlap_moe_expert_parallel_comm")),
                       "tp_comm_overlap": bool(args.get("tp_comm_overlap")),
                       "dp_overlap": dp_overlap(log, args),
