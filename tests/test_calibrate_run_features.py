@@ -1,5 +1,5 @@
 """A calibration row (a Megatron-LM log or a JSON row) is read with the feature rules plan applies to a pinned layout
-(frameworks.megatron_hybrid_unrun, one rule for both): a feature the run's megatron-core ignores is priced as not run,
+(layout/hybrid_features.py megatron_hybrid_unrun, one rule for both): a feature the run's megatron-core ignores is priced as not run,
 with a note; one that stops the run before its first iteration is refused in one line (a log that cannot be real).
 A log's --cp-comm-type and flex dispatcher backend are read, never priced as the ring or another backend silently
 (found by outside probe P6: a hybrid log with --recompute-granularity full priced as recomputing, -27% -> -37%; an
@@ -23,7 +23,7 @@ HYBRID = "nemotron-3-nano-30b-a3b"
 def _hybrid_log(tmp_path, name="n.log", **args) -> str:
     path = tmp_path / name
     path.write_text(megatron_log(base=HYBRID_ARGS, gbs=128, iterations=8, first_ms=9000.0, steady_ms=5125.0,
-                                 flop_per_gpu_step=None, **args))
+                                 flop_per_gpu_step=None, **{"log_interval": "1", **args}))
     return str(path)
 
 
@@ -110,3 +110,26 @@ def test_the_logged_backend_is_kept_and_said(tmp_path):
     run = load_runs([_qwen_log(tmp_path, **FLEX)], model="qwen3-30b-a3b", system="h100-hgx", software="26.04")[0]
     assert run.row["flex_backend"] == "deepep"
     assert "flex dispatcher on deepep" in run.layout_note and "DeepEP and HybridEP alike" in run.layout_note
+
+
+def test_per_rank_log_files_are_told_to_be_concatenated(tmp_path):
+    # Megatron-LM prints the block on rank 0 (arguments.py _print_args) and the iteration lines on the last rank
+    whole = megatron_log().splitlines(keepends=True)
+    end = next(i for i, line in enumerate(whole) if "end of arguments" in line) + 1
+    (tmp_path / "rank0.log").write_text("".join(whole[:end]))
+    (tmp_path / "rank15.log").write_text("".join(whole[end:]))
+    for name in ("rank0.log", "rank15.log"):
+        result = _calibrate(str(tmp_path / name), "--model", "qwen3-30b-a3b", "--system", "h100-hgx")
+        assert result.exit_code == 2, result.output
+        assert "concatenate the rank-0 and last-rank logs into one file" in result.output
+    assert "a Megatron-Bridge log (which prints its config, not this block) is not read: give its run as a JSON " \
+           "row" in result.output
+
+
+def test_iteration_lines_spaced_otherwise_than_log_interval_are_noted(tmp_path):
+    from commbench.planner.calibrate.runlogs import read_runs_noted
+    _, notes = read_runs_noted(_qwen_log(tmp_path, log_interval="10"), model="qwen3-30b-a3b", gpu="h100-hgx")
+    assert any("iteration lines 1 iteration(s) apart, though the arguments block's log_interval is 10" in n
+               for n in notes)
+    _, notes = read_runs_noted(_qwen_log(tmp_path), model="qwen3-30b-a3b", gpu="h100-hgx")
+    assert not any("apart" in n for n in notes)

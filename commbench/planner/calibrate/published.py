@@ -873,10 +873,10 @@ def row_release(row: dict[str, Any]) -> str | None:
 
 def hybrid_run_features(row: dict[str, Any], model: ModelSpec, flags: dict[str, Any], ep: int) -> tuple[str, str]:
     """(refusal, note) for a Megatron-LM row of a hybrid (MambaModel) model, by the rule plan refuses pins with
-    (frameworks.megatron_hybrid_unrun): a feature its megatron-core cannot run (the run stops before its first
+    (layout/hybrid_features.py megatron_hybrid_unrun): a feature its megatron-core cannot run (the run stops before its first
     iteration) is the refusal, naming the field, the release and the source; one it ignores is priced as the run ran
     it (`flags` updated in place) and the note says so. ('', '') for any other row."""
-    from commbench.planner.search.frameworks import megatron_hybrid_unrun
+    from commbench.planner.layout.hybrid_features import megatron_hybrid_unrun
     if step_framework(row) != "megatron" or not model.is_hybrid:
         return "", ""
     release = row_release(row)

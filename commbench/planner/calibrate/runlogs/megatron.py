@@ -40,6 +40,11 @@ MEGATRON_SKIPPED = re.compile(r"number of (?:skipped|nan) iterations:\s*(\d+)")
 # iteration line, the run crashed (no "[after training is done]")
 TRACEBACK = re.compile(r"^Traceback \(most recent call last\):")
 EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b.*")
+# Megatron-LM prints the arguments block on rank 0 only (core_v0.16.1 arguments.py:1288-1291 _print_args, is_rank0)
+# and the iteration lines on the last rank only (training.py:2088 print_rank_last): a launcher writing one file per
+# rank splits them
+PER_RANK_LOGS = ("Megatron-LM prints the arguments block on rank 0 and the iteration lines on the last rank: with one "
+                 "log file per rank, concatenate the rank-0 and last-rank logs into one file and give that")
 # A median of fewer lines than this cannot set a slow one aside: said with the measured figure
 FEW_STEADY_LINES = 3
 MEGATRON_HEALTH = re.compile(r"\|\s*([^|:]*?(?:loss|grad norm)):\s*([^\s|]+)")
@@ -257,7 +262,10 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                              "the log without that prefix")
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
-                             "'---- end of arguments ----'); run with the default argument printing on")
+                             "'---- end of arguments ----'); run with the default argument printing on"
+                             + (f"; it has {len(lines)} iteration line(s): {PER_RANK_LOGS}; a Megatron-Bridge log "
+                                "(which prints its config, not this block) is not read: give its run as a JSON row "
+                                "(README, calibrate's runs files)" if lines else ""))
     for number, other in enumerate(blocks[1:], start=2):
         differ = next((k for k in MEGATRON_RUN_ARGS if args.get(k) != other.get(k)), None)
         if differ:  # two runs' lines in one file: the median would mix their iterations
@@ -271,11 +279,13 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         raise CommbenchError(f"Megatron-LM log {source!r}: the arguments block lacks {', '.join(missing)}")
     check_logged_model(log, args, model)
     if not lines:
-        raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
+        raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines; "
+                             f"{PER_RANK_LOGS}")
     # the first iteration after each start (arguments block: a resumed run starts again) is warm-up, and with CUDA
     # graphs the warm-up and capture iterations after it (megatron_warmup.py)
     warmup, graph_why = warmup_iterations(args, log)
     log_interval = _whole(log, "log_interval", args["log_interval"]) if args.get("log_interval") is not None else 1
+    spacing = _spacing_note(lines, log_interval)
     steady_lines, graph_lines, spikes, first_averaged = [], 0, [], []
     for start in dict.fromkeys(x[0] for x in lines):
         ours = [x for x in lines if x[0] == start]
@@ -330,7 +340,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                                  f"than global_batch_size={full_batch}) left out"] if ramp else [])
                                + ([f"{len(steady_lines) - len(healthy)} iteration line(s) counting skipped or NaN "
                                  f"iterations, or with a {NAN_FIGURES}, left out"] if len(healthy) < len(steady_lines) else [])
-                               + ([CUT_NOTE] if cut_left_out else []))
+                               + ([CUT_NOTE] if cut_left_out else []) + ([spacing] if spacing else []))
     numbers = [x[5] for x in healthy if x[5] is not None]
     measured_text = (f"measured: the median of {len(healthy)} of its {len(lines)} iteration lines"
                      + ((f" (iterations {min(numbers)}-{max(numbers)})" if min(numbers) < max(numbers)
@@ -406,6 +416,22 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                       "fp8_attention": bool(args.get("fp8_dot_product_attention")),
                       "fused_moe": bool(args.get("moe_permute_fusion")) and bool(args.get("moe_grouped_gemm"))}}
     return row
+
+
+def _spacing_note(lines: list[tuple], log_interval: int) -> str:
+    """A note where the iteration lines of one start stand other than log_interval apart (training_log prints every
+    log_interval-th iteration, core_v0.16.1 training.py: `if iteration % args.log_interval == 0`): lines cut out or
+    joined from another run, or another interval than the block says; the warm-up is counted with the block's."""
+    gaps = {}
+    for (start, *_, number), (other, *_, after) in zip(lines, lines[1:]):
+        if start == other and number is not None and after is not None and number >= log_interval:
+            gaps[after - number] = gaps.get(after - number, 0) + 1
+    off = sorted(g for g in gaps if g != log_interval)
+    if not off:
+        return ""
+    return (f"iteration lines {', '.join(map(str, off))} iteration(s) apart, though the arguments block's log_interval "
+            f"is {log_interval} (Megatron-LM prints every log_interval-th iteration): lines left out of the log, or "
+            "another interval; the warm-up is counted with log_interval")
 
 
 def _graph_modules(graph: str, scope) -> str:
