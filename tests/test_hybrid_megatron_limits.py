@@ -63,10 +63,11 @@ def test_a_hybrid_plan_never_charges_full_recompute():
 
 
 @pytest.mark.parametrize("pin, said", [("moe_a2a_overlap=true", "moe_a2a_overlap=True is invalid for "
-                                        f"{HYBRID} with --framework megatron: megatron-core 0.16.1 runs "
+                                        f"{HYBRID} with --framework megatron: megatron-core runs "
                                         "--overlap-moe-expert-parallel-comm only for a GPTModel"),
                                        ("recompute=full", f"recompute='full' is invalid for {HYBRID} with --framework "
-                                        "megatron: megatron-core 0.16.1's MambaStack does no activation checkpointing"),
+                                        "megatron: megatron-core's MambaStack does no activation checkpointing through "
+                                        "0.17.1"),
                                        ("recompute=full,recompute_layers=2", "recompute='full' is invalid"),
                                        # the step model charged 4 layers' activations to host memory (69 GB free
                                        # against 64 without the pin) that MambaStack never offloads

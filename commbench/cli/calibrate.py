@@ -93,6 +93,9 @@ def load_runs(paths: list[str], *, model=None, system=None, gpus=None, software=
     if not rows:
         raise CommbenchError("no runs in " + ", ".join(paths))
     runs = published_runs(tuple(rows), tuple(places))
+    impossible = next((r for r in runs if r.cannot_have_run), None)
+    if impossible:   # features its release cannot run: not a run to list as unmodelled, a row that cannot be real
+        raise CommbenchError(f"{impossible.where}: {impossible.skip_reason}")
     _warn_repeats_disagree(runs)
     if all(r.layout is None for r in runs):
         r = runs[0]

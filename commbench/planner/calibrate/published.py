@@ -310,6 +310,7 @@ class PublishedRun:
     skip_reason: str = ""
     layout_note: str = ""     # where the modelled layout departs from the row as published, and why
     where: str = ""           # the row's place: "FILE row N" for a user's runs file, "row N" otherwise
+    cannot_have_run: bool = False   # its features stop its release's Megatron-LM before training (skip_reason says)
 
     @property
     def label(self) -> str:
@@ -407,6 +408,7 @@ MAX_SIZE = 1 << 31   # any integer of a run (gbs, seq_len, recompute_layers, ...
 READ_KEYS = frozenset((*REQUIRED_FIELDS, "cp", "vp", "ep", "etp", "precision", "release", "software",
                        "tokens_per_s_per_gpu",
                        "tflops_per_gpu", "notes", "source", "recipe", "framework", "fsdp", "pipeline_layout",
+                       "flex_backend",
                        *RECIPE_FIELDS))
 
 
@@ -526,6 +528,7 @@ def check_row(row: dict[str, Any], where: str) -> None:
                              f"{ALLOWED_PRECISIONS}") from None
     _check_gpu_runs(row, where)
     _check_release_runs(row, where)
+    _check_flex_backend(row, where)
     recipe = row.get("recipe")
     if recipe is not None and not isinstance(recipe, dict):
         raise CommbenchError(f"{where}: field 'recipe' = {recipe!r}; allowed: an object of {', '.join(RECIPE_FIELDS)}")
@@ -533,6 +536,31 @@ def check_row(row: dict[str, Any], where: str) -> None:
         Layout(**recipe_flags(row, "", ""))
     except CommbenchError as exc:
         raise CommbenchError(f"{where}: {exc}") from None
+
+
+def _check_flex_backend(row: dict[str, Any], where: str) -> None:
+    """A row's flex dispatcher backend ("flex_backend", a log's --moe-flex-dispatcher-backend): one of the two, and one
+    its release (a log's --software, else "release") has (recipes.flex_backend_refusal); refused in one line."""
+    from commbench.errors import CommbenchError
+    from commbench.planner.layout.recipes import FLEX_BACKENDS, flex_backend_refusal
+    backend = row.get("flex_backend")
+    if backend is None:
+        return
+    if backend not in FLEX_BACKENDS:
+        raise CommbenchError(f"{where}: field 'flex_backend' = {backend!r}; allowed: {', '.join(FLEX_BACKENDS)} (the "
+                             "flex dispatcher's --moe-flex-dispatcher-backend)")
+    release = row_release(row)
+    why = flex_backend_refusal(backend, release)
+    if why:
+        said = "--software" if row.get("software") else "field 'release'"
+        raise CommbenchError(f"{where}: field 'flex_backend' = {backend!r} at {said} {release}: {why}, so the run "
+                             "cannot have run there; give the release it ran under")
+
+
+# The step model has one price for the flex dispatcher (step/moe_comm.py, kernels.dispatcher_sm_fraction): DeepEP's
+# and HybridEP's kernels alike
+FLEX_BACKEND_NOTE = ("flex dispatcher on {backend} (as the row states): the step model prices DeepEP and HybridEP "
+                     "alike, one flex dispatcher price")
 
 
 def row_model(row: dict[str, Any], model: ModelSpec) -> ModelSpec:
@@ -803,6 +831,11 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
             flags.update(fsdp=True, distributed_optimizer=True, fsdp_replicas=_dp_of(r) // fsdp_of(r))
         elif fsdp_of_recipe := recipe_fsdp(r, preset, recipes_of):   # no FSDP field: the release recipe's, sizes alike
             flags.update(fsdp_of_recipe)
+        unrun, hybrid_note = hybrid_run_features(r, model, flags, int(r.get("ep") or 1))
+        if unrun:   # a run its megatron-core cannot have run: refused by load_runs, listed as not modelled here
+            out.append(PublishedRun(index=i, row=published, model=None, preset=preset, layout=None, skip_reason=unrun,
+                                    where=places[i], cannot_have_run=True))
+            continue
         fixed = recipe_mbs_if_row_contradicts(r, preset, recipes_of)
         layout = Layout(tp=tp, pp=pp, vp=int(r.get("vp") or 1), ep=int(r.get("ep") or 1),
                         etp=int(r["etp"]) if r.get("etp") else 1, cp=cp,
@@ -821,10 +854,54 @@ def published_runs(rows: tuple[dict[str, Any], ...] | None = None,
         same = (f"{name} has {recipes_of}'s architecture: {recipes_of}'s recipes are read, as plan reads them"
                 if recipes_of != model.name else "")
         notes = (same, precision_note(r.get("precision")), resized[2] if resized else "", fixed[1] if fixed else "",
-                 stood_in, assumed)
+                 stood_in, assumed, hybrid_note,
+                 FLEX_BACKEND_NOTE.format(backend=r["flex_backend"]) if r.get("flex_backend") else "")
         out.append(PublishedRun(index=i, row=published, model=model, preset=preset, layout=layout,
                                 layout_note="; ".join(n for n in notes if n), where=places[i]))
     return out
+
+
+def row_release(row: dict[str, Any]) -> str | None:
+    """The NeMo release a row's run ran under: a log's --software (its row's "software"), else its "release";
+    None for "user" or none."""
+    for key in ("software", "release"):
+        value = row.get(key)
+        if isinstance(value, str) and value.strip() not in ("", "user"):
+            return value
+    return None
+
+
+def hybrid_run_features(row: dict[str, Any], model: ModelSpec, flags: dict[str, Any], ep: int) -> tuple[str, str]:
+    """(refusal, note) for a Megatron-LM row of a hybrid (MambaModel) model, by the rule plan refuses pins with
+    (layout/hybrid_features.py megatron_hybrid_unrun): a feature its megatron-core cannot run (the run stops before its first
+    iteration) is the refusal, naming the field, the release and the source; one it ignores is priced as the run ran
+    it (`flags` updated in place) and the note says so. ('', '') for any other row."""
+    from commbench.planner.layout.hybrid_features import megatron_hybrid_unrun
+    if step_framework(row) != "megatron" or not model.is_hybrid:
+        return "", ""
+    release = row_release(row)
+    core = _core_of(release)
+    unrun = megatron_hybrid_unrun(model, {**flags, "ep": ep}, core)
+    ran = f"megatron-core {core[0]}.{core[1]} (NeMo {release})" if core else \
+        "Megatron-LM core_v0.16.1 (the plans' release; the row names none)"
+    fails = [u for u in unrun if u.kind == "fails"]
+    if fails:
+        return (f"{fails[0].what} (--overlap-moe-expert-parallel-comm) on {model.name}, a hybrid "
+                f"(MambaModel) model, under {ran}: {fails[0].why}; the run stops before its first iteration, so "
+                "this row cannot be a run's: give the run's own arguments (without that flag)"), ""
+    for u in unrun:
+        flags.update(u.ran)
+    return "", "; ".join(f"{u.what} priced as not run ({', '.join(f'{k}={v!r}' for k, v in u.ran.items())}): "
+                         f"under {ran}, {u.why}" for u in unrun)
+
+
+def _core_of(release: str | None) -> tuple[int, int] | None:
+    """(MAJOR, MINOR) of the megatron-core `release` runs (recipes.json; its stand-in's for one the table lacks)."""
+    from commbench.planner.layout.recipes import core_version, resolve_release
+    if release is None:
+        return None
+    stand, _ = resolve_release(release)
+    return core_version(stand) if stand is not None else None
 
 
 def flags_assumed(row: dict[str, Any], preset: str, model_name: str, mbs: int | None = None) -> str:

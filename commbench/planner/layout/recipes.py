@@ -441,6 +441,27 @@ def tp_overlap_unrun(precision: str) -> bool:
 CONTAINERS_WITHOUT_DEEPEP = frozenset({"26.02"})
 
 
+FLEX_BACKENDS = ("deepep", "hybridep")
+
+
+def flex_backend_refusal(backend: str, release: str | None) -> str | None:
+    """Why a run of the flex dispatcher on `backend` cannot have run at NeMo `release` (None: the plans' core_v0.16.1,
+    which takes both), in words; None where it can: its container has the backend (CONTAINERS_WITHOUT_DEEPEP) and its
+    Megatron-LM parse_args takes the flag in some spelling (release_flags.release_takes: 25.09 has no HybridEP)."""
+    from commbench.planner.layout.release_flags import release_takes
+    if release is None:
+        return None
+    release = normalised_release(release)
+    stand = resolve_release(release)[0] or release
+    if backend == "deepep" and (release in CONTAINERS_WITHOUT_DEEPEP or stand in CONTAINERS_WITHOUT_DEEPEP):
+        return (f"the NeMo {release} container has no DeepEP (Megatron-Bridge docs/releases/known-issues.md, v0.4.0: "
+                "\"DeepEP is not supported in the current NeMo framework 26.02 container\")")
+    if stand in releases() and not release_takes(["--moe-token-dispatcher-type", "flex",
+                                                  "--moe-flex-dispatcher-backend", backend], stand):
+        return f"NeMo {release}'s Megatron-LM takes no --moe-flex-dispatcher-backend {backend} in any spelling"
+    return None
+
+
 def flex_backend(domain_size: int, release: str | None = None, gpu: str | None = None) -> str:
     """Megatron's --moe-flex-dispatcher-backend for the flex dispatcher: HybridEP on NVL72 racks (DeepEP runs
     only on Ampere, Hopper, B200 and B300: Megatron-Bridge src/megatron/bridge/training/

@@ -40,6 +40,8 @@ import numpy as np
 from commbench.errors import CommbenchError
 from commbench.planner.layout.release_flags import (MEGATRON_LM_RELEASE, core_key, megatron_release_name,  # noqa: F401
                                                    release_core_at_least)
+# what Megatron-LM runs of a feature on a hybrid (MambaModel) model: one rule for plan's pins (below) and calibration rows
+from commbench.planner.layout.hybrid_features import megatron_hybrid_unrun
 from commbench.planner.layout.spec import CODE_FIELDS
 from commbench.planner.models.spec import ModelSpec
 
@@ -963,29 +965,6 @@ def megatron_graph_scope_refusal(model: ModelSpec, scope: object) -> str | None:
             + (" (moe_preprocess only with moe_router)" if model.is_moe else ""))
 
 
-# A hybrid model (a layer pattern) is MambaModel under Megatron-LM core_v0.16.1 (pretrain_mamba.py, emit/hybrid.py).
-# --overlap-moe-expert-parallel-comm runs the combined 1F1B schedule (schedules.py forward_backward_no_pipelining /
-# the interleaved schedule -> combined_1f1b.py combined_forward_backward_step), which looks up the model's
-# build_schedule_plan (only GPTModel has one: "only GPTModel is supported for EP A2A overlapping") and calls
-# forward_step(..., return_schedule_plan=True), which pretrain_mamba.py's forward_step does not take.
-MEGATRON_HYBRID_NO_A2A_OVERLAP = ("megatron-core 0.16.1 runs --overlap-moe-expert-parallel-comm only for a GPTModel (the "
-                                  "combined 1F1B schedule calls build_schedule_plan; pretrain_mamba.py's MambaModel has "
-                                  "none)")
-# megatron-core 0.16.1 checkpoints whole layers only in TransformerBlock._checkpointed_forward (transformer_block.py,
-# recompute_granularity 'full') and the MTP block; MambaStack.forward (ssm/mamba_block.py) is a plain loop over its
-# layers, so --recompute-granularity full keeps every activation of a hybrid model.
-MEGATRON_HYBRID_NO_FULL_RECOMPUTE = ("megatron-core 0.16.1's MambaStack does no activation checkpointing (only "
-                                     "TransformerBlock runs recompute_granularity 'full'), so a hybrid model keeps "
-                                     "every activation")
-# megatron-core 0.16.1 offloads activations (--cpu-offloading-num-layers) only inside TransformerBlock: its __init__
-# creates the offload context and sets config._cpu_offloading_context (transformer_block.py:303-323), inside which
-# the tensor-parallel layers offload (tensor_parallel/layers.py:1013, 1265). MambaStack (ssm/mamba_block.py) has no
-# offload code and its forward is a plain loop over its layers (mamba_block.py:319-341): validate_args accepts the
-# flag and a hybrid model offloads nothing (found by an outside probe).
-MEGATRON_HYBRID_NO_OFFLOAD = ("megatron-core 0.16.1's MambaStack offloads no activations (only TransformerBlock "
-                              "creates the CPU offloading context), so a hybrid model keeps every activation on the GPU")
-
-
 def megatron_runs_on_hybrid(framework: str, model: ModelSpec) -> dict[str, bool]:
     """What the framework runs for this model that it does not for every model: {'moe_a2a_overlap': ...,
     'full_recompute': ..., 'cpu_offload': ...}; all False for a hybrid (MambaModel) model under Megatron-LM
@@ -995,20 +974,17 @@ def megatron_runs_on_hybrid(framework: str, model: ModelSpec) -> dict[str, bool]
 
 
 def megatron_hybrid_refusal(model: ModelSpec, pins: dict[str, object]) -> str | None:
-    """A pin Megatron-LM core_v0.16.1 cannot run on a hybrid (MambaModel) model, in one line; None otherwise."""
-    if not model.is_hybrid:
+    """A pin Megatron-LM core_v0.16.1 cannot run on a hybrid (MambaModel) model, in one line; None otherwise: the
+    first of megatron_hybrid_unrun's, failing or ignored alike (a launch of an ignored flag is not what it says)."""
+    unrun = megatron_hybrid_unrun(model, {**pins, "ep": 2})   # a pin of the overlap is refused at any ep
+    if not unrun:
         return None
-    if pins.get("moe_a2a_overlap"):
-        return (f"moe_a2a_overlap=True is invalid for {model.name} with --framework megatron: "
-                f"{MEGATRON_HYBRID_NO_A2A_OVERLAP}; pin moe_a2a_overlap=false or leave it out")
-    if pins.get("recompute") == "full" or int(pins.get("recompute_layers", 0) or 0) > 0:
-        what = f"recompute_layers={pins['recompute_layers']}" if pins.get("recompute") != "full" else "recompute='full'"
-        return (f"{what} is invalid for {model.name} with --framework megatron: {MEGATRON_HYBRID_NO_FULL_RECOMPUTE}; "
-                "pin recompute none or selective" + (", moe_act" if model.is_moe else ""))
-    if int(pins.get("cpu_offload_layers", 0) or 0) > 0:
-        return (f"cpu_offload_layers={pins['cpu_offload_layers']} is invalid for {model.name} with --framework megatron: "
-                f"{MEGATRON_HYBRID_NO_OFFLOAD}; pin cpu_offload_layers=0 or leave it out")
-    return None
+    first = unrun[0]
+    instead = {"moe_a2a_overlap=True": "pin moe_a2a_overlap=false or leave it out",
+               "cpu_offload": "pin cpu_offload_layers=0 or leave it out"}
+    advice = instead.get(first.what) or (instead["cpu_offload"] if first.what.startswith("cpu_offload") else
+                                         "pin recompute none or selective" + (", moe_act" if model.is_moe else ""))
+    return f"{first.what} is invalid for {model.name} with --framework megatron: {first.why}; {advice}"
 
 
 # Why TorchTitan runs no recompute_layers (its activation checkpointing has no count per model chunk)

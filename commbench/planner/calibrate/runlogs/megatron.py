@@ -11,8 +11,9 @@ from commbench.errors import CommbenchError
 from commbench.planner.calibrate.runlogs.common import (ANSI, CUT_NOTE, LAUNCHER_LABEL, _finite, _positive, _value,
                                                        _whole, cut_last_line)
 from commbench.planner.calibrate.runlogs.megatron_features import (check_fsdp_strategy, check_moe_capacity,
-                                                                   check_optimizer_instances, dispatcher, dp_overlap,
-                                                                   recompute_mode, recompute_priced_note)
+                                                                   check_cp_comm, check_optimizer_instances, dispatcher,
+                                                                   dp_overlap, flex_backend_of, recompute_mode,
+                                                                   recompute_priced_note)
 from commbench.planner.calibrate.runlogs.megatron_split import check_logged_split
 from commbench.planner.calibrate.runlogs.megatron_warmup import (GRAPH_ARGS, MEGATRON_LOADED_AT, SPIKE_TIME_RATIO,
                                                                   averages_the_first, capture_spikes, graph_impl,
@@ -39,6 +40,11 @@ MEGATRON_SKIPPED = re.compile(r"number of (?:skipped|nan) iterations:\s*(\d+)")
 # iteration line, the run crashed (no "[after training is done]")
 TRACEBACK = re.compile(r"^Traceback \(most recent call last\):")
 EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b.*")
+# Megatron-LM prints the arguments block on rank 0 only (core_v0.16.1 arguments.py:1288-1291 _print_args, is_rank0)
+# and the iteration lines on the last rank only (training.py:2088 print_rank_last): a launcher writing one file per
+# rank splits them
+PER_RANK_LOGS = ("Megatron-LM prints the arguments block on rank 0 and the iteration lines on the last rank: with one "
+                 "log file per rank, concatenate the rank-0 and last-rank logs into one file and give that")
 # A median of fewer lines than this cannot set a slow one aside: said with the measured figure
 FEW_STEADY_LINES = 3
 MEGATRON_HEALTH = re.compile(r"\|\s*([^|:]*?(?:loss|grad norm)):\s*([^\s|]+)")
@@ -256,7 +262,10 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                              "the log without that prefix")
     if not args:
         raise CommbenchError(f"Megatron-LM log {source!r}: no arguments block ('---- arguments ----' ... "
-                             "'---- end of arguments ----'); run with the default argument printing on")
+                             "'---- end of arguments ----'); run with the default argument printing on"
+                             + (f"; it has {len(lines)} iteration line(s): {PER_RANK_LOGS}; a Megatron-Bridge log "
+                                "(which prints its config, not this block) is not read: give its run as a JSON row "
+                                "(README, calibrate's runs files)" if lines else ""))
     for number, other in enumerate(blocks[1:], start=2):
         differ = next((k for k in MEGATRON_RUN_ARGS if args.get(k) != other.get(k)), None)
         if differ:  # two runs' lines in one file: the median would mix their iterations
@@ -270,11 +279,13 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
         raise CommbenchError(f"Megatron-LM log {source!r}: the arguments block lacks {', '.join(missing)}")
     check_logged_model(log, args, model)
     if not lines:
-        raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines")
+        raise CommbenchError(f"Megatron-LM log {source!r}: no 'elapsed time per iteration (ms)' lines; "
+                             f"{PER_RANK_LOGS}")
     # the first iteration after each start (arguments block: a resumed run starts again) is warm-up, and with CUDA
     # graphs the warm-up and capture iterations after it (megatron_warmup.py)
     warmup, graph_why = warmup_iterations(args, log)
     log_interval = _whole(log, "log_interval", args["log_interval"]) if args.get("log_interval") is not None else 1
+    spacing = _spacing_note(lines, log_interval)
     steady_lines, graph_lines, spikes, first_averaged = [], 0, [], []
     for start in dict.fromkeys(x[0] for x in lines):
         ours = [x for x in lines if x[0] == start]
@@ -329,7 +340,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                                  f"than global_batch_size={full_batch}) left out"] if ramp else [])
                                + ([f"{len(steady_lines) - len(healthy)} iteration line(s) counting skipped or NaN "
                                  f"iterations, or with a {NAN_FIGURES}, left out"] if len(healthy) < len(steady_lines) else [])
-                               + ([CUT_NOTE] if cut_left_out else []))
+                               + ([CUT_NOTE] if cut_left_out else []) + ([spacing] if spacing else []))
     numbers = [x[5] for x in healthy if x[5] is not None]
     measured_text = (f"measured: the median of {len(healthy)} of its {len(lines)} iteration lines"
                      + ((f" (iterations {min(numbers)}-{max(numbers)})" if min(numbers) < max(numbers)
@@ -359,6 +370,9 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
     pipeline_layout, split_note = check_logged_split(log, args, model, pp=sizes["pipeline_model_parallel_size"],
                                     vp=sizes["virtual_pipeline_model_parallel_size"] or 1,
                                     tp=sizes["tensor_model_parallel_size"], without_mtp=mtp == "w/o MTP")
+    check_cp_comm(log, args, model, sizes["context_parallel_size"] or 1)
+    moe_dispatcher = dispatcher(log, args)
+    backend = flex_backend_of(args) if moe_dispatcher == "flex" else None
     recompute = recompute_mode(log, args)
     recompute_note = recompute_priced_note(args, model)
     check_moe_capacity(log, args, model)
@@ -384,6 +398,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                f"; {CUT_NOTE}" if cut_left_out else "") + ("; crashed" if traceback_after else ""), "measured": measured_text, "crashed": crash_text, "split": split_note, "left_out": left_out_text, "priced_as": recompute_note,
            "precision_as": precision_note, "release": "user",
            **({"pipeline_layout": pipeline_layout} if pipeline_layout else {}),
+           **({"flex_backend": backend} if backend else {}),
            "recipe": {"recompute": recompute,
                       # block recompute: that many layers of each model chunk (recompute_layers); uniform: every layer
                       "recompute_layers": _whole(log, "recompute_num_layers", args["recompute_num_layers"])
@@ -391,7 +406,7 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                       and args.get("recompute_num_layers") else 0,
                       "cpu_offload_layers": _whole(log, "cpu_offloading_num_layers", args["cpu_offloading_num_layers"])
                       if args.get("cpu_offloading") and args.get("cpu_offloading_num_layers") else 0,
-                      "dispatcher": dispatcher(log, args),
+                      "dispatcher": moe_dispatcher,
                       "moe_a2a_overlap": bool(args.get("overlap_moe_expert_parallel_comm")),
                       "tp_comm_overlap": bool(args.get("tp_comm_overlap")),
                       "dp_overlap": dp_overlap(log, args),
@@ -401,6 +416,22 @@ def parse_megatron_log(text: str, *, source: str, model: str, gpu: str, num_gpus
                       "fp8_attention": bool(args.get("fp8_dot_product_attention")),
                       "fused_moe": bool(args.get("moe_permute_fusion")) and bool(args.get("moe_grouped_gemm"))}}
     return row
+
+
+def _spacing_note(lines: list[tuple], log_interval: int) -> str:
+    """A note where the iteration lines of one start stand other than log_interval apart (training_log prints every
+    log_interval-th iteration, core_v0.16.1 training.py: `if iteration % args.log_interval == 0`): lines cut out or
+    joined from another run, or another interval than the block says; the warm-up is counted with the block's."""
+    gaps = {}
+    for (start, *_, number), (other, *_, after) in zip(lines, lines[1:]):
+        if start == other and number is not None and after is not None and number >= log_interval:
+            gaps[after - number] = gaps.get(after - number, 0) + 1
+    off = sorted(g for g in gaps if g != log_interval)
+    if not off:
+        return ""
+    return (f"iteration lines {', '.join(map(str, off))} iteration(s) apart, though the arguments block's log_interval "
+            f"is {log_interval} (Megatron-LM prints every log_interval-th iteration): lines left out of the log, or "
+            "another interval; the warm-up is counted with log_interval")
 
 
 def _graph_modules(graph: str, scope) -> str:

@@ -204,3 +204,34 @@ def dp_overlap(log: str, args: dict[str, Any]) -> bool:
                              "hides the gradient reduce-scatter and the parameter all-gather together, and has no "
                              "form that overlaps one of them; allowed: both True or both False")
     return grads
+
+
+# Megatron-LM --cp-comm-type (core_v0.16.1 arguments.py, default ['p2p'], one per layer or one for all): p2p (the ring),
+# a2a, allgather, a2a+p2p. The step model prices the ring, and all-to-all CP only for attention with sinks
+# (ModelSpec.all_to_all_cp: gpt-oss, as Megatron-Bridge runs it; step/cp_comm.py a2a_cp_s); the rest it has no price
+# for, and a sinks model's ring Transformer Engine refuses.
+def check_cp_comm(log: str, args: dict[str, Any], model_name: str, cp: int) -> None:
+    """One line for a context-parallel run whose --cp-comm-type is not the one the step model prices for the model."""
+    from commbench.planner.calibrate.published import _zoo_name
+    from commbench.planner.models.zoo import load_model
+    logged = args.get("cp_comm_type")
+    name = _zoo_name(model_name)
+    if cp <= 1 or logged is None or name is None:   # no CP, not printed (older blocks: the ring), or not modelled
+        return
+    kinds = [logged] if isinstance(logged, str) else list(logged) if isinstance(logged, (list, tuple)) else [logged]
+    priced = "a2a" if load_model(name).all_to_all_cp else "p2p"
+    if set(kinds) != {priced}:
+        what = ("all-to-all CP (a2a), as Megatron-Bridge runs attention with sinks" if priced == "a2a" else
+                "the ring (p2p); all-to-all CP only for attention with sinks (gpt-oss)")
+        raise CommbenchError(f"{log}: ran with cp_comm_type={logged!r} at context_parallel_size={cp}, which the step "
+                             f"model does not price for {model_name}: it prices {what}; allowed: cp_comm_type "
+                             f"['{priced}']")
+
+
+# --moe-flex-dispatcher-backend (core_v0.16.1 arguments.py, default deepep) or, before it, --moe-enable-deepep
+def flex_backend_of(args: dict[str, Any]) -> str | None:
+    """The flex dispatcher backend a log ran ('deepep' or 'hybridep'), None where its block prints neither."""
+    backend = args.get("moe_flex_dispatcher_backend")
+    if backend is None and args.get("moe_enable_deepep"):
+        return "deepep"
+    return backend
