@@ -29,9 +29,23 @@ from commbench.row_groups import RowGroups
 from commbench.planner.models.spec import ModelSpec
 
 
-def _distinct_uniform(bins: np.ndarray, draws: float) -> np.ndarray:
-    """Expected distinct bins hit by `draws` uniform picks (with replacement) over `bins` bins."""
-    return bins * (1.0 - (1.0 - 1.0 / bins) ** draws)
+def expected_distinct_bins(experts: int, bins, picks: int) -> np.ndarray:
+    """Expected bins (EP ranks, or scale-up domains) holding at least one of a token's `picks` experts, the
+    `experts` spread evenly over `bins` (experts/bins each) and routing uniform: bins x (1 - C(E - E/bins, k) / C(E, k)),
+    the probability that a hypergeometric draw of k distinct experts misses a bin's E/bins (a bin is missed when all
+    k lie in the other E - E/bins). The k experts are distinct: Megatron's router takes torch.topk over the experts'
+    scores (megatron-core 0.16.1 moe_utils.topk_routing_with_score_function, :697 and :788; group_limited_topk,
+    :568), so a token never draws an expert twice; the with-replacement form bins x (1 - (1 - 1/bins)^k) overcounts
+    the misses (Mixtral, 8 experts top-2 on EP8: 1.875 ranks, where exactly 2). Computed as the product
+    prod_{i<k} (E - E/bins - i) / (E - i) (= C(E - m, k) / C(E, k) for integer m = E/bins, factors clipped at 0: a
+    bin whose complement holds fewer than k experts is always hit); where bins does not divide E (a domain count
+    that splits EP unevenly) the same product at m = E/bins interpolates between the neighbouring integer cases."""
+    b = np.maximum(np.asarray(bins, dtype=np.float64), 1.0)
+    per_bin = float(experts) / b
+    missed = np.ones_like(b)
+    for i in range(int(picks)):
+        missed = missed * np.clip((experts - per_bin - i) / (experts - i), 0.0, None)
+    return b * (1.0 - missed)
 
 
 def _distinct_domains_grouped(domains: int, groups: int, groups_picked: int) -> float:
@@ -47,9 +61,10 @@ def _distinct_domains_grouped(domains: int, groups: int, groups_picked: int) -> 
 
 
 def distinct_domains_per_token(model: ModelSpec, domains: np.ndarray) -> np.ndarray:
-    """Expected scale-up domains one token's top-k experts lie in, EP spread over `domains`."""
+    """Expected scale-up domains one token's top-k (distinct) experts lie in, EP spread over `domains`
+    (expected_distinct_bins), capped by group-limited routing where the groups sit whole in the domains."""
     d = np.maximum(np.asarray(domains, dtype=np.float64), 1.0)
-    out = _distinct_uniform(d, float(model.top_k))
+    out = expected_distinct_bins(model.num_routed_experts, d, model.top_k)
     groups, picked = model.router_groups
     if groups and 0 < picked < groups:
         counts = RowGroups(d)   # few distinct domain counts per search
