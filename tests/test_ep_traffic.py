@@ -134,3 +134,13 @@ def test_expected_distinct_bins_matches_enumeration(experts, picks):
         subsets = list(itertools.combinations(range(experts), picks))
         mean = sum(len({e // per_bin for e in s}) for s in subsets) / len(subsets)
         assert ep_traffic.expected_distinct_bins(experts, np.array([float(bins)]), picks)[0] == pytest.approx(mean)
+
+
+def test_flex_rank_fanout_of_device_limited_routing_is_the_ranks_of_the_picked_groups():
+    """DeepSeek-V3 (256 experts in 8 groups, 4 picked, top-8) on EP8: a rank holds one group, so a token reaches the 4
+    ranks of its groups (megatron-core 0.16.1 group_limited_topk), not the 5.29 ranks of 8 experts drawn from 256."""
+    from commbench.planner.step import moe_comm
+    dsv3 = load_model("deepseek-v3")
+    ep = np.array([8.0, 4.0, 64.0])
+    fan = moe_comm.rank_fanout(dsv3, ep, np.array([True, True, True]))
+    assert fan.tolist() == pytest.approx([4.0, 4 * (1 - comb(6, 4) / comb(8, 4)), 64 * (1 - comb(252, 8) / comb(256, 8))])

@@ -48,30 +48,39 @@ def expected_distinct_bins(experts: int, bins, picks: int) -> np.ndarray:
     return b * (1.0 - missed)
 
 
-def _distinct_domains_grouped(domains: int, groups: int, groups_picked: int) -> float:
-    """Expected distinct domains when a token picks `groups_picked` of `groups` expert groups
-    (uniformly, without replacement) and the groups lie contiguously, groups/domains per domain."""
-    if domains <= 1:
+def _distinct_bins_grouped(bins: int, groups: int, groups_picked: int) -> float:
+    """Expected distinct bins (ranks or domains) holding the `groups_picked` of `groups` expert groups a token picks
+    (uniformly, without replacement), the groups contiguous, groups/bins per bin."""
+    if bins <= 1:
         return 1.0
-    if groups % domains:
-        return float(domains)  # groups straddle domains: no cap from the grouping
-    per_domain = groups // domains
-    missed = comb(groups - per_domain, groups_picked) / comb(groups, groups_picked)
-    return domains * (1.0 - missed)
+    if groups % bins:
+        return float(bins)  # groups straddle bins: no cap from the grouping
+    per_bin = groups // bins
+    missed = comb(groups - per_bin, groups_picked) / comb(groups, groups_picked)
+    return bins * (1.0 - missed)
+
+
+def distinct_bins_per_token(model: ModelSpec, bins: np.ndarray) -> np.ndarray:
+    """Expected bins (EP ranks, or scale-up domains) one token's top-k (distinct) experts lie in, the experts spread
+    evenly over `bins` (expected_distinct_bins), capped by group-limited routing where whole groups sit in each bin:
+    at most the bins holding the token's picked groups (megatron-core 0.16.1 moe_utils.group_limited_topk: experts
+    only of the topk_group groups with the highest top-(k/topk_group) score sums; its docstring: n_group = EP is
+    device-limited, = nodes node-limited routing). The cap counts every picked group as hit, as a group is picked
+    for its top experts' scores."""
+    b = np.maximum(np.asarray(bins, dtype=np.float64), 1.0)
+    out = expected_distinct_bins(model.num_routed_experts, b, model.top_k)
+    groups, picked = model.router_groups
+    if groups and 0 < picked < groups:
+        counts = RowGroups(b)   # few distinct bin counts per search
+        capped = np.array([_distinct_bins_grouped(int(x), groups, picked) if x <= groups else np.inf
+                           for x in counts.of(b).tolist()])
+        out = np.minimum(out, counts.expand(capped))
+    return out
 
 
 def distinct_domains_per_token(model: ModelSpec, domains: np.ndarray) -> np.ndarray:
-    """Expected scale-up domains one token's top-k (distinct) experts lie in, EP spread over `domains`
-    (expected_distinct_bins), capped by group-limited routing where the groups sit whole in the domains."""
-    d = np.maximum(np.asarray(domains, dtype=np.float64), 1.0)
-    out = expected_distinct_bins(model.num_routed_experts, d, model.top_k)
-    groups, picked = model.router_groups
-    if groups and 0 < picked < groups:
-        counts = RowGroups(d)   # few distinct domain counts per search
-        capped = np.array([_distinct_domains_grouped(int(x), groups, picked) if x <= groups else np.inf
-                           for x in counts.of(d).tolist()])
-        out = np.minimum(out, counts.expand(capped))
-    return out
+    """Expected scale-up domains one token's top-k experts lie in, EP spread over `domains` (distinct_bins_per_token)."""
+    return distinct_bins_per_token(model, domains)
 
 
 def dispatch_copies(model: ModelSpec, ep: np.ndarray, domains: np.ndarray, rank_fanout: np.ndarray,
