@@ -68,14 +68,14 @@ def distinct_bins_per_token(model: ModelSpec, bins: np.ndarray) -> np.ndarray:
     device-limited, = nodes node-limited routing). The cap counts every picked group as hit, as a group is picked
     for its top experts' scores."""
     b = np.maximum(np.asarray(bins, dtype=np.float64), 1.0)
-    out = expected_distinct_bins(model.num_routed_experts, b, model.top_k)
+    counts = RowGroups(b)   # few distinct bin counts per search
+    each = counts.of(b)
+    out = expected_distinct_bins(model.num_routed_experts, each, model.top_k)
     groups, picked = model.router_groups
     if groups and 0 < picked < groups:
-        counts = RowGroups(b)   # few distinct bin counts per search
-        capped = np.array([_distinct_bins_grouped(int(x), groups, picked) if x <= groups else np.inf
-                           for x in counts.of(b).tolist()])
-        out = np.minimum(out, counts.expand(capped))
-    return out
+        out = np.minimum(out, [_distinct_bins_grouped(int(x), groups, picked) if x <= groups else np.inf
+                               for x in each.tolist()])
+    return counts.expand(out)
 
 
 def distinct_domains_per_token(model: ModelSpec, domains: np.ndarray) -> np.ndarray:
