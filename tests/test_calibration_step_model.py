@@ -139,7 +139,9 @@ REFERENCE = {"2026-12-05.1": [17.085285043756077, 29.81942600822918],
              "2026-12-06.25": [18.78128195544181, 31.563623505982733],
              "2026-12-06.26": [18.78128195544181, 31.563623505982733],  # memory only (optimizer step's copy, fix-F3)
              # memory only (an alltoall graph's permuted tokens in the graph pool, fix-F7)
-             "2026-12-06.27": [18.78128195544181, 31.563623505982733]}
+             "2026-12-06.27": [18.78128195544181, 31.563623505982733],
+             # .28 moves flex-dispatcher rows only (distinct experts per token, hypergeometric; fix-F12)
+             "2026-12-06.28": [18.78128195544181, 31.563623505982733]}
 
 
 def test_the_step_model_identifier_moves_with_the_physics():

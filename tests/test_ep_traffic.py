@@ -4,6 +4,8 @@ scale-up domains (ep_traffic.py) and the per-expert GEMM kernel time (kernels.ex
 from __future__ import annotations
 
 import dataclasses
+import itertools
+from math import comb
 
 import numpy as np
 import pytest
@@ -14,16 +16,18 @@ from commbench.planner.step import ep_traffic, kernels
 
 
 def test_distinct_domains_by_hand():
-    qwen = load_model("qwen3-235b-a22b")          # top-8, no group-limited routing
+    qwen = load_model("qwen3-235b-a22b")          # 128 experts top-8, no group-limited routing
     d = ep_traffic.distinct_domains_per_token(qwen, np.array([1.0, 2.0, 4.0]))
-    assert d == pytest.approx([1.0, 2 * (1 - 0.5 ** 8), 4 * (1 - 0.75 ** 8)])
+    # 8 distinct experts (hypergeometric): a domain of E/d experts is missed with C(E - E/d, 8) / C(E, 8)
+    assert d == pytest.approx([1.0, 2 * (1 - comb(64, 8) / comb(128, 8)), 4 * (1 - comb(96, 8) / comb(128, 8))])
     dsv3 = load_model("deepseek-v3")              # 8 groups, 4 picked per token
     # 8 domains of one group each: exactly the 4 picked groups' domains.
     assert ep_traffic.distinct_domains_per_token(dsv3, np.array([8.0]))[0] == pytest.approx(4.0)
     # 4 domains of two groups: 4 x (1 - C(6,4)/C(8,4)) = 4 x (1 - 15/70)
     assert ep_traffic.distinct_domains_per_token(dsv3, np.array([4.0]))[0] == pytest.approx(4 * (1 - 15 / 70))
-    # 16 domains: groups straddle two domains each, no cap beyond the uniform top-8 count
-    assert ep_traffic.distinct_domains_per_token(dsv3, np.array([16.0]))[0] == pytest.approx(16 * (1 - (15 / 16) ** 8))
+    # 16 domains: groups straddle two domains each, no cap beyond the uniform top-8 (distinct experts) count
+    assert ep_traffic.distinct_domains_per_token(dsv3, np.array([16.0]))[0] == pytest.approx(
+        16 * (1 - comb(240, 8) / comb(256, 8)))
 
 
 def test_dispatch_copies_only_change_flex_across_domains():
@@ -76,7 +80,7 @@ def test_flex_across_racks_still_pays_the_nvlink_fan_out():
     arr = LayoutArrays.from_layouts([Layout(ep=128, **base), Layout(ep=64, **base)])
     bd = evaluate_layouts(m, load_preset("gb300-nvl72", num_gpus=256), arr)
     assert bd.valid.all()
-    copies_128, copies_64 = 128 * (1 - (127 / 128) ** 8), 64 * (1 - (63 / 64) ** 8)
+    copies_128, copies_64 = 128 * (1 - comb(254, 8) / comb(256, 8)), 64 * (1 - comb(252, 8) / comb(256, 8))
     assert bd.ep_total_s[0] >= bd.ep_total_s[1] * copies_128 / copies_64 * 0.99
 
 
@@ -84,7 +88,7 @@ def test_flex_across_racks_still_pays_the_nvlink_fan_out():
 def test_flex_forwarding_time_is_the_slower_leg_by_hand(nic_slowdown):
     """moe_comm on stand-in cost functions (1 s per GB inside a domain, nic_slowdown s per GB across):
     EP128 over 2 domains, bf16, DeepSeek-V3's top-8 with 4 of 8 groups per token. The RDMA leg moves
-    2 (1 - 1/70) copies per token, the NVLink fan-out 128 (1 - (127/128)^8) ~ 7.78; 4 kernels per
+    2 (1 - 1/70) copies per token, the NVLink fan-out 128 (1 - C(254, 8) / C(256, 8)) ~ 7.78; 4 kernels per
     MoE layer (dispatch + combine, forward and backward), each the slower leg."""
     from commbench.planner.step import moe_comm
     m = load_model("deepseek-v3")
@@ -104,6 +108,39 @@ def test_flex_forwarding_time_is_the_slower_leg_by_hand(nic_slowdown):
         moe_all_to_all_time_s=lambda system, size, group, domains, imbalance, phase: cost(system, size, group, domains))
     per_copy_gb = 4096 * 7168 * 2 / 1e9
     rdma = 2 * (1 - 1 / 70) * per_copy_gb * nic_slowdown
-    nvlink = 128 * (1 - (127 / 128) ** 8) * per_copy_gb
+    nvlink = 128 * (1 - comb(254, 8) / comb(256, 8)) * per_copy_gb
     assert ep_s[0] == pytest.approx(4 * max(rdma, nvlink), rel=1e-9)
     assert etp_s[0] == 0.0
+
+
+def test_flex_rank_fanout_counts_distinct_experts():
+    """Megatron routes each token to k distinct experts (torch.topk): Mixtral's 8 experts top-2 on EP8 (one expert a
+    rank) reach exactly 2 ranks, not the with-replacement 8 x (1 - (7/8)^2) = 1.875."""
+    from commbench.planner.step import moe_comm
+    mixtral = load_model("mixtral-8x7b")
+    flex = np.array([True, False])
+    assert moe_comm.rank_fanout(mixtral, np.array([8.0, 8.0]), flex).tolist() == pytest.approx([2.0, 2.0])
+    gpt_oss = load_model("gpt-oss-20b")           # 32 experts top-4 on EP8: 4 a rank
+    assert moe_comm.rank_fanout(gpt_oss, np.array([8.0]), np.array([True]))[0] == pytest.approx(
+        8 * (1 - comb(28, 4) / comb(32, 4)))
+
+
+@pytest.mark.parametrize("experts,picks", [(4, 1), (4, 2), (8, 2), (8, 3), (12, 4), (16, 5)])
+def test_expected_distinct_bins_matches_enumeration(experts, picks):
+    """Every k-subset of E experts, equally likely, over each bin count dividing E: the mean count of bins holding
+    one of the subset's experts (experts e // (E / bins) in bin order)."""
+    for bins in [b for b in range(1, experts + 1) if experts % b == 0]:
+        per_bin = experts // bins
+        subsets = list(itertools.combinations(range(experts), picks))
+        mean = sum(len({e // per_bin for e in s}) for s in subsets) / len(subsets)
+        assert ep_traffic.expected_distinct_bins(experts, np.array([float(bins)]), picks)[0] == pytest.approx(mean)
+
+
+def test_flex_rank_fanout_of_device_limited_routing_is_the_ranks_of_the_picked_groups():
+    """DeepSeek-V3 (256 experts in 8 groups, 4 picked, top-8) on EP8: a rank holds one group, so a token reaches the 4
+    ranks of its groups (megatron-core 0.16.1 group_limited_topk), not the 5.29 ranks of 8 experts drawn from 256."""
+    from commbench.planner.step import moe_comm
+    dsv3 = load_model("deepseek-v3")
+    ep = np.array([8.0, 4.0, 64.0])
+    fan = moe_comm.rank_fanout(dsv3, ep, np.array([True, True, True]))
+    assert fan.tolist() == pytest.approx([4.0, 4 * (1 - comb(6, 4) / comb(8, 4)), 64 * (1 - comb(252, 8) / comb(256, 8))])

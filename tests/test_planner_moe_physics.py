@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
@@ -156,7 +157,8 @@ def test_flex_with_etp_is_one_all_to_all_over_etp_x_ep():
         etp=np.array([2, 2]), moe_stage=np.array([1.0, 1.0]), rack_gpus=8, max_domains=1, moe_imbalance=1.0,
         cal=Calibration(all_to_all_efficiency=1.0), collective_time_s=cost, moe_all_to_all_time_s=a2a)
     tokens_rank = 4096 / 2
-    distinct = 4 * (1 - (1 - 1 / 4) ** m.top_k)             # distinct destination EP ranks per token
+    e = m.num_routed_experts                                 # top-k distinct experts, e/4 a rank (hypergeometric)
+    distinct = 4 * (1 - math.comb(e - e // 4, m.top_k) / math.comb(e, m.top_k))   # distinct destination EP ranks
     flex_bytes = tokens_rank * 2 * distinct * m.hidden * 2   # x ETP copies, bf16
     assert ep_s[0] == pytest.approx(4 * flex_bytes * SECONDS_PER_BYTE, rel=1e-9)
     assert etp_s[0] == 0.0                                   # flex: no ETP gather / scatter

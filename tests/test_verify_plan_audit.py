@@ -6,6 +6,7 @@ is said; a hand-edited plan is refused in one line."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -77,7 +78,8 @@ def test_sizes_are_the_plans_bytes(mxfp8_flex_plan):
     items, _ = plan_items(doc, 4, 1 << 40)
     by_label = {i.label: i for i in items}
     tokens_rank = 4096 // 2                      # mbs x seq / (tp x cp)
-    distinct = 2 * (1 - (1 - 1 / 2) ** 8)        # EP2, top-8: expected distinct destination ranks
+    # EP2, 128 experts top-8 (distinct: torch.topk): expected destination ranks, hypergeometric
+    distinct = 2 * (1 - math.comb(64, 8) / math.comb(128, 8))
     ep = next(i for i in items if i.kind == "ep")
     assert ep.plan_size_bytes == pytest.approx(tokens_rank * distinct * 2048 * FP8_DISPATCH_BYTES, rel=1e-6)
     assert ep.params["dispatch_dtype"] == "fp8" and ep.params["dispatch_mode"] == "per-rank"
@@ -331,7 +333,7 @@ def test_etp_collectives_are_what_megatron_runs_and_the_step_model_charges(tmp_p
     tokens_rank = 4096 / 2
     if dispatcher == "flex":
         assert ep.plan_group_size == 8 and ep.groups == (tuple(range(8)),) and ep.params["expert_tp"] == 2
-        distinct = 4 * (1 - (1 - 1 / 4) ** 8)
+        distinct = 4 * (1 - math.comb(96, 8) / math.comb(128, 8))   # EP4, 128 experts top-8, hypergeometric
         assert ep.plan_size_bytes == round(tokens_rank * 2 * distinct * 2048 * 2)
         assert etp_items == [] and doc["predicted"]["etp_total_s"] == 0.0
     else:

@@ -29,34 +29,58 @@ from commbench.row_groups import RowGroups
 from commbench.planner.models.spec import ModelSpec
 
 
-def _distinct_uniform(bins: np.ndarray, draws: float) -> np.ndarray:
-    """Expected distinct bins hit by `draws` uniform picks (with replacement) over `bins` bins."""
-    return bins * (1.0 - (1.0 - 1.0 / bins) ** draws)
+def expected_distinct_bins(experts: int, bins, picks: int) -> np.ndarray:
+    """Expected bins (EP ranks, or scale-up domains) holding at least one of a token's `picks` experts, the
+    `experts` spread evenly over `bins` (experts/bins each) and routing uniform: bins x (1 - C(E - E/bins, k) / C(E, k)),
+    the probability that a hypergeometric draw of k distinct experts misses a bin's E/bins (a bin is missed when all
+    k lie in the other E - E/bins). The k experts are distinct: Megatron's router takes torch.topk over the experts'
+    scores (megatron-core 0.16.1 moe_utils.topk_routing_with_score_function, :697 and :788; group_limited_topk,
+    :568), so a token never draws an expert twice; the with-replacement form bins x (1 - (1 - 1/bins)^k) overcounts
+    the misses (Mixtral, 8 experts top-2 on EP8: 1.875 ranks, where exactly 2). Computed as the product
+    prod_{i<k} (E - E/bins - i) / (E - i) (= C(E - m, k) / C(E, k) for integer m = E/bins, factors clipped at 0: a
+    bin whose complement holds fewer than k experts is always hit); where bins does not divide E (a domain count
+    that splits EP unevenly) the same product at m = E/bins interpolates between the neighbouring integer cases."""
+    b = np.maximum(np.asarray(bins, dtype=np.float64), 1.0)
+    per_bin = float(experts) / b
+    missed = np.ones_like(b)
+    for i in range(int(picks)):
+        missed = missed * np.clip((experts - per_bin - i) / (experts - i), 0.0, None)
+    return b * (1.0 - missed)
 
 
-def _distinct_domains_grouped(domains: int, groups: int, groups_picked: int) -> float:
-    """Expected distinct domains when a token picks `groups_picked` of `groups` expert groups
-    (uniformly, without replacement) and the groups lie contiguously, groups/domains per domain."""
-    if domains <= 1:
+def _distinct_bins_grouped(bins: int, groups: int, groups_picked: int) -> float:
+    """Expected distinct bins (ranks or domains) holding the `groups_picked` of `groups` expert groups a token picks
+    (uniformly, without replacement), the groups contiguous, groups/bins per bin."""
+    if bins <= 1:
         return 1.0
-    if groups % domains:
-        return float(domains)  # groups straddle domains: no cap from the grouping
-    per_domain = groups // domains
-    missed = comb(groups - per_domain, groups_picked) / comb(groups, groups_picked)
-    return domains * (1.0 - missed)
+    if groups % bins:
+        return float(bins)  # groups straddle bins: no cap from the grouping
+    per_bin = groups // bins
+    missed = comb(groups - per_bin, groups_picked) / comb(groups, groups_picked)
+    return bins * (1.0 - missed)
+
+
+def distinct_bins_per_token(model: ModelSpec, bins: np.ndarray) -> np.ndarray:
+    """Expected bins (EP ranks, or scale-up domains) one token's top-k (distinct) experts lie in, the experts spread
+    evenly over `bins` (expected_distinct_bins), capped by group-limited routing where whole groups sit in each bin:
+    at most the bins holding the token's picked groups (megatron-core 0.16.1 moe_utils.group_limited_topk: experts
+    only of the topk_group groups with the highest top-(k/topk_group) score sums; its docstring: n_group = EP is
+    device-limited, = nodes node-limited routing). The cap counts every picked group as hit, as a group is picked
+    for its top experts' scores."""
+    b = np.maximum(np.asarray(bins, dtype=np.float64), 1.0)
+    counts = RowGroups(b)   # few distinct bin counts per search
+    each = counts.of(b)
+    out = expected_distinct_bins(model.num_routed_experts, each, model.top_k)
+    groups, picked = model.router_groups
+    if groups and 0 < picked < groups:
+        out = np.minimum(out, [_distinct_bins_grouped(int(x), groups, picked) if x <= groups else np.inf
+                               for x in each.tolist()])
+    return counts.expand(out)
 
 
 def distinct_domains_per_token(model: ModelSpec, domains: np.ndarray) -> np.ndarray:
-    """Expected scale-up domains one token's top-k experts lie in, EP spread over `domains`."""
-    d = np.maximum(np.asarray(domains, dtype=np.float64), 1.0)
-    out = _distinct_uniform(d, float(model.top_k))
-    groups, picked = model.router_groups
-    if groups and 0 < picked < groups:
-        counts = RowGroups(d)   # few distinct domain counts per search
-        capped = np.array([_distinct_domains_grouped(int(x), groups, picked) if x <= groups else np.inf
-                           for x in counts.of(d).tolist()])
-        out = np.minimum(out, counts.expand(capped))
-    return out
+    """Expected scale-up domains one token's top-k experts lie in, EP spread over `domains` (distinct_bins_per_token)."""
+    return distinct_bins_per_token(model, domains)
 
 
 def dispatch_copies(model: ModelSpec, ep: np.ndarray, domains: np.ndarray, rank_fanout: np.ndarray,

@@ -89,9 +89,13 @@ def etp_combine_bytes(model) -> float:
 
 def rank_fanout(model, ep, flex) -> np.ndarray:
     """Copies of a token a rank's dispatch sends inside one domain: top-k with the alltoall dispatcher, the
-    expected distinct destination ranks (uniform routing over `ep` ranks) with the deduplicating flex one."""
+    expected distinct destination ranks with the deduplicating flex one: the token's k distinct experts (Megatron's
+    torch.topk) over `ep` ranks of E/ep experts each, uniform routing (ep_traffic.expected_distinct_bins: hypergeometric,
+    ep x (1 - C(E - E/ep, k) / C(E, k))), at most the ranks holding the token's groups with group-limited routing
+    (ep_traffic.distinct_bins_per_token)."""
     k = float(model.top_k)
-    distinct = ep * (1.0 - (1.0 - 1.0 / ep) ** k)
+    distinct = ep_traffic.distinct_bins_per_token(model, ep)
+    # min: an ep that does not divide the experts (refused, layout/spec.py) still gets a figure no worse than top-k
     return np.where(flex, np.minimum(distinct, k), k)
 
 
