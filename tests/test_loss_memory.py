@@ -57,17 +57,24 @@ EDGE_PINS = dict(tp=1, pp=1, vp=1, ep=8, etp=1, cp=1, mbs=4, recompute="full", f
                  dispatcher="alltoall")
 
 
+HEADROOM = 0.14
+
+
 def test_a_pinned_layout_that_fits_only_with_te_does_not_fit_a_megatron_lm_plan():
-    model, fabric = load_model("qwen3-30b-a3b"), load_preset("h100-hgx", num_gpus=8)
-    req = SearchRequest(model=model, fabric=fabric, num_gpus=8, gbs=64, precision="bf16", seq_len=4096,
-                        pins=EDGE_PINS)
+    # 16 GPUs (EDP 2) and 14% headroom: on 8 (EDP 1) the optimizer step's fp32 gradient copy (15 GB) outweighs
+    # these activations and neither loss fits (fix-F3); here the activations, and so the logits, set the peak
+    model, fabric = load_model("qwen3-30b-a3b"), load_preset("h100-hgx", num_gpus=16)
+    req = SearchRequest(model=model, fabric=fabric, num_gpus=16, gbs=128, precision="bf16", seq_len=4096,
+                        pins=dict(EDGE_PINS, mbs=8), headroom_fraction=HEADROOM)
     one, bd = best_for_pins(req)
     _, te_bd = best_for_pins(dataclasses.replace(req, target="published"))
-    assert one.layout(0).recompute == "full" and one.layout(0).mbs == 4
-    assert bool(te_bd.fits[0]) and not bool(bd.fits[0])
+    assert one.layout(0).recompute == "full" and one.layout(0).mbs == 8
+    assert float(bd.mem_activations_bytes[0]) > float(bd.mem_optimizer_step_bytes[0])
+    usable = float(bd.mem_capacity_bytes[0]) * (1.0 - HEADROOM)
+    assert float(te_bd.mem_total_bytes[0]) <= usable < float(bd.mem_total_bytes[0])
     gap = float(bd.mem_total_bytes[0] - te_bd.mem_total_bytes[0])
-    # 4 x 4096 tokens x 151936 rows (a multiple of 128 already) x (4 - 2) B
-    assert gap == pytest.approx(4 * 4096 * 151936 * 2.0)
+    # 8 x 4096 tokens x 151936 rows (a multiple of 128 already) x (4 - 2) B
+    assert gap == pytest.approx(8 * 4096 * 151936 * 2.0)
 
 
 def test_published_rows_keep_tes_bytes():
@@ -114,12 +121,12 @@ def test_plan_json_records_the_loss_and_verify_plan_repredicts_with_it(tmp_path)
     layout = ",".join(f"{k}={str(v).lower()}" for k, v in EDGE_PINS.items()) + ",precision=bf16"
     result = CliRunner().invoke(app, ["plan", "--model", "qwen3-30b-a3b", "--system", "h100-hgx", "--gpus", "8",
                                       "--gbs", "64", "--seq-len", "4096", "--layout", layout, "-O", str(tmp_path),
-                                      "--emit", "json", "--allow-unfit"])   # 89.7 GB on 84.9 GB: written anyway
+                                      "--emit", "json", "--allow-unfit"])   # over 84.9 GB: written anyway
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "plan.json").read_text())
     assert doc["inputs"]["loss"] == "native"
     model, fabric = load_model("qwen3-30b-a3b"), load_preset("h100-hgx", num_gpus=8)
-    assert doc["predicted"]["mem_total_bytes"] > doc["predicted"]["mem_capacity_bytes"]   # 89.7 GB on 84.9 GB
+    assert doc["predicted"]["mem_total_bytes"] > doc["predicted"]["mem_capacity_bytes"]
     (note,) = [n for n in doc["megatron"]["notes"] if n.startswith("loss: --cross-entropy-fusion-impl native")]
     assert "the plan's predicted memory charges it" in note and "WARNING" not in note
     ctx = plan_context(doc)

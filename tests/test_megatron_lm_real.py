@@ -167,19 +167,18 @@ def test_a_pinned_per_layer_graph_is_never_planned_with_full_recompute(monkeypat
     """plan --layout cuda_graph=layer for DeepSeek-V3 on 64 GB200 picked recompute=full (the only recompute that
     fits there), which megatron-core refuses under per-layer graphs ("full recompute is only supported with full
     iteration CUDA graph"): the plan's Megatron section was refused. The search now keeps per-layer graphs off
-    full-recompute rows, and pinning both is refused in one line; the planned layout launches. On 64 GPUs only
-    selective-recompute rows at the memory edge fit under the default headroom (Megatron-FSDP rows run no CUDA
-    graph: frameworks.MEGATRON_FSDP_NO_GRAPHS); on 128 it plans per-layer graphs without full recompute."""
+    full-recompute rows, and pinning both is refused in one line; the planned layout launches. On 64 GPUs no
+    per-layer-graph row fits (Megatron-FSDP rows run no CUDA graph: frameworks.MEGATRON_FSDP_NO_GRAPHS); on 128 it
+    plans per-layer graphs without full recompute."""
     from commbench.errors import CommbenchError
     from commbench.planner import load_model
     from commbench.planner.search.space import SearchRequest, search
     model = load_model("deepseek-v3")
-    edge = search(SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=64), num_gpus=64, gbs=256,
-                                precision="mxfp8", pins={"cuda_graph": "layer"}, keep=5))
-    assert len(edge.layouts) and (edge.layouts.cuda_graph == 1).all() and (edge.layouts.recompute != 2).all()
+    # on 64 GPUs the selective-recompute rows at the memory edge fitted until the optimizer step's fp32 gradient
+    # copy was charged (STEP_MODEL .26); none fits now, and the full-recompute rows that would are not offered
     with pytest.raises(CommbenchError, match=r"^no layout of deepseek-v3 with cuda_graph=layer fits in memory on 64 GPUs"):
         search(SearchRequest(model=model, fabric=load_preset("gb200-nvl72", num_gpus=64), num_gpus=64, gbs=256,
-                             precision="mxfp8", pins={"cuda_graph": "layer"}, keep=5, headroom_fraction=0.05))
+                             precision="mxfp8", pins={"cuda_graph": "layer"}, keep=5))
     gpus = 128
     fabric = load_preset("gb200-nvl72", num_gpus=gpus)
     res = search(SearchRequest(model=model, fabric=fabric, num_gpus=gpus, gbs=256, precision="mxfp8",

@@ -17,7 +17,8 @@ from commbench.cli.app import app
 
 PLAN = ["plan", "--model", "mixtral-8x22b", "--system", "h100-hgx", "--gpus", "8", "--precision", "fp8",
         "--layout", "tp=1,pp=1,vp=1,ep=1,mbs=1"]
-FIGURES = ("predicted 839.1 GB per GPU", "84.9 GB of HBM")
+# 839.1 GB when found; 852.0 since the optimizer step's fp32 gradient copy (STEP_MODEL .26): moves with the memory model
+FIGURES = ("predicted 852.0 GB per GPU", "84.9 GB of HBM")
 
 
 def _run(*args: str):
