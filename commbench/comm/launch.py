@@ -29,7 +29,13 @@ class RankEnv:
 
     @property
     def init_method(self) -> str:
-        return self.rendezvous or f"tcp://{self.master_addr}:{self.master_port}"
+        return self.rendezvous or tcp_url(self.master_addr, self.master_port)
+
+
+def tcp_url(host: str, port: int) -> str:
+    """tcp://host:port, an IPv6 literal in brackets (RFC 3986 3.2.2): torch's env:// takes MASTER_ADDR=::1, but a
+    tcp:// init_method of `tcp://::1:29500` fails to parse ("Port could not be cast to integer value")."""
+    return f"tcp://[{host}]:{port}" if ":" in host and not host.startswith("[") else f"tcp://{host}:{port}"
 
 
 def first_slurm_host(nodelist: str, variable: str = "SLURM_JOB_NODELIST") -> str:

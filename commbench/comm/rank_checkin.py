@@ -74,11 +74,10 @@ def checked_in_launch_store(*, master_addr: str, master_port: int, rank: int, wo
     except RuntimeError as exc:
         if rank != 0 or "EADDRINUSE" not in str(exc):
             raise
-        from commbench.comm.local_ranks import RunFailed
-
-        raise RunFailed(f"rendezvous {where} failed: port {master_port} is in use on this host (EADDRINUSE) as rank 0 "
-                        "starts the launch's store: another launch's store is on it, or rank 0 was started twice; set "
-                        "another MASTER_PORT, or start each rank once") from None
+        # a refusal before anything is measured, exit 2 as the other launch's ranks get ("two launches met")
+        raise LaunchesMet(f"rendezvous {where} failed: port {master_port} is in use on this host (EADDRINUSE) as rank "
+                          "0 starts the launch's store: another launch's store is on it, or rank 0 was started twice; "
+                          "set another MASTER_PORT, or start each rank once") from None
     check_in(store, rank=rank, world_size=world_size, address=f"tcp://{master_addr}:{master_port}", where=where,
              timeout_s=join_s, setting=setting,
              served_port=master_port if rank == 0 and not torchelastic_agent_store() else None)
