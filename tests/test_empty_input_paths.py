@@ -12,6 +12,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
+from tests.cli_commands import leaf_commands
 
 runner = CliRunner()
 PLAN = ["plan", "--model", "deepseek-v3", "--system", "gb300-nvl72", "--gpus", "256"]
@@ -51,16 +52,8 @@ PATH_NAMES = {"results", "files", "file", "plan_file", "runs", "base", "new", "f
               "calibration", "sweep", "history", "build_plugin_dir"}
 
 
-def _commands(group, prefix=""):
-    for name, cmd in getattr(group, "commands", {}).items():
-        if getattr(cmd, "commands", None):
-            yield from _commands(cmd, f"{prefix}{name} ")
-        else:
-            yield f"{prefix}{name}", cmd
-
-
 def test_every_path_parameter_has_a_case_here():
-    found = {(name, param.name) for name, cmd in _commands(typer.main.get_command(app)) for param in cmd.params
+    found = {(name, param.name) for name, cmd in leaf_commands(typer.main.get_command(app)) for param in cmd.params
              if param.name in PATH_NAMES}
     assert found <= set(CASES), found - set(CASES)
 

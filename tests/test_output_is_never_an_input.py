@@ -14,6 +14,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from commbench.cli.app import app
+from tests.cli_commands import leaf_commands
 
 SWEEP = Path(__file__).resolve().parents[1] / "sweeps" / "ci-small.toml"
 runner = CliRunner()
@@ -93,16 +94,8 @@ WRITERS = {("bench", "--out"): _bench, ("sweep", "--out"): _sweep, ("fit", "--ou
 WRITING_OPTIONS = {"--out", "--csv", "--counters-out"}
 
 
-def _commands(group, prefix=""):
-    for name, cmd in getattr(group, "commands", {}).items():
-        if getattr(cmd, "commands", None):
-            yield from _commands(cmd, f"{prefix}{name} ")
-        else:
-            yield f"{prefix}{name}", cmd
-
-
 def test_every_option_that_names_a_written_file_has_a_case_here():
-    found = {(name, option) for name, cmd in _commands(typer.main.get_command(app)) for param in cmd.params
+    found = {(name, option) for name, cmd in leaf_commands(typer.main.get_command(app)) for param in cmd.params
              for option in param.opts if option in WRITING_OPTIONS}
     assert found == set(WRITERS), found ^ set(WRITERS)
 
