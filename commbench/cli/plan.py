@@ -87,7 +87,13 @@ def _system(name: str, num_gpus: int, gpu: str | None = None, warnings: list[str
     return load_preset(name, num_gpus=num_gpus)
 
 
-def resolve_precision(precision: str | None, pins: dict, gpu, *, model=None, framework: str = "megatron") -> str:
+# plan's and tune's --torchtitan-version (one text)
+TORCHTITAN_VERSION_HELP = ("TorchTitan release the TorchTitan emitter targets: 0.3 or 0.3.0 (--module/--config + "
+                           "--section.option overrides), 0.2 or 0.2.2 (TOML)")
+
+
+def resolve_precision(precision: str | None, pins: dict, gpu, *, model=None, framework: str = "megatron",
+                      torchtitan_version: str = "0.3") -> str:
     """--precision (or a pinned precision=), checked against the GPU; default: the GPU's best recipe one that
     `framework` trains `model` in whole (layout/precision.default_precision: TorchTitan 0.3.0 cannot train gpt-oss's
     experts in MXFP8, so its Blackwell default is fp8), said in one note where the GPU's best is passed over."""
@@ -98,7 +104,7 @@ def resolve_precision(precision: str | None, pins: dict, gpu, *, model=None, fra
         return pinned
     if precision is not None:
         return check_precision(precision, gpu)
-    chosen, passed_over = default_precision(gpu, model=model, framework=framework)
+    chosen, passed_over = default_precision(gpu, model=model, framework=framework, torchtitan_version=torchtitan_version)
     if passed_over:
         from commbench.cli.base import err_console
         err_console.print(f"note: --precision not given: {chosen}, not {passed_over}", highlight=False, markup=False,
@@ -182,9 +188,7 @@ def plan(
                                                 "torchtitan (megatron and torchtitan: the launch alone, so not with --json)")] = None,
     out: Annotated[Optional[str], typer.Option("-O", "--out", help="folder for plan.json, megatron_args.txt, launch.env "
                                               "and the TorchTitan file (torchtitan_args.txt for 0.3, torchtitan.toml for 0.2)")] = None,
-    torchtitan_version: Annotated[str, typer.Option(help="TorchTitan release the TorchTitan emitter targets: 0.3 "
-                                                    "or 0.3.0 (--module/--config + --section.option overrides), 0.2 or "
-                                                    "0.2.2 (TOML)")] = "0.3",
+    torchtitan_version: Annotated[str, typer.Option(help=TORCHTITAN_VERSION_HELP)] = "0.3",
     mem_headroom: Annotated[float, typer.Option(help="fraction of HBM left free beyond the predicted total (search); the total holds the model's reserve of 4 GB + 5% of HBM; the default leaves every published layout the memory model prices searchable")] = DEFAULT_MEM_HEADROOM,
     calibration: Annotated[Optional[str], typer.Option(help="efficiency terms from `commbench calibrate -O` "
                                                        "(default: the shipped calibration); on a GPU the file's runs "
@@ -242,7 +246,8 @@ def plan(
     stale: list[str] = []   # a profile older than its results: in plan.json too, not only on the terminal
     fabric = _system(system, gpus, gpu, stale)
     precision_asked = precision is not None or "precision" in pins   # a refusal over the default says so
-    precision = resolve_precision(precision, pins, fabric.gpu, model=spec, framework=framework)
+    precision = resolve_precision(precision, pins, fabric.gpu, model=spec, framework=framework,
+                                  torchtitan_version=torchtitan_version)
     cal, other_gpu_terms = cal_file.for_gpu(fabric.gpu.name) if cal_file else (CALIBRATED, ())
     shipped_terms = cal_file.shipped_terms if cal_file else ()
     for line in cal_file.warnings(fabric.gpu.name) if cal_file else []:

@@ -13,7 +13,8 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from commbench.cli.base import command, console, err_console
-from commbench.cli.plan import FRAMEWORK_HELP, GBS_HELP, LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP, SeqLenOption
+from commbench.cli.plan import (FRAMEWORK_HELP, GBS_HELP, LAYOUT_KEYS, MODEL_HELP, SOFTWARE_HELP,
+                               TORCHTITAN_VERSION_HELP, SeqLenOption)
 from commbench.errors import CommbenchError, invalid
 from commbench.limits import DEFAULT_MEM_HEADROOM
 from commbench.planner.layout.precision import DEFAULT_HELP
@@ -46,6 +47,7 @@ def tune(
                                                        "do not include, its kernel terms are the shipped ones (said)")
                    ] = None,
     framework: Annotated[str, typer.Option(help=FRAMEWORK_HELP)] = "megatron",
+    torchtitan_version: Annotated[str, typer.Option(help=TORCHTITAN_VERSION_HELP)] = "0.3",
     as_json: Annotated[bool, typer.Option("--json", help="print the plan document as JSON (progress goes to stderr)")] = False,
     force: Annotated[bool, typer.Option("--force", help="replace OUT/tune-sweep.jsonl, OUT/fabric.json, OUT/fabric-measured.json and the plan files even when another command (a sweep) or a person wrote them; with --results FILE, delete an OUT/tune-sweep.jsonl that is not FILE")] = False,
     software: Annotated[Optional[str], typer.Option(help=SOFTWARE_HELP)] = None,
@@ -82,14 +84,20 @@ def tune(
     from commbench.costmodel import load_preset
     gpu = load_preset(system, num_gpus=gpus).gpu
     precision_asked = precision is not None or "precision" in pins   # a refusal over the default says so
-    precision = resolve_precision(precision, pins, gpu, model=spec, framework=framework)
+    from commbench.planner.emit.torchtitan import titan_02_pins, torchtitan_version_key
+    torchtitan_version = torchtitan_version_key(torchtitan_version)   # as plan takes it
+    precision = resolve_precision(precision, pins, gpu, model=spec, framework=framework,
+                                  torchtitan_version=torchtitan_version)
     gbs, gbs_note = resolve_gbs(gbs, pins, model=spec, gpu=gpu.name, precision=precision.lower(), num_gpus=gpus,
                                 software=software)
     from commbench.planner.layout.recipes import (check_pins_in_release, check_precision_in_release, check_release,
                                                   newest_release)
     release = check_release(software) if software is not None else newest_release()
     from commbench.planner.search.frameworks import check_framework, framework_pins
-    framework_pins(check_framework(framework), spec, pins, release=release)  # refuse before the sweep, not after it
+    if check_framework(framework) == "torchtitan" and torchtitan_version == "0.2":   # what a 0.2 TOML fixes (plan)
+        pins = titan_02_pins(spec, pins, precision.lower())
+    framework_pins(check_framework(framework), spec, pins, release=release,  # refuse before the sweep, not after it
+                   torchtitan_version=torchtitan_version)
     check_precision_in_release(precision, release, software)   # before the sweep
     if check_framework(framework) == "megatron":   # what the release's Megatron-LM cannot build, before the sweep
         from commbench.planner.layout.release_flags import check_model_in_release, hybrid_pp_refusal
@@ -117,7 +125,7 @@ def tune(
     req = SearchRequest(model=spec, fabric=None, num_gpus=gpus, gbs=gbs, precision=precision.lower(),
                         precision_asked=precision_asked, seq_len=seq_len,
                         headroom_fraction=mem_headroom, pins=pins, calibration=cal, framework=framework,
-                        software=software)
+                        software=software, torchtitan_version=torchtitan_version)
     from commbench.cli.plan import _print_calibration_software
     _print_calibration_software(cal_file, req)
     state = TuneState(plan_options=plan_options_given(ctx))
@@ -426,7 +434,7 @@ def _tune_in(folder, sweep, results, nproc, system, gpus, req, top, as_json, for
                     extra_assumptions=list(dict.fromkeys(assumptions)), force=force, calibration_file=calibration_file,
                     calibration_shipped_terms=calibration_shipped_terms, gbs_note=gbs_note,
                     calibration_other_gpu_terms=calibration_other_gpu_terms,
-                    extra_inputs={"results_file": str(results_path)})
+                    extra_inputs={"results_file": str(results_path)}, torchtitan_version=req.torchtitan_version)
 
 
 def _check_every_stage(sweep_file: str | None, results: str | None, nproc: int | None, system: str, req,

@@ -23,7 +23,8 @@ DEFAULT_HELP = ("training precision; default: the best the GPU runs that the fra
                 "The GPU must support it (hardware.toml precisions): bf16, fp8, mxfp8, nvfp4")
 
 
-def default_precision(gpu, *, model=None, framework: str = "megatron") -> tuple[str, str]:
+def default_precision(gpu, *, model=None, framework: str = "megatron",
+                      torchtitan_version: str = "0.3") -> tuple[str, str]:
     """(the default training precision on `gpu` (a GpuSpec; None: bf16), why a better one the GPU runs was passed
     over or ""): the best in DEFAULT_ORDER the GPU runs and `framework` trains `model` in whole; TorchTitan 0.3.0
     cannot train experts whose GEMM K is not a multiple of 128 in MXFP8 (mxfp8_experts_refusal: gpt-oss)."""
@@ -32,7 +33,8 @@ def default_precision(gpu, *, model=None, framework: str = "megatron") -> tuple[
     for p in DEFAULT_ORDER:
         if not (p in supported or p == "bf16"):
             continue
-        reason = mxfp8_experts_refusal(model) if (p == "mxfp8" and str(framework).lower() == "torchtitan" and model) else None
+        reason = mxfp8_experts_refusal(model, torchtitan_version) \
+            if (p == "mxfp8" and str(framework).lower() == "torchtitan" and model) else None
         if reason is None:
             return p, "; ".join(passed_over)
         passed_over.append(f"{p} ({reason})")
@@ -56,20 +58,34 @@ def check_precision(precision: str, gpu, option: str = "--precision") -> str:
 MXFP8_PAD_MULTIPLE = 128
 
 
-def mxfp8_experts_refusal(model) -> str | None:
+# torchtitan 0.2.2 (2026-02-20; docs/mxfp8.md:27: "TorchAO v0.14.0 or newer") predates torchao's CuTeDSL MXFP8
+# quantizer (pytorch/ao 02105d46c, 2026-03-25, first in torchao 0.17.0): torchao 0.16.0's MXFP8 grouped GEMM
+# (prototype/moe_training/scaled_grouped_mm.py) casts with its Triton and CUDA kernels, which need multiples of 32
+# (prototype/mx_formats/kernels.py:1209-1210; csrc/cuda/mx_kernels/mxfp8_extension.cpp:174-175: "K must be a multiple
+# of 32").
+MXFP8_K_MULTIPLE_02 = 32
+
+
+def mxfp8_experts_refusal(model, torchtitan_version: str = "0.3") -> str | None:
     """Why TorchTitan 0.3.0 cannot train `model`'s experts in MXFP8, or None. Its MXFP8 grouped GEMM quantizes the
     activations with torchao's CuTeDSL kernel on sm_100 (torchao 0.18 prototype/moe_training/mxfp8_grouped_mm.py ->
     kernels/mxfp8/cutedsl_quantize_2d_1x32.py: `assert K % 128 == 0`), and an expert GEMM's K is the hidden size (w1/w3)
-    or the expert FFN size (w2): gpt-oss's 2880 is not a multiple of 128, and no token padding changes K."""
+    or the expert FFN size (w2): gpt-oss's 2880 is not a multiple of 128, and no token padding changes K.
+    torchtitan_version "0.2": TorchTitan 0.2.2's torchao kernels need K a multiple of 32 (MXFP8_K_MULTIPLE_02), which
+    2880 is."""
     if not model.is_moe:
         return None
+    multiple = MXFP8_K_MULTIPLE_02 if torchtitan_version == "0.2" else MXFP8_PAD_MULTIPLE
     off = [f"{name} {value}" for name, value in (("hidden", model.hidden), ("expert_ffn", model.expert_ffn))
-           if value % MXFP8_PAD_MULTIPLE]
+           if value % multiple]
     if not off:
         return None
-    return (f"{model.name}'s expert GEMMs cannot train in mxfp8 with TorchTitan 0.3.0: its MXFP8 grouped GEMM "
-            f"quantizes along K with torchao's sm_100 CuTeDSL kernel, which needs K a multiple of "
-            f"{MXFP8_PAD_MULTIPLE} ({' and '.join(off)} {'is' if len(off) == 1 else 'are'} not)")
+    kernel = ("torchao 0.16.0's Triton and CUDA MXFP8 casts (mxfp8_extension.cpp:174-175)" if torchtitan_version == "0.2"
+              else "torchao's sm_100 CuTeDSL kernel")
+    return (f"{model.name}'s expert GEMMs cannot train in mxfp8 with TorchTitan "
+            f"{'0.2.2' if torchtitan_version == '0.2' else '0.3.0'}: its MXFP8 grouped GEMM "
+            f"quantizes along K with {kernel}, which needs K a multiple of "
+            f"{multiple} ({' and '.join(off)} {'is' if len(off) == 1 else 'are'} not)")
 
 
 # What a plan at each precision trains (emit/megatron.PRECISION_ARGS; TorchTitan 0.3.0's converters, emit/torchtitan.py)

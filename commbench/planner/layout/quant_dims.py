@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from commbench.planner.layout.precision import MXFP8_K_MULTIPLE_02
 from commbench.planner.models.spec import ModelSpec
 
 # (framework, precision) -> the multiple every per-rank dimension of a converted Linear must be
@@ -95,9 +96,11 @@ def _attention_dims(model: ModelSpec) -> list[tuple[str, int, str, bool]]:
             ("heads x head_dim (wo in)", model.num_heads * hd, "tp", False), ("hidden", model.hidden, "", False)]
 
 
-def converted_dims(model: ModelSpec, framework: str, precision: str) -> list[tuple[str, int, str, int]]:
+def converted_dims(model: ModelSpec, framework: str, precision: str,
+                   torchtitan_version: str = "0.3") -> list[tuple[str, int, str, int]]:
     """(name, full size, what shards it: "tp", "etp" or "", multiple) of each dimension of the Linears `framework`
-    converts to `precision`; [] where no rule applies (QUANT_BLOCK)."""
+    converts to `precision`; [] where no rule applies (QUANT_BLOCK). TorchTitan 0.2.2's torchao casts the grouped
+    experts' K in blocks of 32 (layout/precision.py MXFP8_K_MULTIPLE_02), not 0.3.0's 128."""
     block = QUANT_BLOCK.get((framework, precision))
     if block is None:
         return []
@@ -111,7 +114,8 @@ def converted_dims(model: ModelSpec, framework: str, precision: str) -> list[tup
     if framework == "torchtitan" and precision == "mxfp8" and not model.is_moe:
         dims.append(("vocab (lm_head out)", model.vocab, "tp", block))
     if model.is_moe and framework == "torchtitan" and precision == "mxfp8":   # experts split over TP at ep = 1
-        dims.append(("expert_ffn (grouped GEMM K)", model.expert_ffn, "etp", TITAN_MXFP8_EXPERT_K))
+        dims.append(("expert_ffn (grouped GEMM K)", model.expert_ffn, "etp",
+                     MXFP8_K_MULTIPLE_02 if torchtitan_version == "0.2" else TITAN_MXFP8_EXPERT_K))
     if model.is_moe and framework == "torchtitan" and precision == "fp8":     # Float8GroupedExperts' grouped GEMM
         dims.append(("expert_ffn (grouped GEMM)", model.expert_ffn, "etp", block))
     if model.is_moe and framework == "megatron" and not megatron_fp8:         # TE GroupedLinear: quantizer rule only
@@ -119,10 +123,11 @@ def converted_dims(model: ModelSpec, framework: str, precision: str) -> list[tup
     return dims
 
 
-def _misfits(model: ModelSpec, framework: str, precision: str, tp: int, etp: int) -> list[tuple[str, str]]:
+def _misfits(model: ModelSpec, framework: str, precision: str, tp: int, etp: int,
+             torchtitan_version: str = "0.3") -> list[tuple[str, str]]:
     """(shard, 'name size / tp = local (not a multiple of m)') of each converted dimension missing its multiple."""
     out = []
-    for name, size, shard, multiple in converted_dims(model, framework, precision):
+    for name, size, shard, multiple in converted_dims(model, framework, precision, torchtitan_version):
         ways = {"tp": tp, "etp": etp}.get(shard, 1)
         if size % ways or (size // ways) % multiple:
             out.append((shard, f"{name} {size}" + (f" / {shard} {ways} = {size / ways:g}" if ways > 1 else "")
@@ -130,10 +135,11 @@ def _misfits(model: ModelSpec, framework: str, precision: str, tp: int, etp: int
     return out
 
 
-def quant_tp_misfits(model: ModelSpec, framework: str, precision: str, tp: int, etp: int = 1) -> list[str]:
+def quant_tp_misfits(model: ModelSpec, framework: str, precision: str, tp: int, etp: int = 1,
+                     torchtitan_version: str = "0.3") -> list[str]:
     """'name size / tp = local (not a multiple of m)' for each converted dimension whose per-rank size misses its
     multiple at this TP (and, for the routed experts, ETP) size."""
-    return [text for _, text in _misfits(model, framework, precision, tp, etp)]
+    return [text for _, text in _misfits(model, framework, precision, tp, etp, torchtitan_version)]
 
 
 def quant_misfits_sharded(model: ModelSpec, framework: str, precision: str, tp: int, etp: int = 1) -> bool:
@@ -168,7 +174,8 @@ def _distinct(values: np.ndarray) -> list:
     return np.unique(values).tolist()
 
 
-def quant_tp_ok(model: ModelSpec, framework: str, precision: str, tp: np.ndarray, etp: np.ndarray) -> np.ndarray:
+def quant_tp_ok(model: ModelSpec, framework: str, precision: str, tp: np.ndarray, etp: np.ndarray,
+                torchtitan_version: str = "0.3") -> np.ndarray:
     """Per layout, whether every converted per-rank dimension is its multiple (quant_tp_misfits is empty)."""
     tp, etp = np.asarray(tp), np.asarray(etp)
     out = np.ones(len(tp), dtype=bool)
@@ -179,7 +186,7 @@ def quant_tp_ok(model: ModelSpec, framework: str, precision: str, tp: np.ndarray
     etps = _distinct(etp)
     for t in _distinct(tp):
         for e in etps:
-            if quant_tp_misfits(model, framework, precision, t, e):
+            if quant_tp_misfits(model, framework, precision, t, e, torchtitan_version):
                 out &= ~((tp == t) & (etp == e))
     return out
 

@@ -223,10 +223,11 @@ def _with_flags(g: dict[str, np.ndarray], req: SearchRequest) -> dict[str, np.nd
     cols = _without_synced_preprocess_graphs(cols, req)
     cols = _without_refused_graphs(cols, req)
     cols = _one_connections_setting(_with_offload(_with_fsdp(cols, pins, req), pins, req, has), req)
-    cols = restrict_columns(req.framework, cols, "cuda_graph" in pins, req.model)
+    cols = restrict_columns(req.framework, cols, "cuda_graph" in pins, req.model,
+                            torchtitan_version=req.torchtitan_version)
     # quantized precisions: only TP / ETP sizes whose per-rank GEMM sizes the kernels take, and mbs / cp (/ tp) whose
     # GEMM token dimension they take (layout/quant_dims.py); none left: the precision's rule, in one line
-    dims_ok = quant_tp_ok(req.model, req.framework, req.precision, cols["tp"], cols["etp"])
+    dims_ok = quant_tp_ok(req.model, req.framework, req.precision, cols["tp"], cols["etp"], req.torchtitan_version)
     keep = dims_ok & quant_tokens_ok(req.framework, req.precision, req.seq_len or req.model.seq_len, cols["mbs"],
                                      cols["cp"], cols["tp"], cols["sequence_parallel"])
     if len(keep) and not keep.any():

@@ -187,6 +187,31 @@ TORCHTITAN_MAX_SEQ_LEN = {"llama3-8b": 131072, "llama3.1-70b": 131072, "llama3.1
 TITAN_DP_WITHOUT_PP = ("TorchTitan 0.3.0 runs FSDP2 at every layout and, without PP, gathers parameters every micro-batch "
                        "(its trainer accumulates gradients without no_sync)")
 
+# TorchTitan 0.2.2 runs data_parallel_shard_degree 1 (fsdp=false) without PP and CP as DDP over
+# data_parallel_replicate_degree (torch's composable replicate), and only where that is the whole mesh: every model's
+# parallelize raises otherwise (torchtitan v0.2.2 models/llama3/infra/parallelize.py:148-156, qwen3:177-181,
+# deepseek_v3:197-201, gpt_oss:162-166). Its trainer accumulates gradients without no_sync (train.py:561), so DDP
+# all-reduces every micro-batch, with the optimizer state whole on every rank: neither is priced nor emitted here.
+TITAN_DP_WITHOUT_PP_02 = ("TorchTitan 0.2.2 runs fsdp=false without PP as DDP (data_parallel_replicate_degree), only "
+                          "where DP is the whole mesh (models/llama3/infra/parallelize.py:148-151: 'DDP has not "
+                          "supported > 1D parallelism'), all-reducing gradients every micro-batch (train.py:561, no "
+                          "no_sync) with the optimizer state whole on every rank, which commbench neither prices nor "
+                          "emits")
+
+# Why a 0.2 launch (the TOML commbench writes for TorchTitan 0.2.2) runs each _TITAN_FIXED value: torchtitan v0.2.2
+# config/job_config.py, the options the TOML leaves at their defaults.
+TITAN_FIXED_WHY_02 = {
+    "dispatcher": "its parallelism.expert_parallel_comm_backend stays 'standard', the all-to-all (config/job_config.py:474)",
+    "moe_a2a_overlap": "the TOML schedules no expert all-to-all overlap (its pipeline schedules are 1F1B / Interleaved1F1B)",
+    "tp_comm_overlap": "its parallelism.enable_async_tensor_parallel stays false (config/job_config.py:357)",
+    "fp8_attention": "its float8 converters quantize Linear layers and grouped experts only (config/job_config.py:731, 756)",
+    "fused_moe": "it has no fused grouped MLP",
+    "distributed_optimizer": "FSDP2 (data_parallel_shard_degree, config/job_config.py:324) shards the optimizer state",
+    "dp_overlap": "FSDP2 overlaps its gathers and reduce-scatters with compute",
+    "cpu_offload_layers": "it offloads no activations (training.enable_cpu_offload, config/job_config.py:270, offloads "
+                          "FSDP2's parameters and optimizer state)",
+}
+
 # deepseek_v3_16b (torchtitan/models/deepseek_v3/config_registry.py) sets SelectiveAC: the recipe a generated MLA
 # config function starts from (emit/torchtitan_mla.py).
 TORCHTITAN_MLA_RECOMPUTE = "selective"
@@ -377,6 +402,22 @@ _TITAN_FIXED = {"dispatcher": "alltoall", "moe_a2a_overlap": False, "tp_comm_ove
 # axis; their input gathered to Replicate over TP and the output reduce-scattered, _routed_experts_sharding_configs).
 TITAN_ETP = ("TorchTitan 0.3.0 shards the routed experts over TP when ep = 1 (etp = tp) and over EP alone when ep > 1 "
              "(etp = 1) (models/common/moe_sharding.py)")
+
+
+# TorchTitan 0.2.2's routed-expert sharding (torchtitan v0.2.2 config/job_config.py:464-472
+# expert_tensor_parallel_degree: "No effect ... when ep = 1" (the experts are sharded over TP then), and with ep > 1
+# "etp = tp" or "etp = 1"), which its TOML sets (emit/torchtitan.py expert_tensor_parallel_degree).
+TITAN_ETP_02 = ("TorchTitan 0.2.2 shards the routed experts over TP when ep = 1 (etp = tp), and with ep > 1 over "
+                "expert_tensor_parallel_degree = tp or 1 (config/job_config.py:464-472)")
+
+
+def titan_etps(tp, ep, torchtitan_version: str = "0.3"):
+    """Whether each (tp, ep, etp) is the expert sharding the TorchTitan release runs: a function of etp arrays (0.3.0:
+    TITAN_ETP; 0.2.2: TITAN_ETP_02, also etp = tp with ep > 1)."""
+    tp, ep = np.asarray(tp), np.asarray(ep)
+    if torchtitan_version == "0.2":
+        return lambda etp: (np.asarray(etp) == titan_etp(tp, ep)) | ((ep > 1) & (np.asarray(etp) == tp))
+    return lambda etp: np.asarray(etp) == titan_etp(tp, ep)
 
 
 def titan_etp(tp, ep):
@@ -852,13 +893,14 @@ def check_window_seq_len(model: ModelSpec, seq_len: int) -> None:
             f"with --seq-len <= {window}, where a {window}-token window masks nothing (full attention)")
 
 
-def check_precision_runs(framework: str, model: ModelSpec, precision: str, release: str | None = None) -> None:
+def check_precision_runs(framework: str, model: ModelSpec, precision: str, release: str | None = None,
+                         torchtitan_version: str = "0.3") -> None:
     """TorchTitan 0.3.0 has no NVFP4 grouped-experts converter (components/quantization/nvfp4.py converts
     Linear layers only): an MoE model cannot train in NVFP4 there; nor in MXFP8 where its expert GEMMs' K is not a
     multiple of 128 (layout/precision.py mxfp8_experts_refusal: gpt-oss)."""
     if framework == "torchtitan" and precision == "mxfp8":
         from commbench.planner.layout.precision import mxfp8_experts_refusal
-        reason = mxfp8_experts_refusal(model)
+        reason = mxfp8_experts_refusal(model, torchtitan_version)
         if reason:
             raise CommbenchError(f"--precision mxfp8 is invalid for {model.name} with "
                                  f"--framework torchtitan: {reason}; "
@@ -1027,6 +1069,19 @@ def megatron_dropout_graph_refusal(model: ModelSpec, cuda_graph: object, recompu
             "attention recomputation'); pin cuda_graph=none or recompute=none")
 
 
+def _version_flag(torchtitan_version: str) -> str:
+    return " --torchtitan-version 0.2" if torchtitan_version == "0.2" else ""
+
+
+def _titan_tied_pp_02(module: str, flavor: str) -> str:
+    """Why TorchTitan 0.2.2 pipelines no model with tied embeddings (TorchTitan 0.3.0's reason is the tying)."""
+    if module == "qwen3":
+        return ("TorchTitan 0.2.2 cannot pipeline its qwen3 model (models/qwen3/__init__.py:199 get_train_spec: "
+                "pipelining_fn=None)")
+    return (f"TorchTitan 0.2.2's {module} model ties no embeddings and has no {flavor} flavor "
+            "(models/llama3/__init__.py: debugmodel, 8B, 70B, 405B)")
+
+
 def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
                    release: str | None = None, *, launch: bool = True,
                    torchtitan_version: str = "0.3") -> dict[str, object]:
@@ -1036,7 +1091,7 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
     wgrad_graph.py and graph_recompute.py; False: a published run's
     layout, which the plan does not launch)."""
     from commbench.planner.search.pin_rules import pin_rule_refusal
-    refusal = pin_rule_refusal(framework, model.is_moe, pins)   # the rule a pin breaks, named before the search
+    refusal = pin_rule_refusal(framework, model.is_moe, pins, torchtitan_version)   # the rule a pin breaks, named before the search
     if refusal:
         raise CommbenchError(refusal)
     if int(pins.get("fused_mlp_offload_min", 0) or 0) > 0:   # published runs' field (26.08 recipes): never planned
@@ -1100,6 +1155,11 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
         raise CommbenchError(f"TorchTitan 0.3.0 has no {model.name} model (its modules: {TITAN_MODULES}"
                              f"{titan_nearest_flavor(model)}): {_megatron_pointer(model, release)}")
     if titan_module(model) in TITAN_VARLEN_MODULES:
+        if int(pins.get("cp", 1) or 1) > 1 and torchtitan_version == "0.2":
+            raise CommbenchError(f"cp={pins['cp']} is invalid for {model.name} with --framework torchtitan "
+                                 "--torchtitan-version 0.2: TorchTitan 0.2.2's gpt_oss refuses context parallelism "
+                                 "(models/gpt_oss/model/args.py update_from_config: 'CP support for gpt-oss model is "
+                                 "still in progress.'); pin cp=1")
         if int(pins.get("cp", 1) or 1) > 1:
             raise CommbenchError(titan_cp_refusal(model, pins["cp"]))
         pins = dict(pins, cp=1)
@@ -1110,13 +1170,17 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
                                  "fsdp=true or leave fsdp out")
         pins = dict(pins, fsdp=True)
     if pins.get("fsdp") is False and pins.get("pp") == 1:
-        raise CommbenchError(f"fsdp=false with pp=1 is invalid with --framework torchtitan: {TITAN_DP_WITHOUT_PP}; "
-                             "pin fsdp=true, or pp > 1")
+        why = TITAN_DP_WITHOUT_PP_02 if torchtitan_version == "0.2" else TITAN_DP_WITHOUT_PP
+        raise CommbenchError(f"fsdp=false with pp=1 is invalid with --framework torchtitan{_version_flag(torchtitan_version)}: "
+                             f"{why}; pin fsdp=true, or pp > 1")
     recompute = TORCHTITAN_RECOMPUTE[titan] if titan else \
         TORCHTITAN_DENSE_RECOMPUTE[family] if family else TORCHTITAN_MLA_RECOMPUTE
     fixed = dict(_TITAN_FIXED, recompute=recompute)
     if (titan in TITAN_DENSE_FLAVORS or family) and model.tied_embeddings:
         module, flavor, _ = TITAN_DENSE_FLAVORS[titan] if titan else (family, model.name, None)
+        if int(pins.get("pp", 1) or 1) > 1 and torchtitan_version == "0.2":
+            raise CommbenchError(f"pp={pins['pp']} is invalid with --framework torchtitan --torchtitan-version 0.2 for "
+                                 f"{model.name}: {_titan_tied_pp_02(module, flavor)}; pin pp=1")
         if int(pins.get("pp", 1) or 1) > 1:
             raise CommbenchError(f"pp={pins['pp']} is invalid with --framework torchtitan for {model.name}: TorchTitan "
                                  f"0.3.0's {module} {flavor} ties its embeddings and refuses pipeline parallelism with "
@@ -1126,14 +1190,25 @@ def framework_pins(framework: str, model: ModelSpec, pins: dict[str, object],
     for key, value in fixed.items():
         if key == "recompute" and torchtitan_version == "0.2" and out.get(key) in AC_MODES_02:
             continue   # 0.2's TOML sets the mode pinned (AC_MODES_02); 0.3.0's launch keeps its config function's
+        if key == "recompute" and key in out and out[key] != value and torchtitan_version == "0.2":
+            raise CommbenchError(f"recompute={out[key]!r} is invalid with --framework torchtitan --torchtitan-version "
+                                 "0.2: TorchTitan 0.2.2's [activation_checkpoint] mode, which its TOML sets, checkpoints "
+                                 "selective, full or none of a layer (config/job_config.py:652; memory_budget is no "
+                                 "layout's); pin recompute " + ", ".join(AC_MODES_02) + " or leave recompute out")
         if key == "recompute" and key in out and out[key] != value:
             raise CommbenchError(titan_recompute_refusal(model, out[key], value))
+        if key in out and out[key] != value and torchtitan_version == "0.2":
+            raise CommbenchError(f"{key}={out[key]!r} is invalid with --framework torchtitan --torchtitan-version 0.2: "
+                                 f"TorchTitan 0.2.2's launch runs {key}={value!r} ({TITAN_FIXED_WHY_02[key]})")
         if key in out and out[key] != value:
             raise CommbenchError(f"{key}={out[key]!r} is invalid with --framework torchtitan: TorchTitan 0.3.0 runs "
                                  f"{key}={value!r}")
         out[key] = value
     if model.is_moe:
-        _titan_etp_pin(out)
+        _titan_etp_pin(out, torchtitan_version)
+    if out.get("cuda_graph") == "layer" and torchtitan_version == "0.2":
+        raise CommbenchError("cuda_graph='layer' is invalid with --framework torchtitan --torchtitan-version 0.2: "
+                             "TorchTitan 0.2.2 has no CUDA-graph option (config/job_config.py); pin cuda_graph=none")
     if out.get("cuda_graph") == "layer":
         raise CommbenchError("cuda_graph='layer' is invalid with --framework torchtitan: TorchTitan 0.3.0 graphs "
                              "the whole forward-backward (cuda_graph=full) or nothing")
@@ -1155,25 +1230,28 @@ def titan_recompute_refusal(model: ModelSpec, asked: object, runs: str) -> str:
             f"recompute={runs!r} or leave recompute out")
 
 
-def _titan_etp_pin(pins: dict[str, object]) -> None:
-    """A pinned etp TorchTitan 0.3.0 does not run with the pinned tp / ep, refused in one line (TITAN_ETP); with tp and
-    ep pinned, etp is set to what it runs. etp=0 reads as not given."""
+def _titan_etp_pin(pins: dict[str, object], torchtitan_version: str = "0.3") -> None:
+    """A pinned etp TorchTitan does not run with the pinned tp / ep, refused in one line (0.3.0: TITAN_ETP; 0.2.2:
+    TITAN_ETP_02, etp = tp also with ep > 1); with tp and ep pinned and one etp allowed, etp is set to it. etp=0 reads
+    as not given."""
     etp, tp, ep = pins.get("etp") or None, pins.get("tp"), pins.get("ep")
     if etp is None:
         pins.pop("etp", None)
+    v02 = torchtitan_version == "0.2"
     if tp is not None and ep is not None:
-        allowed = {titan_etp(tp, ep)}
+        allowed = {1, int(tp)} if v02 and int(ep) > 1 else {titan_etp(tp, ep)}
     elif ep is not None:   # ep = 1: etp is the tp the search picks
-        allowed = {1} if int(ep) > 1 else None
+        allowed = ({1} if not v02 else None) if int(ep) > 1 else None
     else:
         allowed = {1, tp} if tp is not None else None
     if etp is not None and allowed is not None and etp not in allowed:
         runs = " or ".join(f"etp={v}" for v in sorted(allowed))
         given = ", ".join(f"{k}={pins[k]}" for k in ("tp", "ep") if k in pins)
-        raise CommbenchError(f"etp={etp!r} is invalid with --framework torchtitan: with {given} TorchTitan 0.3.0 runs "
-                             f"{runs}: {TITAN_ETP}; leave etp out")
-    if tp is not None and ep is not None:
-        pins["etp"] = titan_etp(tp, ep)
+        flag, full, why = (" --torchtitan-version 0.2", "0.2.2", TITAN_ETP_02) if v02 else ("", "0.3.0", TITAN_ETP)
+        raise CommbenchError(f"etp={etp!r} is invalid with --framework torchtitan{flag}: with {given} TorchTitan {full} "
+                             f"runs {runs}: {why}; leave etp out")
+    if tp is not None and ep is not None and len(allowed) == 1:
+        pins["etp"] = allowed.pop()
 
 
 def runs_fused_grouped_mlp(framework: str) -> bool:
@@ -1230,7 +1308,7 @@ def _megatron_fsdp_eager(cols: dict[str, np.ndarray], pinned_graph: bool) -> dic
 
 
 def restrict_columns(framework: str, cols: dict[str, np.ndarray], pinned_graph: bool,
-                     model: ModelSpec | None = None) -> dict[str, np.ndarray]:
+                     model: ModelSpec | None = None, torchtitan_version: str = "0.3") -> dict[str, np.ndarray]:
     """Megatron-LM: FSDP rows eager (_megatron_fsdp_eager), no graphed attention recompute with attention dropout.
     TorchTitan: no per-layer graphs (the full-iteration variant is tried later where allowed); a pinned
     full graph keeps only the layouts its validation accepts; only pp x vp splits TorchTitan can build
@@ -1246,7 +1324,7 @@ def restrict_columns(framework: str, cols: dict[str, np.ndarray], pinned_graph: 
         return cols if keep.all() else {k: v[keep] for k, v in cols.items()}
     keep = cols["fsdp"] | (cols["pp"] > 1)
     if model is not None and model.is_moe:   # the expert sharding TorchTitan runs (TITAN_ETP)
-        keep &= cols["etp"] == titan_etp(cols["tp"], cols["ep"])
+        keep &= titan_etps(cols["tp"], cols["ep"], torchtitan_version)(cols["etp"])
     if model is not None and model.num_mtp_layers:
         import dataclasses
 

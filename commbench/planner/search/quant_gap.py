@@ -39,11 +39,11 @@ def _passes(req: SearchRequest, cols: dict[str, np.ndarray], precision: str) -> 
     """Whether some layout of `cols` passes both GEMM-size rules (and the framework trains the model) in `precision`."""
     from commbench.planner.search.frameworks import check_precision_runs
     try:
-        check_precision_runs(req.framework, req.model, precision, req.software)
+        check_precision_runs(req.framework, req.model, precision, req.software, req.torchtitan_version)
     except CommbenchError:
         return False
     seq = req.seq_len or req.model.seq_len
-    ok = quant_tp_ok(req.model, req.framework, precision, cols["tp"], cols["etp"])
+    ok = quant_tp_ok(req.model, req.framework, precision, cols["tp"], cols["etp"], req.torchtitan_version)
     ok &= quant_tokens_ok(req.framework, precision, seq, cols["mbs"], cols["cp"], cols["tp"], cols["sequence_parallel"])
     return bool(ok.any())
 

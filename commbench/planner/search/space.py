@@ -124,7 +124,8 @@ class SearchRequest:
         object.__setattr__(self, "software", check_release(self.software) if given else newest_release())
         check_precision_in_release(self.precision, self.software, asked if given else None)
         from commbench.planner.search.pin_rules import pin_rule_refusal
-        refusal = pin_rule_refusal(str(self.framework), self.model.is_moe, self.pins)   # a rule the pins break, first
+        refusal = pin_rule_refusal(str(self.framework), self.model.is_moe, self.pins,
+                                   str(self.torchtitan_version))   # a rule the pins break, first
         if refusal:
             raise CommbenchError(refusal)
         check_pins_in_release(self.pins, self.software, self.gpu_name, self.precision,  # the user's pins, first
@@ -149,7 +150,7 @@ class SearchRequest:
             if refusal:
                 raise CommbenchError(refusal)
         check_recompute_layers(self.model, self.pins, self.framework)
-        check_precision_runs(self.framework, self.model, self.precision, self.software)
+        check_precision_runs(self.framework, self.model, self.precision, self.software, self.torchtitan_version)
         check_precision_tp(self.framework, self.model, self.precision, self.pins)
         check_seq_len_runs(self.framework, self.model, self.seq_len or self.model.seq_len, self.software,
                            self.torchtitan_version)
