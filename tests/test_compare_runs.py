@@ -225,11 +225,11 @@ def test_a_sweep_resumed_on_other_hosts_is_one_run_and_the_user_is_told(tmp_path
     headers = [row for row in lines if row["record_type"] == "header"]
     assert len(headers) == 2
     headers[1]["hostnames"] = ["node-b"] * len(headers[1]["hostnames"])
-    moved = tmp_path / "moved.jsonl"
-    moved.write_text("".join(json.dumps(row) + "\n" for row in lines))
-    result = run_cli(resumed, moved, "--max-regression", "900%", "--allow-same-run", "--json")
+    moved = tmp_path / "moved.jsonl"   # the file as a resume on node-b writes it (not beside the unedited file:
+    moved.write_text("".join(json.dumps(row) + "\n" for row in lines))   # one run id, two headers is refused)
+    result = run_cli(moved, moved, "--max-regression", "900%", "--allow-same-run", "--json")
     assert json.JSONDecoder().raw_decode(result.stdout)[0]["missing"] == [], result.output
-    note = " ".join(run_cli(resumed, moved, "--max-regression", "900%", "--allow-same-run").output.split())   # wrapped at 80 columns
+    note = " ".join(run_cli(moved, moved, "--max-regression", "900%", "--allow-same-run").output.split())   # wrapped at 80 columns
     assert f"run {headers[1]['run_id']} resumes run {headers[0]['run_id']}" in note and "node-b" in note, note
 
 

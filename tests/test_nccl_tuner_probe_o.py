@@ -130,10 +130,11 @@ def test_gb200_runs_whose_domains_are_unknown_make_no_rule_keyed_on_hosts(tmp_pa
 
 
 def test_gb200_runs_with_described_or_detected_domains_are_keyed_as_nccl_counts_nodes(tmp_path):
-    for source, nodes in (("--ranks-per-rack", 1), ("preset nvl72, one partial domain", 1),
-                          ("NVML GPU fabric info (clusterUuid+cliqueId): 1 NVLink domain(s) over 2 host(s)", 1)):
+    for case, (source, nodes) in enumerate((("--ranks-per-rack", 1), ("preset nvl72, one partial domain", 1),
+                          ("NVML GPU fabric info (clusterUuid+cliqueId): 1 NVLink domain(s) over 2 host(s)", 1))):
         topology = {"racks": [list(range(8))], "source": source}
-        path = write_runs(tmp_path / "gbk.jsonl", 0, [(TuningCombo(), 20, 100.0), (RING, 20, 50.0)],
+        # a file per case: JsonlWriter appends, and one file held every case's runs r0, r1 under different headers
+        path = write_runs(tmp_path / f"gbk{case}.jsonl", 0, [(TuningCombo(), 20, 100.0), (RING, 20, 50.0)],
                           devices="NVIDIA GB200", hosts=GB200_HOSTS, topology=topology)
         result = rules_of(path, "median")
         assert result.rules and {r.nodes for r in result.rules} == {nodes}, (source, result.rules)
@@ -141,8 +142,9 @@ def test_gb200_runs_with_described_or_detected_domains_are_keyed_as_nccl_counts_
 
 def test_h100_and_b200_runs_without_a_topology_still_count_hosts(tmp_path):
     """An 8-GPU baseboard's NVLink domain is one host: the host count is NCCL's nNodes (B200 is no GB200)."""
-    for device in ("NVIDIA H100 80GB HBM3", "NVIDIA B200"):
-        path = write_runs(tmp_path / "h.jsonl", 0, [(TuningCombo(), 20, 100.0), (RING, 20, 50.0)],
+    for case, device in enumerate(("NVIDIA H100 80GB HBM3", "NVIDIA B200")):
+        # a file per case: JsonlWriter appends, and one file held both cases' runs r0, r1 under different headers
+        path = write_runs(tmp_path / f"h{case}.jsonl", 0, [(TuningCombo(), 20, 100.0), (RING, 20, 50.0)],
                           devices=device, hosts=GB200_HOSTS, topology=None)
         result = rules_of(path, "median")
         assert result.rules and {r.nodes for r in result.rules} == {2}

@@ -644,6 +644,8 @@ def compare_cmd(
     new_records = read_measurements(new, unreadable, headers=new_headers, headerless=headerless,
                                     continuations=new_continuations, cut_short=cut_short, plans=plans,
                                     cut_short_runs=cut_runs, started=new_started)
+    from commbench.results.run_headers import one_header_per_run
+    one_header_per_run([(base, base_headers), (new, new_headers)])   # a run of both, its header edited in one: refused
     of_base = check_new_is_not_base(base, new, base_records, new_records, allow_same_run=allow_same_run)
     if of_base:   # BASE's own runs copied into NEW (a copy of the baseline with runs appended): not NEW's measurement
         new_records = [m for m in new_records if m.run_id not in of_base]

@@ -119,14 +119,16 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
     were measured on one setup (results.run_setup): one curve and one table, not one per launch. A point of
     a run already read from an earlier file (the same file given twice, a copy) is read once, and said; one that differs
     there (the same run id, other measurements: a file edited or concatenated by hand) is refused in one line, as
-    compare refuses it: which copy to table would decide what the report shows. Each line that
+    compare refuses it: which copy to table would decide what the report shows; so is a run whose files hold two
+    different headers of it (results.run_headers). Each line that
     cannot be read is said, and with `unreadable` appended to it as "PATH line N: why"."""
     import dataclasses
 
     from commbench.errors import CommbenchError
     from commbench.results.compare import _fingerprint, match_key, point_label
-    from commbench.results.records import Measurement, iter_records
+    from commbench.results.records import Measurement, RunHeader, iter_records
     from commbench.results.resumed import resumed_runs_joined
+    from commbench.results.run_headers import OneHeaderPerRun
     from commbench.results.run_setup import same_setup
 
     kept: list = []
@@ -196,6 +198,7 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
                                  files[first], ", ".join(sorted(runs))), highlight=False)
         return fresh
 
+    one_header = OneHeaderPerRun()
     for index, path in enumerate(files):
         mine: list = []
         def bad_line(number: int, why: str, path: str = path) -> None:
@@ -204,6 +207,8 @@ def read_for_report(files: list[str], unreadable: list | None = None) -> tuple[l
                 unreadable.append(f"{path} line {number}: {why}")
 
         for record in iter_records(path, drop_samples=True, keep_samples_of=tuning_record, on_bad_line=bad_line):
+            if isinstance(record, RunHeader):
+                one_header.add(path, record)   # one run id, two different headers (a copy edited): refused
             if isinstance(record, Measurement):
                 count += 1
                 if count > MAX_REPORT_MEASUREMENTS:

@@ -24,11 +24,13 @@ def undetermined_bandwidth_notes(path: str, *, larger: str, larger_moe: str = "-
     bytes, how to ask for more tokens per rank, e.g. '--tokens': it takes no sizes, and a MoE sweep entry told to
     raise 'sizes in the sweep file' has none). Points of one data type and op are fitted together, as `fit` fits one."""
     from commbench.costmodel.fit_records import bandwidth_undetermined, fit_all
-    from commbench.results.records import headers, measurements, read_records
+    from commbench.results.records import headers, iter_records, measurements
 
     if not Path(path).is_file():   # nothing written (no point measured): nothing to say
         return []
-    records = read_records([path], on_bad_line=lambda *_: None, drop_samples=True)
+    # iter_records, not read_records: a note after the launch's own points; an earlier run's two headers in the
+    # file (results.run_headers) are refused by the readers that judge it, not by the launch that measured
+    records = list(iter_records(path, on_bad_line=lambda *_: None, drop_samples=True))
     points = [m for m in measurements(records) if m.run_id not in skip_runs]
     runs = {h.run_id: h for h in headers(records)}
     by_dtype_op: dict[tuple, list] = {}

@@ -379,7 +379,8 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     from commbench.results.compare import check_points_once
     from commbench.results.resumed import continued_twice, sweeps_cut_short
     from commbench.errors import CommbenchError, invalid
-    from commbench.results.records import headers as header_records, measurements, read_records
+    from commbench.results.records import measurements, read_records
+    from commbench.results.run_headers import one_header_per_run
 
     bad_of: dict[str, list[str]] = {path: [] for path in paths}
     contradicting_of: dict[str, list[str]] = {path: [] for path in paths}
@@ -391,6 +392,7 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
     bad_lines = [line for lines in bad_of.values() for line in lines]
     check_no_self_contradicting(contradicting_of)
     check_points_once(per_file, "fit")   # as compare and report refuse it
+    runs = one_header_per_run(per_file)   # a run id's two different headers (a copy edited): refused
     records = [record for _, file_records in per_file for record in file_records]
     points = measurements(records)
     backends = sorted({m.backend for m in points})
@@ -400,7 +402,6 @@ def fit_result_files(paths: list[str], *, base: Fabric | None = None, backend: s
         points = [m for m in points if m.backend == backend]
     elif len(backends) > 1:
         raise invalid("--backend", None, f"the results mix backends {', '.join(backends)}; choose one")
-    runs = {h.run_id: h for h in header_records(records)}
     points, mix_notes = one_dtype_op_per_collective(only_dtype_op(points, dtype, op, options=dtype_op_options),
                                                     options=dtype_op_options, runs=runs)
     check_no_wrong_data(points, paths, leave_out_wrong)

@@ -415,8 +415,19 @@ def _check_first_line(path: str | os.PathLike[str], raw: bytes) -> None:
 
 def read_records(paths: Iterable[str | os.PathLike[str]], *, on_bad_line=None, drop_samples: bool = False,
                  on_self_contradicting=None) -> list[Record]:
-    return [rec for path in paths for rec in iter_records(path, on_bad_line=on_bad_line, drop_samples=drop_samples,
-                                                          on_self_contradicting=on_self_contradicting)]
+    """The records of `paths`, in order; a run id whose files (or one file) hold two different headers is refused
+    (results.run_headers: one run, one header)."""
+    from commbench.results.run_headers import OneHeaderPerRun
+
+    out: list[Record] = []
+    one_header = OneHeaderPerRun()
+    for path in paths:
+        for rec in iter_records(path, on_bad_line=on_bad_line, drop_samples=drop_samples,
+                                on_self_contradicting=on_self_contradicting):
+            if isinstance(rec, RunHeader):
+                one_header.add(str(path), rec)
+            out.append(rec)
+    return out
 
 
 def measurements(records: Iterable[Record]) -> list[Measurement]:
