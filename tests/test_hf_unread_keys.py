@@ -42,3 +42,13 @@ def test_a_key_that_does_not_shape_the_network_is_read_as_before(tmp_path, key):
 def test_every_inert_key_says_why():
     for key, (values, why, types) in [*INERT_KEYS.items(), *SOFTMAX_ROUTER_KEYS.items()]:
         assert why and (values is ANY or isinstance(values, tuple)) and isinstance(types, tuple), key
+
+
+def test_a_key_set_to_null_is_absent(tmp_path):
+    """transformers writes `"rope_scaling": null` beside `rope_parameters`: an unread key set to null changes nothing
+    (it was refused as `rope_scaling=None is not read`, CI at d722ffcd: tests/test_mtp_with_yarn.py)."""
+    from commbench.planner.models.hf_unread import ReadKeys, unread_key_refusal
+
+    raw = ReadKeys({"rope_scaling": None, "some_future_key": None})
+    assert unread_key_refusal(raw, "glm4_moe") is None
+    assert "some_future_key=1" in unread_key_refusal(ReadKeys({"some_future_key": 1}), "glm4_moe")

@@ -137,9 +137,10 @@ def _inert(key: str, value: Any, model_type: str) -> bool:
 
 
 def unread_key_refusal(raw: ReadKeys, model_type: str) -> str | None:
-    """What to say of the first top-level key of config.json its reader never looked up that is not inert."""
+    """What to say of the first top-level key of config.json its reader never looked up that is not inert. A key set
+    to null is absent (transformers' configs write `"rope_scaling": null` beside `rope_parameters`)."""
     for key, value in raw.items():
-        if key not in raw.looked_up and not _inert(key, value, model_type):
+        if value is not None and key not in raw.looked_up and not _inert(key, value, model_type):
             shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
             return (f"{key}={shown} is not read for model_type {model_type!r}: the planner does not know what it "
                     "changes in the network, so planning without it could plan another model; if it changes nothing in "
