@@ -31,7 +31,7 @@ def _rank_1_leaves(backend) -> str:
 
 
 def test_a_rank_that_left_mid_point_is_named_in_one_clear_cause_with_the_raw_text_kept():
-    raw, = run_ranks(_rank_1_leaves, 2, ranks=(0,), timeout_s=60)
+    raw, = run_ranks(_rank_1_leaves, 2, ranks=(0,), timeout_s=150)   # 60 s ran out once in CI on 2 loaded cores
     error, detail = point_failure("512 B", raw, 0, (0, 1))
     assert error in ("failed while measuring 512 B: rank 1 left mid-point (connection reset)",
                      "failed while measuring 512 B: rank 1 left mid-point (connection closed)",
